@@ -1,0 +1,747 @@
+//! Caching: the SSD holds *copies* of HDD objects; the HDD copy is authoritative unless the SSD
+//! copy is dirty (write-back). Any collector picks victims.
+//!
+//! Modes:
+//! - `read-only`: reads fill the cache; writes go to the HDD and drop a cached copy (write-around).
+//! - `write-through`: writes go to both devices; a cached object stays cached and consistent.
+//!   With `write-allocate=true` (default; "write-through-all") a full-object write to an uncached
+//!   object also places it on the SSD, otherwise writes never allocate ("write-through-update").
+//! - `write-back`: writes go to the SSD only and the object becomes dirty; dirty objects are
+//!   written back in the background once dirty bytes exceed `dirty-high`% of the cache, down to
+//!   `dirty-low`%, at most `max-writebacks` at a time, oldest-dirtied first. A dirty victim is
+//!   written back before it is dropped. Nothing dirty is ever dropped unless its object is deleted.
+//!
+//! A miss fills the cache with a `Copy` (its space reserved at once); the object becomes a hit
+//! when the copy completes. A partial write to an uncached object always goes around the cache
+//! (the SSD would otherwise hold a torn object), as dm-cache does. Objects larger than the cache
+//! or refused by the collector's admission rule are never cached.
+
+use super::{ArchBuild, Architecture, Placement, Setup, Usage};
+use crate::collector::{
+    AnyCollector, Collector, CollectorContext, Removal, Touch, build_collector, ensure_slot, pages_of,
+};
+use crate::engine::Ctx;
+use crate::list::{Link, Linked, List};
+use crate::object_table::ObjectTable;
+use crate::params::{ConfigError, ParamSpec, Params};
+use crate::{LOGICAL_ADDR, Level, Levels, ObjectId, Op, Outcome, Request, Served, Slot, Tier, Work, WorkId, WorkKind};
+
+/// Write policy of the cache.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Reads only; writes invalidate.
+    ReadOnly,
+    /// Writes to both devices.
+    WriteThrough,
+    /// Writes to the SSD; background write-back.
+    WriteBack,
+}
+
+const MODES: [&str; 3] = ["read-only", "write-through", "write-back"];
+
+// Object states.
+const NOT_CACHED: u8 = 0;
+const FILLING: u8 = 1;
+const CLEAN: u8 = 2;
+const DIRTY: u8 = 3;
+
+// Flags.
+const WRITING_BACK: u8 = 1;
+const EVICTING: u8 = 2;
+const REDIRTIED: u8 = 4;
+const STALE: u8 = 8;
+const DELETED: u8 = 16;
+const IN_COLLECTOR: u8 = 32;
+const COLL_FAST: u8 = 64;
+
+/// Per-object metadata (8 bytes).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CacheMeta {
+    size: u32,
+    state: u8,
+    flags: u8,
+}
+
+impl CacheMeta {
+    fn cached(&self) -> bool {
+        self.state == CLEAN || self.state == DIRTY
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct DirtyLink(Link);
+
+impl Linked for DirtyLink {
+    fn link(&self) -> &Link {
+        &self.0
+    }
+    fn link_mut(&mut self) -> &mut Link {
+        &mut self.0
+    }
+}
+
+/// The cache architecture.
+#[derive(Debug)]
+pub struct Cache {
+    mode: Mode,
+    write_allocate: bool,
+    capacity: u64,
+    object_size: u64,
+    dirty_high: u64,
+    dirty_low: u64,
+    max_writebacks: usize,
+    table: ObjectTable<CacheMeta>,
+    collector: AnyCollector,
+    tracks_slow: bool,
+    /// Committed bytes (filling + cached).
+    used: u64,
+    dirty_bytes: u64,
+    /// Bytes of dirty victims waiting for their write-back before being dropped.
+    evicting_bytes: u64,
+    writing_back_bytes: u64,
+    writebacks_in_flight: usize,
+    dirty_order: List,
+    dirty_links: Vec<DirtyLink>,
+    /// Slots of deleted objects whose work is still in flight.
+    tombstones: Vec<u32>,
+}
+
+const PARAMS: &[ParamSpec] = &[
+    ParamSpec { name: "mode", default: "write-through", help: "read-only, write-through or write-back" },
+    ParamSpec {
+        name: "write-allocate",
+        default: "true",
+        help: "write-through: full-object writes to uncached objects are cached too",
+    },
+    ParamSpec { name: "dirty-high", default: "20%", help: "write-back: start writing back above this share dirty (1..=100)" },
+    ParamSpec { name: "dirty-low", default: "10%", help: "write-back: stop writing back below this share dirty (0..dirty-high)" },
+    ParamSpec { name: "max-writebacks", default: "64", help: "write-back: write-backs in flight at most (1..=65536)" },
+];
+
+impl ArchBuild for Cache {
+    const NAME: &'static str = "cache";
+    const VERSION: u32 = 1;
+    const HELP: &'static str = "SSD caching of HDD objects: read-only, write-through or write-back, any collector";
+    const PARAMS: &'static [ParamSpec] = PARAMS;
+    const USES_COLLECTOR: bool = true;
+
+    fn build(p: &mut Params, setup: &Setup) -> Result<Self, ConfigError> {
+        let mode = match p.choice("mode", 1, &MODES)? {
+            0 => Mode::ReadOnly,
+            1 => Mode::WriteThrough,
+            _ => Mode::WriteBack,
+        };
+        let write_allocate = p.bool("write-allocate", true)?;
+        let high = p.percent("dirty-high", 20.0, 1.0, 100.0)?;
+        let low = p.percent("dirty-low", 10.0, 0.0, 100.0)?;
+        if low >= high {
+            return Err(p.inconsistent(format!(
+                "dirty-low ({:.0}%) must be below dirty-high ({:.0}%)",
+                low * 100.0,
+                high * 100.0
+            )));
+        }
+        let max_writebacks = p.u64("max-writebacks", 64, 1, 65_536)? as usize;
+        if setup.fast_capacity == 0 {
+            return Err(p.inconsistent("the SSD capacity must be above zero"));
+        }
+        if setup.object_size > setup.fast_capacity {
+            return Err(p.inconsistent(format!(
+                "the SSD ({} bytes) is smaller than one object ({} bytes)",
+                setup.fast_capacity, setup.object_size
+            )));
+        }
+        let collector_name = p.string("collector", "lru");
+        let collector =
+            build_collector(&collector_name, p, &CollectorContext { fast_capacity: setup.fast_capacity })?;
+        let capacity = setup.fast_capacity;
+        Ok(Cache {
+            mode,
+            write_allocate,
+            capacity,
+            object_size: setup.object_size,
+            dirty_high: (capacity as f64 * high) as u64,
+            dirty_low: (capacity as f64 * low) as u64,
+            max_writebacks,
+            table: ObjectTable::new(),
+            tracks_slow: collector.tracks_slow_objects(),
+            collector,
+            used: 0,
+            dirty_bytes: 0,
+            evicting_bytes: 0,
+            writing_back_bytes: 0,
+            writebacks_in_flight: 0,
+            dirty_order: List::default(),
+            dirty_links: Vec::new(),
+            tombstones: Vec::new(),
+        })
+    }
+}
+
+impl Cache {
+    /// The write policy.
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// The collector.
+    pub fn collector(&self) -> &AnyCollector {
+        &self.collector
+    }
+
+    fn size_for(&self, req: &Request) -> Option<u32> {
+        let size = if self.object_size != 0 { self.object_size } else { req.offset.saturating_add(req.len) };
+        if size == 0 || size > self.capacity {
+            return None;
+        }
+        u32::try_from(size).ok()
+    }
+
+    fn work(kind: WorkKind, obj: ObjectId, from: Level, to: Level, bytes: u64) -> Work {
+        Work {
+            id: WorkId(0),
+            kind,
+            obj,
+            from,
+            to,
+            bytes,
+            slow_addr: LOGICAL_ADDR,
+            fast_addr: LOGICAL_ADDR,
+            source_in_ram: false,
+            tag: 0,
+        }
+    }
+
+    fn issue(cx: &mut Ctx<'_>, kind: WorkKind, obj: ObjectId, s: Slot, bytes: u64, source_in_ram: bool) {
+        let (from, to) = match kind {
+            WorkKind::Copy | WorkKind::Promote => (Level::Slow, Level::Fast),
+            WorkKind::Writeback | WorkKind::Demote => (Level::Fast, Level::Slow),
+            WorkKind::Invalidate => (Level::Fast, Level::Fast),
+        };
+        let mut w = Self::work(kind, obj, from, to, bytes);
+        w.source_in_ram = source_in_ram;
+        w.tag = u64::from(s.0);
+        cx.issue(w);
+    }
+
+    #[inline]
+    fn touch_of(cx: &Ctx<'_>, req: &Request) -> Touch {
+        Touch { now: cx.now, seq: cx.seq, pages: pages_of(req.offset, req.len), write: req.op == Op::Write }
+    }
+
+    // --- collector bookkeeping -------------------------------------------------------------
+
+    fn coll_enter_fast(&mut self, s: Slot, t: &Touch) {
+        let m = *self.table.meta(s);
+        if m.flags & IN_COLLECTOR != 0 {
+            self.collector.set_tier(s, Tier::Fast);
+        } else {
+            let id = self.table.id(s);
+            self.collector.insert(s, id, Tier::Fast, u64::from(m.size), t);
+        }
+        self.table.meta_mut(s).flags |= IN_COLLECTOR | COLL_FAST;
+    }
+
+    fn coll_leave_fast(&mut self, s: Slot) {
+        let m = self.table.meta_mut(s);
+        if m.flags & IN_COLLECTOR == 0 {
+            return;
+        }
+        if self.tracks_slow {
+            m.flags &= !COLL_FAST;
+            self.collector.set_tier(s, Tier::Slow);
+        } else {
+            m.flags &= !(IN_COLLECTOR | COLL_FAST);
+            self.collector.remove(s, Removal::Evicted);
+        }
+    }
+
+    fn coll_forget(&mut self, s: Slot) {
+        let m = self.table.meta_mut(s);
+        if m.flags & IN_COLLECTOR != 0 {
+            m.flags &= !(IN_COLLECTOR | COLL_FAST);
+            self.collector.remove(s, Removal::Deleted);
+        }
+    }
+
+    /// After an object's fast copy is gone: keep it as a slow-tier object when the collector
+    /// tracks those, otherwise forget it.
+    fn drop_to_slow_or_forget(&mut self, s: Slot) {
+        if self.tracks_slow {
+            let m = self.table.meta_mut(s);
+            m.state = NOT_CACHED;
+            m.flags &= IN_COLLECTOR;
+        } else {
+            self.coll_forget(s);
+            self.table.remove(s);
+        }
+    }
+
+    // --- dirty list ------------------------------------------------------------------------
+
+    fn dirty_push(&mut self, s: Slot) {
+        ensure_slot(&mut self.dirty_links, s, DirtyLink::default());
+        self.dirty_order.push_back(&mut self.dirty_links, s.0);
+    }
+
+    fn dirty_unlink(&mut self, s: Slot) {
+        self.dirty_order.unlink(&mut self.dirty_links, s.0);
+    }
+
+    fn mark_dirty(&mut self, s: Slot) {
+        let m = *self.table.meta(s);
+        match m.state {
+            CLEAN => {
+                self.table.meta_mut(s).state = DIRTY;
+                self.dirty_bytes += u64::from(m.size);
+                if m.flags & WRITING_BACK != 0 {
+                    // Cannot happen (only dirty objects are written back), kept for safety.
+                    self.table.meta_mut(s).flags |= REDIRTIED;
+                } else {
+                    self.dirty_push(s);
+                }
+            }
+            DIRTY if m.flags & WRITING_BACK != 0 => self.table.meta_mut(s).flags |= REDIRTIED,
+            _ => {}
+        }
+    }
+
+    fn issue_writeback(&mut self, cx: &mut Ctx<'_>, s: Slot) {
+        let m = *self.table.meta(s);
+        debug_assert!(m.state == DIRTY && m.flags & WRITING_BACK == 0);
+        self.dirty_unlink(s);
+        self.table.meta_mut(s).flags |= WRITING_BACK;
+        self.writing_back_bytes += u64::from(m.size);
+        self.writebacks_in_flight += 1;
+        let id = self.table.id(s);
+        Self::issue(cx, WorkKind::Writeback, id, s, u64::from(m.size), false);
+    }
+
+    fn maybe_writeback(&mut self, cx: &mut Ctx<'_>) {
+        if self.mode != Mode::WriteBack || self.dirty_bytes <= self.dirty_high {
+            return;
+        }
+        while self.dirty_bytes - self.writing_back_bytes > self.dirty_low
+            && self.writebacks_in_flight < self.max_writebacks
+        {
+            let Some(s) = self.dirty_order.front() else { break };
+            self.issue_writeback(cx, Slot(s));
+        }
+    }
+
+    // --- eviction and filling --------------------------------------------------------------
+
+    fn evict(&mut self, cx: &mut Ctx<'_>, s: Slot) {
+        let m = *self.table.meta(s);
+        let size = u64::from(m.size);
+        self.coll_leave_fast(s);
+        if m.state == DIRTY {
+            self.table.meta_mut(s).flags |= EVICTING;
+            self.evicting_bytes += size;
+            if m.flags & WRITING_BACK == 0 {
+                self.issue_writeback(cx, s);
+            }
+        } else {
+            let id = self.table.id(s);
+            Self::issue(cx, WorkKind::Invalidate, id, s, size, false);
+            self.used -= size;
+            self.drop_to_slow_or_forget(s);
+        }
+    }
+
+    /// Evicts until `size` more bytes fit. True when they fit now (dirty victims may still be
+    /// on their way out, in which case the caller must not place anything).
+    fn make_room(&mut self, cx: &mut Ctx<'_>, size: u64) -> bool {
+        while self.used - self.evicting_bytes + size > self.capacity {
+            let Some(v) = self.collector.coldest_fast(cx.now) else { break };
+            self.evict(cx, v);
+        }
+        self.used + size <= self.capacity
+    }
+
+    /// Places a missed object: returns its slot when the fill was issued.
+    fn fill(&mut self, cx: &mut Ctx<'_>, slot: Option<Slot>, id: ObjectId, size: u32, source_in_ram: bool) {
+        if let Some(s) = slot
+            && !self.collector.admits(s)
+        {
+            return;
+        }
+        self.collector.on_miss(id, u64::from(size));
+        if !self.make_room(cx, u64::from(size)) {
+            return;
+        }
+        let s = match slot {
+            Some(s) => s,
+            None => self.table.insert(id, CacheMeta { size, state: NOT_CACHED, flags: 0 }),
+        };
+        let m = self.table.meta_mut(s);
+        m.state = FILLING;
+        m.size = size;
+        self.used += u64::from(size);
+        Self::issue(cx, WorkKind::Copy, id, s, u64::from(size), source_in_ram);
+    }
+
+    /// Tracks a slow-tier object for collectors that rank those.
+    fn track_slow(&mut self, id: ObjectId, size: u32, t: &Touch) -> Slot {
+        let s = self.table.insert(id, CacheMeta { size, state: NOT_CACHED, flags: IN_COLLECTOR });
+        self.collector.insert(s, id, Tier::Slow, u64::from(size), t);
+        s
+    }
+
+    // --- the data path ---------------------------------------------------------------------
+
+    fn read(&mut self, cx: &mut Ctx<'_>, req: &Request) -> Served {
+        let t = Self::touch_of(cx, req);
+        let slot = self.table.get(req.obj);
+        if let Some(s) = slot {
+            let m = *self.table.meta(s);
+            if m.flags & IN_COLLECTOR != 0 {
+                self.collector.touch(s, &t);
+            }
+            if m.cached() {
+                return Served::by(Level::Fast);
+            }
+            if m.state == FILLING {
+                return Served::by(Level::Slow);
+            }
+        }
+        if let Some(size) = self.size_for(req) {
+            let whole = req.offset == 0 && req.len >= u64::from(size);
+            let slot = match slot {
+                None if self.tracks_slow => Some(self.track_slow(req.obj, size, &t)),
+                other => other,
+            };
+            self.fill(cx, slot, req.obj, size, whole);
+        }
+        Served::by(Level::Slow)
+    }
+
+    fn write(&mut self, cx: &mut Ctx<'_>, req: &Request) -> Served {
+        let t = Self::touch_of(cx, req);
+        let slot = self.table.get(req.obj);
+        if let Some(s) = slot {
+            let m = *self.table.meta(s);
+            if m.flags & IN_COLLECTOR != 0 {
+                self.collector.touch(s, &t);
+            }
+            if m.cached() {
+                return self.write_hit(cx, s, m, &t);
+            }
+            if m.state == FILLING {
+                // The copy in flight was read before this write: it is stale.
+                self.table.meta_mut(s).flags |= STALE;
+                return Served::by(Level::Slow);
+            }
+        }
+        let allocate = match self.mode {
+            Mode::ReadOnly => false,
+            Mode::WriteThrough => self.write_allocate,
+            Mode::WriteBack => true,
+        };
+        let Some(size) = self.size_for(req) else { return Served::by(Level::Slow) };
+        let slot = match slot {
+            None if self.tracks_slow => Some(self.track_slow(req.obj, size, &t)),
+            other => other,
+        };
+        let whole = req.offset == 0 && req.len >= u64::from(size);
+        if !allocate || !whole {
+            return Served::by(Level::Slow);
+        }
+        if let Some(s) = slot
+            && !self.collector.admits(s)
+        {
+            return Served::by(Level::Slow);
+        }
+        self.collector.on_miss(req.obj, u64::from(size));
+        if !self.make_room(cx, u64::from(size)) {
+            return Served::by(Level::Slow);
+        }
+        let s = match slot {
+            Some(s) => s,
+            None => self.table.insert(req.obj, CacheMeta { size, state: NOT_CACHED, flags: 0 }),
+        };
+        self.table.meta_mut(s).state = CLEAN;
+        self.table.meta_mut(s).size = size;
+        self.used += u64::from(size);
+        self.coll_enter_fast(s, &t);
+        if self.mode == Mode::WriteBack {
+            self.mark_dirty(s);
+            self.maybe_writeback(cx);
+            Served::by(Level::Fast)
+        } else {
+            Served::written_to(Levels::one(Level::Fast).with(Level::Slow))
+        }
+    }
+
+    fn write_hit(&mut self, cx: &mut Ctx<'_>, s: Slot, m: CacheMeta, t: &Touch) -> Served {
+        match self.mode {
+            Mode::ReadOnly => {
+                // Write-around: the cached copy would be stale.
+                self.coll_leave_fast(s);
+                self.used -= u64::from(m.size);
+                let id = self.table.id(s);
+                Self::issue(cx, WorkKind::Invalidate, id, s, u64::from(m.size), false);
+                self.drop_to_slow_or_forget(s);
+                Served::by(Level::Slow)
+            }
+            Mode::WriteThrough => Served::written_to(Levels::one(Level::Fast).with(Level::Slow)),
+            Mode::WriteBack => {
+                if m.flags & EVICTING != 0 {
+                    // A write to a victim waiting for its write-back: keep it after all.
+                    self.table.meta_mut(s).flags &= !EVICTING;
+                    self.evicting_bytes -= u64::from(m.size);
+                    self.coll_enter_fast(s, t);
+                }
+                self.mark_dirty(s);
+                self.maybe_writeback(cx);
+                Served::by(Level::Fast)
+            }
+        }
+    }
+
+    fn delete(&mut self, cx: &mut Ctx<'_>, obj: ObjectId) -> Served {
+        let Some(s) = self.table.get(obj) else { return Served::metadata() };
+        let m = *self.table.meta(s);
+        let size = u64::from(m.size);
+        if m.state == DIRTY {
+            // The data is gone with its object: nothing left to write back.
+            self.dirty_bytes -= size;
+            if m.flags & WRITING_BACK == 0 {
+                self.dirty_unlink(s);
+            }
+            self.table.meta_mut(s).state = CLEAN;
+        }
+        if m.flags & EVICTING != 0 {
+            self.evicting_bytes -= size;
+        }
+        self.table.meta_mut(s).flags &= !(EVICTING | REDIRTIED);
+        self.coll_forget(s);
+        if m.flags & WRITING_BACK != 0 || m.state == FILLING {
+            // A tombstone until the work in flight completes; the id is free for reuse now.
+            self.table.meta_mut(s).flags |= DELETED;
+            self.table.detach(s);
+            self.tombstones.push(s.0);
+            return Served::metadata();
+        }
+        if m.cached() {
+            Self::issue(cx, WorkKind::Invalidate, obj, s, size, false);
+            self.used -= size;
+        }
+        self.table.remove(s);
+        Served::metadata()
+    }
+}
+
+impl Architecture for Cache {
+    #[inline]
+    fn access(&mut self, cx: &mut Ctx<'_>, req: &Request) -> Served {
+        match req.op {
+            Op::Read => self.read(cx, req),
+            Op::Write => self.write(cx, req),
+            Op::Delete => self.delete(cx, req.obj),
+            _ => Served::metadata(),
+        }
+    }
+
+    fn complete(&mut self, cx: &mut Ctx<'_>, work: &Work, outcome: Outcome) {
+        let s = Slot(work.tag as u32);
+        let m = *self.table.meta(s);
+        let size = u64::from(m.size);
+        let t = Touch { now: cx.now, seq: cx.seq, pages: 1, write: false };
+        if m.flags & DELETED != 0 {
+            // The object was deleted while the work ran: drop whatever reached the SSD.
+            if work.kind == WorkKind::Writeback {
+                self.writing_back_bytes -= size;
+                self.writebacks_in_flight -= 1;
+            }
+            if work.kind == WorkKind::Writeback || outcome == Outcome::Done {
+                Self::issue(cx, WorkKind::Invalidate, work.obj, s, size, false);
+            }
+            self.used -= size;
+            self.tombstones.retain(|&x| x != s.0);
+            self.table.release(s);
+            self.maybe_writeback(cx);
+            return;
+        }
+        debug_assert_eq!(self.table.id(s), work.obj);
+        match work.kind {
+            WorkKind::Copy => {
+                if outcome == Outcome::Done && m.flags & STALE == 0 {
+                    self.table.meta_mut(s).state = CLEAN;
+                    self.coll_enter_fast(s, &t);
+                } else {
+                    if outcome == Outcome::Done {
+                        Self::issue(cx, WorkKind::Invalidate, work.obj, s, size, false);
+                    }
+                    self.used -= size;
+                    self.drop_to_slow_or_forget(s);
+                }
+            }
+            WorkKind::Writeback => {
+                self.table.meta_mut(s).flags &= !WRITING_BACK;
+                self.writing_back_bytes -= size;
+                self.writebacks_in_flight -= 1;
+                if outcome == Outcome::Done && m.flags & REDIRTIED == 0 {
+                    self.table.meta_mut(s).state = CLEAN;
+                    self.dirty_bytes -= size;
+                    if m.flags & EVICTING != 0 {
+                        self.table.meta_mut(s).flags &= !EVICTING;
+                        self.evicting_bytes -= size;
+                        Self::issue(cx, WorkKind::Invalidate, work.obj, s, size, false);
+                        self.used -= size;
+                        self.drop_to_slow_or_forget(s);
+                    }
+                } else {
+                    // Written again meanwhile, or the write-back failed: still dirty.
+                    self.table.meta_mut(s).flags &= !REDIRTIED;
+                    self.dirty_push(s);
+                    if m.flags & EVICTING != 0 {
+                        self.table.meta_mut(s).flags &= !EVICTING;
+                        self.evicting_bytes -= size;
+                        self.coll_enter_fast(s, &t);
+                    }
+                }
+            }
+            _ => debug_assert!(false, "cache issued no {:?}", work.kind),
+        }
+        self.maybe_writeback(cx);
+    }
+
+    fn flush(&mut self, cx: &mut Ctx<'_>) {
+        while let Some(s) = self.dirty_order.front() {
+            self.issue_writeback(cx, Slot(s));
+        }
+    }
+
+    fn adopt(&mut self, cx: &mut Ctx<'_>, obj: ObjectId, level: Level, size: u64, dirty: bool) {
+        if self.table.get(obj).is_some() {
+            return;
+        }
+        let Ok(size32) = u32::try_from(size) else { return };
+        let t = Touch { now: cx.now, seq: cx.seq, pages: 1, write: false };
+        if level == Level::Fast && size > 0 && self.used + size <= self.capacity {
+            let s = self.table.insert(obj, CacheMeta { size: size32, state: CLEAN, flags: 0 });
+            self.used += size;
+            self.coll_enter_fast(s, &t);
+            if dirty && self.mode == Mode::WriteBack {
+                self.mark_dirty(s);
+            }
+        } else if self.tracks_slow {
+            self.track_slow(obj, size32, &t);
+        }
+    }
+
+    fn placement(&self, obj: ObjectId) -> Placement {
+        let Some(s) = self.table.get(obj) else {
+            return Placement { on_slow: true, ..Placement::default() };
+        };
+        let m = self.table.meta(s);
+        Placement {
+            tracked: true,
+            on_fast: m.cached(),
+            on_slow: true,
+            dirty: m.state == DIRTY,
+            moving: m.state == FILLING || m.flags & WRITING_BACK != 0,
+        }
+    }
+
+    fn usage(&self) -> Usage {
+        Usage {
+            fast_capacity: self.capacity,
+            fast_used: self.used,
+            dirty_bytes: self.dirty_bytes,
+            objects: self.table.len(),
+            fast_objects: self.collector.len(Tier::Fast),
+            in_flight: 0,
+        }
+    }
+
+    fn check_invariants(&self) -> Result<(), String> {
+        let (mut used, mut dirty, mut evicting, mut wb, mut wb_n, mut coll_fast, mut coll_slow) = (0, 0, 0, 0, 0, 0, 0);
+        for s in self.table.slots().chain(self.tombstones.iter().map(|&t| Slot(t))) {
+            let m = self.table.meta(s);
+            let size = u64::from(m.size);
+            if m.flags & DELETED != 0 {
+                used += size;
+                if m.flags & WRITING_BACK != 0 {
+                    wb += size;
+                    wb_n += 1;
+                }
+                if m.flags & (IN_COLLECTOR | EVICTING) != 0 || m.state == DIRTY {
+                    return Err(format!("tombstone {s:?} still ranked, evicting or dirty"));
+                }
+                continue;
+            }
+            if matches!(m.state, FILLING | CLEAN | DIRTY) {
+                used += size;
+            }
+            if m.state == DIRTY {
+                dirty += size;
+                if self.mode != Mode::WriteBack {
+                    return Err(format!("dirty object {:?} in {:?} mode", self.table.id(s), self.mode));
+                }
+            }
+            if m.flags & EVICTING != 0 {
+                evicting += size;
+                if m.state != DIRTY {
+                    return Err(format!("evicting object {:?} is not dirty", self.table.id(s)));
+                }
+            }
+            if m.flags & WRITING_BACK != 0 {
+                wb += size;
+                wb_n += 1;
+            }
+            if m.flags & IN_COLLECTOR != 0 {
+                if m.flags & COLL_FAST != 0 {
+                    coll_fast += 1;
+                } else {
+                    coll_slow += 1;
+                }
+            }
+            let should_rank_fast = m.cached() && m.flags & (EVICTING | DELETED) == 0;
+            if should_rank_fast != (m.flags & COLL_FAST != 0) {
+                return Err(format!("object {:?} state {} flags {:#x}: collector disagrees", self.table.id(s), m.state, m.flags));
+            }
+        }
+        if used != self.used {
+            return Err(format!("used {} but objects sum to {used}", self.used));
+        }
+        if self.used > self.capacity {
+            return Err(format!("used {} exceeds capacity {}", self.used, self.capacity));
+        }
+        if dirty != self.dirty_bytes || evicting != self.evicting_bytes || wb != self.writing_back_bytes {
+            return Err(format!(
+                "counters dirty {} evicting {} writing-back {} but objects sum to {dirty} {evicting} {wb}",
+                self.dirty_bytes, self.evicting_bytes, self.writing_back_bytes
+            ));
+        }
+        if wb_n != self.writebacks_in_flight {
+            return Err("write-back count mismatch".into());
+        }
+        let listed = self.dirty_order.iter(&self.dirty_links).count();
+        let expected = self
+            .table
+            .slots()
+            .filter(|&s| {
+                let m = self.table.meta(s);
+                m.state == DIRTY && m.flags & WRITING_BACK == 0
+            })
+            .count();
+        if listed != expected {
+            return Err(format!("dirty list holds {listed}, expected {expected}"));
+        }
+        if coll_fast != self.collector.len(Tier::Fast) {
+            return Err(format!("collector ranks {} on the SSD, table says {coll_fast}", self.collector.len(Tier::Fast)));
+        }
+        if self.tracks_slow && coll_slow != self.collector.len(Tier::Slow) {
+            return Err(format!("collector ranks {} on the HDD, table says {coll_slow}", self.collector.len(Tier::Slow)));
+        }
+        Ok(())
+    }
+
+    fn memory_bytes(&self) -> usize {
+        self.table.memory_bytes()
+            + self.collector.memory_bytes()
+            + self.dirty_links.capacity() * std::mem::size_of::<DirtyLink>()
+    }
+}

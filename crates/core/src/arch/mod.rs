@@ -1,0 +1,248 @@
+//! Architectures: what happens on an access, on a completion and on a timer.
+//!
+//! # Contract
+//! - [`Architecture::access`] MUST return quickly and MUST NOT allocate per call once its tables
+//!   have grown; it may issue work through the [`Ctx`].
+//! - Space on the fast tier is accounted as *committed*: an object counts from the moment a
+//!   promote/copy is issued (space reserved) until its demote completes or its invalidate is
+//!   issued. Committed bytes never exceed the fast capacity.
+//! - A failed or cancelled work item MUST leave the object where it was before the work was
+//!   issued (roll back), with nothing lost: dirty data stays dirty.
+//! - [`Architecture::check_invariants`] verifies the architecture's own bookkeeping; the
+//!   conformance tests call it after every step.
+//!
+//! # Registry
+//! One file per architecture implementing [`Architecture`] + [`ArchBuild`], and one line in the
+//! `architectures!` list below.
+
+pub mod cache;
+pub mod hdd_only;
+pub mod linear;
+pub mod ssd_only;
+
+use serde::{Deserialize, Serialize};
+
+use crate::collector::{COLLECTORS, collector_info};
+use crate::engine::Ctx;
+use crate::params::{ConfigError, ParamSpec, Params};
+use crate::{Level, Nanos, ObjectId, Outcome, Request, Served, Work};
+
+/// The device geometry an architecture is built for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Setup {
+    /// Bytes of the fast tier the architecture may use.
+    pub fast_capacity: u64,
+    /// Bytes of the slow tier (0 = unbounded).
+    pub slow_capacity: u64,
+    /// Fixed object size for block/extent front ends; 0 for variable-size objects (files,
+    /// libCacheSim-style requests).
+    pub object_size: u64,
+}
+
+/// Where one object is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Placement {
+    /// The engine tracks the object.
+    pub tracked: bool,
+    /// A valid copy is on the fast tier.
+    pub on_fast: bool,
+    /// A valid copy is on the slow tier.
+    pub on_slow: bool,
+    /// The fast copy is newer than the slow one (write-back).
+    pub dirty: bool,
+    /// Background work on it is in flight.
+    pub moving: bool,
+}
+
+/// Space and object counts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Fast-tier capacity.
+    pub fast_capacity: u64,
+    /// Committed fast-tier bytes (see the module contract).
+    pub fast_used: u64,
+    /// Dirty bytes on the fast tier.
+    pub dirty_bytes: u64,
+    /// Objects tracked.
+    pub objects: usize,
+    /// Objects with a copy on the fast tier.
+    pub fast_objects: usize,
+    /// Work in flight (filled in by the engine).
+    pub in_flight: usize,
+}
+
+/// An architecture. See the module docs for the contract.
+pub trait Architecture {
+    /// Handles one access and says how to serve it.
+    fn access(&mut self, cx: &mut Ctx<'_>, req: &Request) -> Served;
+    /// Handles the outcome of work this architecture issued.
+    fn complete(&mut self, cx: &mut Ctx<'_>, work: &Work, outcome: Outcome);
+    /// Runs due timers.
+    fn tick(&mut self, _cx: &mut Ctx<'_>) {}
+    /// When the next timer is due.
+    fn next_tick(&self) -> Option<Nanos> {
+        None
+    }
+    /// Issues write-backs for every dirty object.
+    fn flush(&mut self, _cx: &mut Ctx<'_>) {}
+    /// Learns about an object that already exists on `level`.
+    fn adopt(&mut self, _cx: &mut Ctx<'_>, _obj: ObjectId, _level: Level, _size: u64, _dirty: bool) {}
+    /// Where an object is.
+    fn placement(&self, obj: ObjectId) -> Placement;
+    /// Space and object counts.
+    fn usage(&self) -> Usage;
+    /// Verifies internal bookkeeping.
+    fn check_invariants(&self) -> Result<(), String>;
+    /// Heap bytes held.
+    fn memory_bytes(&self) -> usize;
+}
+
+/// How an architecture is built from its spec.
+pub trait ArchBuild: Architecture + Sized {
+    /// Registry token.
+    const NAME: &'static str;
+    /// Bumped when behaviour changes.
+    const VERSION: u32;
+    /// One line of help.
+    const HELP: &'static str;
+    /// Knobs with defaults.
+    const PARAMS: &'static [ParamSpec];
+    /// Whether the architecture takes a `collector=` knob.
+    const USES_COLLECTOR: bool;
+    /// Builds from parameters (validated here, once).
+    fn build(params: &mut Params, setup: &Setup) -> Result<Self, ConfigError>;
+}
+
+/// One registry row.
+#[derive(Clone, Copy)]
+pub struct ArchInfo {
+    /// Token used in specs.
+    pub name: &'static str,
+    /// Behaviour version.
+    pub version: u32,
+    /// One line of help.
+    pub help: &'static str,
+    /// Knobs.
+    pub params: &'static [ParamSpec],
+    /// Whether a `collector=` knob applies.
+    pub uses_collector: bool,
+    /// Constructor.
+    pub create: fn(&mut Params, &Setup) -> Result<AnyArch, ConfigError>,
+}
+
+macro_rules! architectures {
+    ($($variant:ident => $module:ident :: $ty:ident),+ $(,)?) => {
+        /// Every registered architecture, statically dispatched.
+        #[derive(Debug)]
+        #[expect(clippy::large_enum_variant, reason = "one per engine; boxing would add a pointer chase per access")]
+        pub enum AnyArch {
+            $(
+                #[doc = concat!("See [`", stringify!($module), "::", stringify!($ty), "`].")]
+                $variant($module::$ty)
+            ),+
+        }
+
+        /// The registry: one row per architecture.
+        pub const ARCHITECTURES: &[ArchInfo] = &[
+            $(ArchInfo {
+                name: <$module::$ty as ArchBuild>::NAME,
+                version: <$module::$ty as ArchBuild>::VERSION,
+                help: <$module::$ty as ArchBuild>::HELP,
+                params: <$module::$ty as ArchBuild>::PARAMS,
+                uses_collector: <$module::$ty as ArchBuild>::USES_COLLECTOR,
+                create: |p, s| Ok(AnyArch::$variant(<$module::$ty as ArchBuild>::build(p, s)?)),
+            }),+
+        ];
+
+        macro_rules! dispatch {
+            ($self:ident, $a:ident => $e:expr) => {
+                match $self { $(AnyArch::$variant($a) => $e),+ }
+            };
+        }
+    };
+}
+
+architectures! {
+    SsdOnly => ssd_only::SsdOnly,
+    HddOnly => hdd_only::HddOnly,
+    Linear => linear::Linear,
+    Cache => cache::Cache,
+}
+
+impl Architecture for AnyArch {
+    #[inline]
+    fn access(&mut self, cx: &mut Ctx<'_>, req: &Request) -> Served {
+        dispatch!(self, a => a.access(cx, req))
+    }
+    fn complete(&mut self, cx: &mut Ctx<'_>, work: &Work, outcome: Outcome) {
+        dispatch!(self, a => a.complete(cx, work, outcome))
+    }
+    fn tick(&mut self, cx: &mut Ctx<'_>) {
+        dispatch!(self, a => a.tick(cx))
+    }
+    fn next_tick(&self) -> Option<Nanos> {
+        dispatch!(self, a => a.next_tick())
+    }
+    fn flush(&mut self, cx: &mut Ctx<'_>) {
+        dispatch!(self, a => a.flush(cx))
+    }
+    fn adopt(&mut self, cx: &mut Ctx<'_>, obj: ObjectId, level: Level, size: u64, dirty: bool) {
+        dispatch!(self, a => a.adopt(cx, obj, level, size, dirty))
+    }
+    fn placement(&self, obj: ObjectId) -> Placement {
+        dispatch!(self, a => a.placement(obj))
+    }
+    fn usage(&self) -> Usage {
+        dispatch!(self, a => a.usage())
+    }
+    fn check_invariants(&self) -> Result<(), String> {
+        dispatch!(self, a => a.check_invariants())
+    }
+    fn memory_bytes(&self) -> usize {
+        dispatch!(self, a => a.memory_bytes())
+    }
+}
+
+/// Looks an architecture up by name.
+pub fn arch_info(name: &str) -> Result<&'static ArchInfo, ConfigError> {
+    ARCHITECTURES.iter().find(|a| a.name.eq_ignore_ascii_case(name)).ok_or_else(|| ConfigError::UnknownName {
+        kind: "architecture",
+        name: name.to_string(),
+        allowed: ARCHITECTURES.iter().map(|a| a.name.to_string()).collect(),
+    })
+}
+
+/// Builds an architecture from a spec such as `cache:mode=write-back,collector=lfu`. Every knob
+/// is validated here; an unknown knob is an error that lists the valid ones.
+pub fn build_arch(spec: &str, setup: &Setup) -> Result<AnyArch, ConfigError> {
+    let (name, mut params) = Params::parse(spec)?;
+    let info = arch_info(&name)?;
+    params.set_owner(info.name);
+    let arch = (info.create)(&mut params, setup)?;
+    let mut allowed: Vec<&[ParamSpec]> = vec![info.params];
+    if info.uses_collector {
+        allowed.push(COLLECTOR_KNOB);
+        if let Some(c) = params.peek("collector").and_then(|c| collector_info(c).ok()) {
+            allowed.push(c.params);
+        }
+    }
+    params.finish(&allowed)?;
+    Ok(arch)
+}
+
+/// The `collector=` knob shared by architectures that rank objects.
+pub const COLLECTOR_KNOB: &[ParamSpec] = &[ParamSpec {
+    name: "collector",
+    default: "(per architecture)",
+    help: "hot/cold ranking: lru, lfu, arc, fifo, clock, wsclock, inverse-bitmap (plus their knobs)",
+}];
+
+/// Validates a collector name early, with the list of valid ones.
+pub fn check_collector_name(name: &str) -> Result<(), ConfigError> {
+    collector_info(name).map(|_| ())
+}
+
+/// Names of all collectors (for help output).
+pub fn collector_names() -> Vec<&'static str> {
+    COLLECTORS.iter().map(|c| c.name).collect()
+}

@@ -1,0 +1,288 @@
+//! Data collectors: per-object hotness tracking and the two ranking queries every architecture
+//! needs — the coldest object on the fast tier (victim) and the hottest object on the slow tier
+//! (promotion candidate).
+//!
+//! # Contract
+//! - The caller (an architecture) owns slot allocation and tells the collector everything:
+//!   [`Collector::insert`] when an object becomes tracked, [`Collector::touch`] on each access,
+//!   [`Collector::set_tier`] when it moves, [`Collector::remove`] when it is forgotten.
+//!   Caller guarantees a slot is inserted once before it is touched, moved or removed.
+//! - Ranking queries MUST be O(1) amortised or O(log n). They do not remove anything;
+//!   `coldest_fast` may advance internal state (a clock hand) and therefore takes `&mut self`.
+//! - Implementations MUST NOT allocate per access once their per-slot vectors have grown to the
+//!   highest slot in use.
+//! - Per-object state is the collector's own (`State` next to the policy), in vectors indexed by
+//!   [`Slot`].
+//!
+//! # Registry
+//! Adding a collector = one new file implementing [`Collector`] + [`CollectorBuild`] and one line
+//! in the `collectors!` list below; the dispatch enum, the name table used to parse specs and the
+//! `--list` output are generated from it.
+
+pub mod arc;
+pub mod clock;
+pub mod fifo;
+pub mod inverse_bitmap;
+pub mod lfu;
+pub mod lru;
+pub mod wsclock;
+
+use crate::params::{ConfigError, ParamSpec, Params};
+use crate::{Nanos, ObjectId, Slot, Tier};
+
+/// What the collector learns about one access.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Touch {
+    /// Current time.
+    pub now: Nanos,
+    /// Engine-wide access sequence number (strictly increasing); breaks ties by recency.
+    pub seq: u64,
+    /// Number of 4 KiB pages the access covers (at least 1).
+    pub pages: u32,
+    /// Whether the access was a write.
+    pub write: bool,
+}
+
+impl Touch {
+    /// A touch of one page at `seq` (tests and simple callers).
+    pub fn at(seq: u64) -> Touch {
+        Touch { now: Nanos(seq), seq, pages: 1, write: false }
+    }
+}
+
+/// Number of 4 KiB pages covered by `[offset, offset + len)` (at least 1).
+#[inline]
+pub fn pages_of(offset: u64, len: u64) -> u32 {
+    if len == 0 {
+        return 1;
+    }
+    let first = offset >> 12;
+    let last = (offset.saturating_add(len) - 1) >> 12;
+    u32::try_from(last - first + 1).unwrap_or(u32::MAX)
+}
+
+/// Why a slot stops being tracked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Removal {
+    /// It was evicted from the fast tier by a cache and is no longer tracked at all (ARC keeps a
+    /// ghost; the inverse bitmap remembers its counter for admission).
+    Evicted,
+    /// The object is gone (deleted) or forgotten for another reason.
+    Deleted,
+}
+
+/// What a collector is told when it is built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CollectorContext {
+    /// Capacity of the fast tier in bytes (ARC sizes its lists by it).
+    pub fast_capacity: u64,
+}
+
+/// A data collector. See the module docs for the contract.
+pub trait Collector {
+    /// Starts tracking `slot` (object `id`, `size` bytes) on `tier`, as if just accessed by `t`.
+    fn insert(&mut self, slot: Slot, id: ObjectId, tier: Tier, size: u64, t: &Touch);
+    /// Records an access to a tracked slot.
+    fn touch(&mut self, slot: Slot, t: &Touch);
+    /// A tracked slot moved to `tier` (a promotion, demotion, fill or eviction that keeps it
+    /// tracked).
+    fn set_tier(&mut self, slot: Slot, tier: Tier);
+    /// Stops tracking `slot`.
+    fn remove(&mut self, slot: Slot, why: Removal);
+    /// The size of a tracked object changed.
+    fn resize(&mut self, _slot: Slot, _size: u64) {}
+    /// Called before victims are chosen to make room for the untracked object `id` (ARC adapts
+    /// its target from its ghost lists here).
+    fn on_miss(&mut self, _id: ObjectId, _size: u64) {}
+    /// The coldest object on the fast tier: the next victim.
+    fn coldest_fast(&mut self, now: Nanos) -> Option<Slot>;
+    /// The hottest object on the slow tier: the next promotion candidate.
+    fn hottest_slow(&self) -> Option<Slot>;
+    /// Whether `a` ranks hotter than `b` (both tracked).
+    fn hotter(&self, a: Slot, b: Slot) -> bool;
+    /// Admission: may this tracked slow-tier object enter the fast tier? Default: always.
+    fn admits(&self, _slot: Slot) -> bool {
+        true
+    }
+    /// Whether a cache should keep objects that are only on the slow tier tracked (admission
+    /// needs their counters). Tiering tracks every object regardless.
+    fn tracks_slow_objects(&self) -> bool {
+        false
+    }
+    /// Number of tracked objects on `tier`.
+    fn len(&self, tier: Tier) -> usize;
+    /// Heap bytes held.
+    fn memory_bytes(&self) -> usize;
+}
+
+/// How a collector is built from its spec.
+pub trait CollectorBuild: Collector + Sized {
+    /// Registry token.
+    const NAME: &'static str;
+    /// Bumped when behaviour changes (golden numbers move).
+    const VERSION: u32;
+    /// One line of help.
+    const HELP: &'static str;
+    /// Knobs with defaults.
+    const PARAMS: &'static [ParamSpec];
+    /// Builds from validated parameters.
+    fn build(params: &mut Params, cx: &CollectorContext) -> Result<Self, ConfigError>;
+}
+
+/// One registry row.
+#[derive(Clone, Copy)]
+pub struct CollectorInfo {
+    /// Token used in specs.
+    pub name: &'static str,
+    /// Behaviour version.
+    pub version: u32,
+    /// One line of help.
+    pub help: &'static str,
+    /// Knobs.
+    pub params: &'static [ParamSpec],
+    /// Constructor.
+    pub create: fn(&mut Params, &CollectorContext) -> Result<AnyCollector, ConfigError>,
+}
+
+macro_rules! collectors {
+    ($($variant:ident => $module:ident :: $ty:ident),+ $(,)?) => {
+        /// Every registered collector, statically dispatched.
+        #[derive(Clone, Debug)]
+        pub enum AnyCollector {
+            $(
+                #[doc = concat!("See [`", stringify!($module), "::", stringify!($ty), "`].")]
+                $variant($module::$ty)
+            ),+
+        }
+
+        /// The registry: one row per collector.
+        pub const COLLECTORS: &[CollectorInfo] = &[
+            $(CollectorInfo {
+                name: <$module::$ty as CollectorBuild>::NAME,
+                version: <$module::$ty as CollectorBuild>::VERSION,
+                help: <$module::$ty as CollectorBuild>::HELP,
+                params: <$module::$ty as CollectorBuild>::PARAMS,
+                create: |p, cx| Ok(AnyCollector::$variant(<$module::$ty as CollectorBuild>::build(p, cx)?)),
+            }),+
+        ];
+
+        macro_rules! dispatch {
+            ($self:ident, $c:ident => $e:expr) => {
+                match $self { $(AnyCollector::$variant($c) => $e),+ }
+            };
+        }
+    };
+}
+
+collectors! {
+    Lru => lru::Lru,
+    Lfu => lfu::Lfu,
+    Arc => arc::Arc,
+    Fifo => fifo::Fifo,
+    Clock => clock::Clock,
+    WsClock => wsclock::WsClock,
+    InverseBitmap => inverse_bitmap::InverseBitmap,
+}
+
+impl AnyCollector {
+    /// The registry token of this collector.
+    pub fn name(&self) -> &'static str {
+        dispatch!(self, c => collector_name(c))
+    }
+}
+
+fn collector_name<C: CollectorBuild>(_: &C) -> &'static str {
+    C::NAME
+}
+
+impl Collector for AnyCollector {
+    #[inline]
+    fn insert(&mut self, slot: Slot, id: ObjectId, tier: Tier, size: u64, t: &Touch) {
+        dispatch!(self, c => c.insert(slot, id, tier, size, t))
+    }
+    #[inline]
+    fn touch(&mut self, slot: Slot, t: &Touch) {
+        dispatch!(self, c => c.touch(slot, t))
+    }
+    #[inline]
+    fn set_tier(&mut self, slot: Slot, tier: Tier) {
+        dispatch!(self, c => c.set_tier(slot, tier))
+    }
+    #[inline]
+    fn remove(&mut self, slot: Slot, why: Removal) {
+        dispatch!(self, c => c.remove(slot, why))
+    }
+    #[inline]
+    fn resize(&mut self, slot: Slot, size: u64) {
+        dispatch!(self, c => c.resize(slot, size))
+    }
+    #[inline]
+    fn on_miss(&mut self, id: ObjectId, size: u64) {
+        dispatch!(self, c => c.on_miss(id, size))
+    }
+    #[inline]
+    fn coldest_fast(&mut self, now: Nanos) -> Option<Slot> {
+        dispatch!(self, c => c.coldest_fast(now))
+    }
+    #[inline]
+    fn hottest_slow(&self) -> Option<Slot> {
+        dispatch!(self, c => c.hottest_slow())
+    }
+    #[inline]
+    fn hotter(&self, a: Slot, b: Slot) -> bool {
+        dispatch!(self, c => c.hotter(a, b))
+    }
+    #[inline]
+    fn admits(&self, slot: Slot) -> bool {
+        dispatch!(self, c => c.admits(slot))
+    }
+    fn tracks_slow_objects(&self) -> bool {
+        dispatch!(self, c => c.tracks_slow_objects())
+    }
+    fn len(&self, tier: Tier) -> usize {
+        dispatch!(self, c => c.len(tier))
+    }
+    fn memory_bytes(&self) -> usize {
+        dispatch!(self, c => c.memory_bytes())
+    }
+}
+
+/// Looks a collector up by name.
+pub fn collector_info(name: &str) -> Result<&'static CollectorInfo, ConfigError> {
+    COLLECTORS.iter().find(|c| c.name.eq_ignore_ascii_case(name)).ok_or_else(|| ConfigError::UnknownName {
+        kind: "collector",
+        name: name.to_string(),
+        allowed: COLLECTORS.iter().map(|c| c.name.to_string()).collect(),
+    })
+}
+
+/// Builds the collector `name`, taking its knobs from `params` (which may hold other keys for
+/// the architecture; unknown-key checking is the caller's).
+pub fn build_collector(name: &str, params: &mut Params, cx: &CollectorContext) -> Result<AnyCollector, ConfigError> {
+    (collector_info(name)?.create)(params, cx)
+}
+
+/// Grows a slot-indexed vector so `slot` is addressable. Amortised O(1) with 25 % geometric
+/// growth (memory per object matters more than the rare copy); never allocates once the highest
+/// slot has been seen.
+#[inline]
+pub(crate) fn ensure_slot<T: Clone>(v: &mut Vec<T>, slot: Slot, fill: T) {
+    if slot.idx() >= v.len() {
+        grow_to(v, slot.idx() + 1, fill);
+    }
+}
+
+#[cold]
+fn grow_to<T: Clone>(v: &mut Vec<T>, len: usize, fill: T) {
+    if len > v.capacity() {
+        let extra = (len - v.len()).max(v.capacity() / 4).max(64);
+        v.reserve_exact(extra);
+    }
+    v.resize(len, fill);
+}
+
+#[cfg(any(test, feature = "test-utils"))]
+pub mod test_utils;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,204 @@
+//! Plain reference models, written for obviousness rather than speed: O(n) scans over vectors.
+//! Differential tests run the same operations through these and through the real collectors
+//! and caches and demand identical answers.
+
+use std::collections::VecDeque;
+
+/// libCacheSim-semantics LRU cache over (id, size): a hit moves to the head; a miss evicts from
+/// the tail until the object fits, then inserts it; an object larger than the cache is never
+/// inserted; the size recorded is the size at insertion.
+#[derive(Clone, Debug, Default)]
+pub struct NaiveLruCache {
+    capacity: u64,
+    used: u64,
+    /// Most recent first.
+    items: VecDeque<(u64, u64)>,
+}
+
+impl NaiveLruCache {
+    /// A cache of `capacity` bytes (or objects, with unit sizes).
+    pub fn new(capacity: u64) -> Self {
+        NaiveLruCache { capacity, used: 0, items: VecDeque::new() }
+    }
+
+    /// One request; true on a hit.
+    pub fn access(&mut self, id: u64, size: u64) -> bool {
+        if let Some(pos) = self.items.iter().position(|&(i, _)| i == id) {
+            let it = self.items.remove(pos).unwrap_or((id, size));
+            self.items.push_front(it);
+            return true;
+        }
+        if size > self.capacity {
+            return false;
+        }
+        while self.used + size > self.capacity {
+            let Some((_, s)) = self.items.pop_back() else { break };
+            self.used -= s;
+        }
+        self.items.push_front((id, size));
+        self.used += size;
+        false
+    }
+}
+
+/// libCacheSim-semantics FIFO cache: hits do not reorder.
+#[derive(Clone, Debug, Default)]
+pub struct NaiveFifoCache {
+    capacity: u64,
+    used: u64,
+    /// Newest first.
+    items: VecDeque<(u64, u64)>,
+}
+
+impl NaiveFifoCache {
+    /// A cache of `capacity` bytes.
+    pub fn new(capacity: u64) -> Self {
+        NaiveFifoCache { capacity, used: 0, items: VecDeque::new() }
+    }
+
+    /// One request; true on a hit.
+    pub fn access(&mut self, id: u64, size: u64) -> bool {
+        if self.items.iter().any(|&(i, _)| i == id) {
+            return true;
+        }
+        if size > self.capacity {
+            return false;
+        }
+        while self.used + size > self.capacity {
+            let Some((_, s)) = self.items.pop_back() else { break };
+            self.used -= s;
+        }
+        self.items.push_front((id, size));
+        self.used += size;
+        false
+    }
+}
+
+/// ARC exactly as in Megiddo and Modha's Figure 4 (unit-size pages, capacity `c` pages).
+#[derive(Clone, Debug)]
+pub struct NaiveArc {
+    c: usize,
+    p: usize,
+    /// Each list holds the most recent page first.
+    t1: VecDeque<u64>,
+    t2: VecDeque<u64>,
+    b1: VecDeque<u64>,
+    b2: VecDeque<u64>,
+}
+
+fn take(l: &mut VecDeque<u64>, x: u64) -> bool {
+    if let Some(pos) = l.iter().position(|&y| y == x) {
+        l.remove(pos);
+        true
+    } else {
+        false
+    }
+}
+
+impl NaiveArc {
+    /// ARC over `c` pages.
+    pub fn new(c: usize) -> Self {
+        NaiveArc { c, p: 0, t1: VecDeque::new(), t2: VecDeque::new(), b1: VecDeque::new(), b2: VecDeque::new() }
+    }
+
+    fn replace(&mut self, x_in_b2: bool) {
+        let t1 = self.t1.len();
+        if t1 >= 1 && ((x_in_b2 && t1 == self.p) || t1 > self.p) {
+            if let Some(v) = self.t1.pop_back() {
+                self.b1.push_front(v);
+            }
+        } else if let Some(v) = self.t2.pop_back() {
+            self.b2.push_front(v);
+        }
+    }
+
+    /// One request; true on a hit.
+    pub fn access(&mut self, x: u64) -> bool {
+        if take(&mut self.t1, x) || take(&mut self.t2, x) {
+            self.t2.push_front(x);
+            return true;
+        }
+        if self.b1.contains(&x) {
+            let d = if self.b1.len() >= self.b2.len() { 1 } else { self.b2.len() / self.b1.len() };
+            self.p = (self.p + d).min(self.c);
+            self.replace(false);
+            take(&mut self.b1, x);
+            self.t2.push_front(x);
+            return false;
+        }
+        if self.b2.contains(&x) {
+            let d = if self.b2.len() >= self.b1.len() { 1 } else { self.b1.len() / self.b2.len() };
+            self.p = self.p.saturating_sub(d);
+            self.replace(true);
+            take(&mut self.b2, x);
+            self.t2.push_front(x);
+            return false;
+        }
+        let l1 = self.t1.len() + self.b1.len();
+        let total = l1 + self.t2.len() + self.b2.len();
+        if l1 == self.c {
+            if self.t1.len() < self.c {
+                self.b1.pop_back();
+                self.replace(false);
+            } else {
+                self.t1.pop_back();
+            }
+        } else if l1 < self.c && total >= self.c {
+            if total == 2 * self.c {
+                self.b2.pop_back();
+            }
+            self.replace(false);
+        }
+        self.t1.push_front(x);
+        false
+    }
+}
+
+/// The textbook CLOCK over `c` frames: a ring and a hand; a new page replaces the victim in its
+/// frame... expressed the way [`super::clock::Clock`] is used by a cache: victims are removed
+/// and new pages are inserted just behind the hand.
+#[derive(Clone, Debug, Default)]
+pub struct NaiveClockCache {
+    capacity: usize,
+    /// Ring in hand order starting at index `hand`.
+    ring: Vec<(u64, bool)>,
+    hand: usize,
+}
+
+impl NaiveClockCache {
+    /// A cache of `capacity` objects.
+    pub fn new(capacity: usize) -> Self {
+        NaiveClockCache { capacity, ring: Vec::new(), hand: 0 }
+    }
+
+    /// One request; true on a hit.
+    pub fn access(&mut self, x: u64) -> bool {
+        if let Some(e) = self.ring.iter_mut().find(|e| e.0 == x) {
+            e.1 = true;
+            return true;
+        }
+        if self.ring.len() >= self.capacity {
+            loop {
+                if self.ring[self.hand].1 {
+                    self.ring[self.hand].1 = false;
+                    self.hand = (self.hand + 1) % self.ring.len();
+                } else {
+                    self.ring.remove(self.hand);
+                    if self.hand >= self.ring.len() {
+                        self.hand = 0;
+                    }
+                    break;
+                }
+            }
+        }
+        // Behind the hand = just before it in ring order.
+        if self.ring.is_empty() {
+            self.ring.push((x, false));
+            self.hand = 0;
+        } else {
+            self.ring.insert(self.hand, (x, false));
+            self.hand += 1;
+        }
+        false
+    }
+}

@@ -1,0 +1,129 @@
+//! What the engine answers: how an access is served, and the background work it asks for.
+//!
+//! The contract follows dm-cache's policy/core split: the engine returns [`Work`]; a front end
+//! executes it and reports [`Outcome`] through [`crate::Engine::complete`]. A decision is not a
+//! fact until the front end confirms it; a failed or cancelled move rolls back inside the engine.
+
+use serde::{Deserialize, Serialize};
+
+use crate::{Level, Levels, ObjectId, WorkId};
+
+/// Address value meaning "the object's own logical address" (no remapping): caches and
+/// single-device baselines keep data where the front end put it.
+pub const LOGICAL_ADDR: u64 = u64::MAX;
+
+/// How one access is served.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Served {
+    /// For a read: the single level that supplies the data. For a write: the level that
+    /// acknowledges it (the slowest one written).
+    pub level: Level,
+    /// Every level the access touches (a write-through write touches both tiers).
+    pub touches: Levels,
+    /// Byte address on the slow device of the start of the accessed object, when the slow device
+    /// is touched (drives the HDD seek model); [`LOGICAL_ADDR`] when not remapped.
+    pub slow_addr: u64,
+    /// Byte address on the fast device of the object; [`LOGICAL_ADDR`] when not remapped.
+    pub fast_addr: u64,
+}
+
+impl Served {
+    /// Served by one level only.
+    pub fn by(level: Level) -> Served {
+        Served { level, touches: Levels::one(level), slow_addr: LOGICAL_ADDR, fast_addr: LOGICAL_ADDR }
+    }
+    /// Written to several levels; the slowest acknowledges.
+    pub fn written_to(touches: Levels) -> Served {
+        let level = touches.slowest().unwrap_or(Level::Slow);
+        Served { level, touches, slow_addr: LOGICAL_ADDR, fast_addr: LOGICAL_ADDR }
+    }
+    /// Sets the slow-device address.
+    pub fn at_slow(mut self, addr: u64) -> Served {
+        self.slow_addr = addr;
+        self
+    }
+    /// Sets the fast-device address.
+    pub fn at_fast(mut self, addr: u64) -> Served {
+        self.fast_addr = addr;
+        self
+    }
+    /// A metadata-only operation (create, delete, rename, stat) touches no data device.
+    pub fn metadata() -> Served {
+        Served { level: Level::Ram, touches: Levels::NONE, slow_addr: LOGICAL_ADDR, fast_addr: LOGICAL_ADDR }
+    }
+}
+
+/// The kind of a piece of background work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum WorkKind {
+    /// Tiering: move the object from the slow tier to the fast tier. On success the fast copy is
+    /// the only copy and the front end removes the slow one.
+    Promote,
+    /// Tiering: move the object from the fast tier to the slow tier.
+    Demote,
+    /// Caching: copy the object into the fast tier (fill on miss, prefetch). The slow copy stays
+    /// authoritative.
+    Copy,
+    /// Caching: write a dirty fast copy back to the slow tier; the fast copy stays and becomes
+    /// clean.
+    Writeback,
+    /// Caching: drop a clean fast copy. Takes effect in the engine when issued; the front end
+    /// MUST apply it before executing any later work and does not report completion.
+    Invalidate,
+}
+
+impl WorkKind {
+    /// Whether the front end must report completion.
+    pub const fn needs_completion(self) -> bool {
+        !matches!(self, WorkKind::Invalidate)
+    }
+    /// Lower-case name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            WorkKind::Promote => "promote",
+            WorkKind::Demote => "demote",
+            WorkKind::Copy => "copy",
+            WorkKind::Writeback => "writeback",
+            WorkKind::Invalidate => "invalidate",
+        }
+    }
+}
+
+/// One piece of work for a front end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Work {
+    /// Identity to report back in [`crate::Engine::complete`].
+    pub id: WorkId,
+    /// What to do.
+    pub kind: WorkKind,
+    /// The object concerned.
+    pub obj: ObjectId,
+    /// Where the bytes come from (for invalidate: the level dropped).
+    pub from: Level,
+    /// Where the bytes go (for invalidate: same as `from`).
+    pub to: Level,
+    /// Number of bytes to copy (the object's size when issued).
+    pub bytes: u64,
+    /// Byte address of the object on the slow device (seek model); [`LOGICAL_ADDR`] when not
+    /// remapped.
+    pub slow_addr: u64,
+    /// Byte address of the object on the fast device; [`LOGICAL_ADDR`] when not remapped.
+    pub fast_addr: u64,
+    /// The bytes are already in the front end's memory (a fill right after the miss that read
+    /// them): only the write to `to` is needed.
+    pub source_in_ram: bool,
+    /// Private to the architecture that issued the work (e.g. its table slot); front ends ignore
+    /// it. The engine hands the issued work back to the architecture on completion.
+    pub tag: u64,
+}
+
+/// The result of executing a piece of work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Outcome {
+    /// Done: the data is where the work said.
+    Done,
+    /// The front end tried and failed (I/O error, no space); the engine rolls back.
+    Failed,
+    /// The front end gave up before finishing (shutdown, conflict); the engine rolls back.
+    Cancelled,
+}

@@ -1,0 +1,344 @@
+//! The engine: the one object every front end talks to.
+//!
+//! A front end tells it each access ([`Engine::access`]) and gets back how to serve it; any
+//! background work the architecture decided on is queued and taken with [`Engine::drain_work`]
+//! (in order — an invalidate must be applied before later work runs). The front end executes the
+//! work and reports [`Engine::complete`]; a failed or cancelled move rolls back inside the
+//! architecture. Timers run from [`Engine::tick`]; [`Engine::next_deadline`] says when.
+//!
+//! The engine owns the work table (ids are generation-tagged, so a stale or duplicate
+//! completion is an error, not a corruption), the access sequence used to break ties by
+//! recency, and the counters every front end reports.
+
+use serde::{Deserialize, Serialize};
+
+use crate::arch::{AnyArch, Architecture, Placement, Usage};
+use crate::{Clock, Level, ManualClock, Nanos, ObjectId, Op, Outcome, Request, Served, Work, WorkId, WorkKind};
+
+/// Completion problems. The engine's state is unchanged when one is returned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CompleteError {
+    /// The id was never issued, was already completed, or does not need completion.
+    #[error("unknown or already completed work id {0:?}")]
+    UnknownWork(WorkId),
+}
+
+/// Counters kept by the engine for every architecture.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EngineStats {
+    /// Accesses per op kind: reads, writes, other (metadata).
+    pub reads: u64,
+    /// Writes seen.
+    pub writes: u64,
+    /// Metadata operations seen.
+    pub metadata_ops: u64,
+    /// Reads served per level (ram, ssd, hdd).
+    pub reads_by_level: [u64; 3],
+    /// Writes acknowledged per level (the slowest level written).
+    pub writes_by_level: [u64; 3],
+    /// Read bytes per level.
+    pub read_bytes_by_level: [u64; 3],
+    /// Write bytes per level written (a write-through write counts on both).
+    pub write_bytes_by_level: [u64; 3],
+    /// Work issued, by kind: promote, demote, copy, writeback, invalidate.
+    pub issued: [u64; 5],
+    /// Work completed successfully, by kind.
+    pub done: [u64; 5],
+    /// Work that failed, by kind.
+    pub failed: [u64; 5],
+    /// Work cancelled, by kind.
+    pub cancelled: [u64; 5],
+    /// Bytes moved by successful work, by kind.
+    pub bytes_moved: [u64; 5],
+}
+
+impl EngineStats {
+    /// Index of a kind in the per-kind arrays.
+    pub const fn kind_index(k: WorkKind) -> usize {
+        match k {
+            WorkKind::Promote => 0,
+            WorkKind::Demote => 1,
+            WorkKind::Copy => 2,
+            WorkKind::Writeback => 3,
+            WorkKind::Invalidate => 4,
+        }
+    }
+    /// Issued count for a kind.
+    pub fn issued(&self, k: WorkKind) -> u64 {
+        self.issued[Self::kind_index(k)]
+    }
+    /// Successful count for a kind.
+    pub fn done(&self, k: WorkKind) -> u64 {
+        self.done[Self::kind_index(k)]
+    }
+    /// Bytes moved by a kind.
+    pub fn moved(&self, k: WorkKind) -> u64 {
+        self.bytes_moved[Self::kind_index(k)]
+    }
+    /// Total bytes moved between tiers by background work.
+    pub fn total_bytes_moved(&self) -> u64 {
+        self.bytes_moved[..4].iter().sum()
+    }
+}
+
+/// In-flight work, slab-allocated: no allocation per work item once grown.
+#[derive(Clone, Debug, Default)]
+pub struct WorkTable {
+    slots: Vec<(u32, Option<Work>)>,
+    free: Vec<u32>,
+    live: usize,
+}
+
+impl WorkTable {
+    fn insert(&mut self, mut w: Work) -> WorkId {
+        let idx = match self.free.pop() {
+            Some(i) => i,
+            None => {
+                self.slots.push((0, None));
+                (self.slots.len() - 1) as u32
+            }
+        };
+        let gen_ = self.slots[idx as usize].0.wrapping_add(1);
+        let id = WorkId((u64::from(gen_) << 32) | u64::from(idx));
+        w.id = id;
+        self.slots[idx as usize] = (gen_, Some(w));
+        self.live += 1;
+        id
+    }
+
+    fn take(&mut self, id: WorkId) -> Option<Work> {
+        let idx = (id.0 & 0xffff_ffff) as usize;
+        let gen_ = (id.0 >> 32) as u32;
+        let slot = self.slots.get_mut(idx)?;
+        if slot.0 != gen_ {
+            return None;
+        }
+        let w = slot.1.take()?;
+        self.free.push(idx as u32);
+        self.live -= 1;
+        Some(w)
+    }
+
+    /// Number of works in flight.
+    pub fn len(&self) -> usize {
+        self.live
+    }
+
+    /// True when nothing is in flight.
+    pub fn is_empty(&self) -> bool {
+        self.live == 0
+    }
+
+    /// Iterates in-flight work.
+    pub fn iter(&self) -> impl Iterator<Item = &Work> {
+        self.slots.iter().filter_map(|(_, w)| w.as_ref())
+    }
+}
+
+/// What an architecture sees while handling one call: the time, and a way to issue work.
+pub struct Ctx<'a> {
+    /// Current time.
+    pub now: Nanos,
+    /// Sequence number of the current access (strictly increasing across accesses).
+    pub seq: u64,
+    works: &'a mut WorkTable,
+    out: &'a mut Vec<Work>,
+    stats: &'a mut EngineStats,
+}
+
+impl Ctx<'_> {
+    /// Issues work. `work.id` is ignored and assigned here. Invalidations take effect now and
+    /// get no id in the table.
+    pub fn issue(&mut self, mut work: Work) -> WorkId {
+        self.stats.issued[EngineStats::kind_index(work.kind)] += 1;
+        if work.kind.needs_completion() {
+            work.id = self.works.insert(work);
+        } else {
+            work.id = WorkId(u64::MAX);
+            self.stats.done[EngineStats::kind_index(work.kind)] += 1;
+        }
+        self.out.push(work);
+        work.id
+    }
+
+    /// Number of works in flight (issued and not completed).
+    pub fn in_flight(&self) -> usize {
+        self.works.len()
+    }
+}
+
+/// The policy engine. See the module docs.
+pub struct Engine<C: Clock = ManualClock> {
+    arch: AnyArch,
+    clock: C,
+    works: WorkTable,
+    out: Vec<Work>,
+    stats: EngineStats,
+    seq: u64,
+}
+
+impl<C: Clock> Engine<C> {
+    /// An engine running `arch`, reading time from `clock`.
+    pub fn new(arch: AnyArch, clock: C) -> Engine<C> {
+        Engine { arch, clock, works: WorkTable::default(), out: Vec::with_capacity(64), stats: EngineStats::default(), seq: 0 }
+    }
+
+    fn ctx(&mut self) -> (Ctx<'_>, &mut AnyArch) {
+        let now = self.clock.now();
+        (Ctx { now, seq: self.seq, works: &mut self.works, out: &mut self.out, stats: &mut self.stats }, &mut self.arch)
+    }
+
+    /// Tells the engine about one access and returns how to serve it. Background work decided
+    /// on is queued for [`Engine::drain_work`].
+    #[inline]
+    pub fn access(&mut self, req: &Request) -> Served {
+        self.seq += 1;
+        let (mut cx, arch) = self.ctx();
+        let served = arch.access(&mut cx, req);
+        let st = &mut self.stats;
+        match req.op {
+            Op::Read => {
+                st.reads += 1;
+                st.reads_by_level[served.level.index()] += 1;
+                st.read_bytes_by_level[served.level.index()] += req.len;
+            }
+            Op::Write => {
+                st.writes += 1;
+                st.writes_by_level[served.level.index()] += 1;
+                for l in served.touches.iter() {
+                    st.write_bytes_by_level[l.index()] += req.len;
+                }
+            }
+            _ => st.metadata_ops += 1,
+        }
+        served
+    }
+
+    /// Work queued since the last drain, in the order it must be applied.
+    #[inline]
+    pub fn drain_work(&mut self) -> std::vec::Drain<'_, Work> {
+        self.out.drain(..)
+    }
+
+    /// Work queued since the last drain, without taking it.
+    pub fn pending_work(&self) -> &[Work] {
+        &self.out
+    }
+
+    /// Reports the outcome of a piece of work. May queue new work.
+    pub fn complete(&mut self, id: WorkId, outcome: Outcome) -> Result<(), CompleteError> {
+        let work = self.works.take(id).ok_or(CompleteError::UnknownWork(id))?;
+        let k = EngineStats::kind_index(work.kind);
+        match outcome {
+            Outcome::Done => {
+                self.stats.done[k] += 1;
+                self.stats.bytes_moved[k] += work.bytes;
+            }
+            Outcome::Failed => self.stats.failed[k] += 1,
+            Outcome::Cancelled => self.stats.cancelled[k] += 1,
+        }
+        let (mut cx, arch) = self.ctx();
+        arch.complete(&mut cx, &work, outcome);
+        Ok(())
+    }
+
+    /// Runs timers that are due. May queue work.
+    pub fn tick(&mut self) {
+        let (mut cx, arch) = self.ctx();
+        arch.tick(&mut cx);
+    }
+
+    /// When [`Engine::tick`] next has something to do.
+    pub fn next_deadline(&self) -> Option<Nanos> {
+        self.arch.next_tick()
+    }
+
+    /// Asks for every dirty object to be written back (queues the work).
+    pub fn flush(&mut self) {
+        let (mut cx, arch) = self.ctx();
+        arch.flush(&mut cx);
+    }
+
+    /// Tells the engine about an object that already exists on `level` (a front end adopting
+    /// existing data, or restoring state after a restart).
+    pub fn adopt(&mut self, obj: ObjectId, level: Level, size: u64, dirty: bool) {
+        self.seq += 1;
+        let (mut cx, arch) = self.ctx();
+        arch.adopt(&mut cx, obj, level, size, dirty);
+    }
+
+    /// Where an object is now.
+    pub fn placement(&self, obj: ObjectId) -> Placement {
+        self.arch.placement(obj)
+    }
+
+    /// Space and object counts.
+    pub fn usage(&self) -> Usage {
+        let mut u = self.arch.usage();
+        u.in_flight = self.works.len();
+        u
+    }
+
+    /// Engine counters.
+    pub fn stats(&self) -> &EngineStats {
+        &self.stats
+    }
+
+    /// Work in flight.
+    pub fn in_flight(&self) -> impl Iterator<Item = &Work> {
+        self.works.iter()
+    }
+
+    /// The clock.
+    pub fn clock(&self) -> &C {
+        &self.clock
+    }
+
+    /// The architecture (for inspection).
+    pub fn arch(&self) -> &AnyArch {
+        &self.arch
+    }
+
+    /// Checks the architecture's invariants (tests, `--paranoid` runs).
+    pub fn check_invariants(&self) -> Result<(), String> {
+        self.arch.check_invariants()
+    }
+
+    /// Heap bytes held by the engine and its architecture.
+    pub fn memory_bytes(&self) -> usize {
+        self.arch.memory_bytes()
+            + self.works.slots.capacity() * std::mem::size_of::<(u32, Option<Work>)>()
+            + self.out.capacity() * std::mem::size_of::<Work>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn work_ids_are_generation_tagged() {
+        let mut t = WorkTable::default();
+        let w = Work {
+            id: WorkId(0),
+            kind: WorkKind::Copy,
+            obj: ObjectId(1),
+            from: Level::Slow,
+            to: Level::Fast,
+            bytes: 1,
+            slow_addr: 0,
+            fast_addr: 0,
+            source_in_ram: false,
+            tag: 0,
+        };
+        let a = t.insert(w);
+        assert!(t.take(a).is_some());
+        assert!(t.take(a).is_none(), "double completion is refused");
+        let b = t.insert(w);
+        assert_ne!(a, b, "a reused slot gets a new generation");
+        assert!(t.take(a).is_none(), "a stale id does not complete the new work");
+        assert!(t.take(b).is_some());
+        assert!(t.take(WorkId(12345)).is_none());
+    }
+}
