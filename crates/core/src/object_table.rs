@@ -106,25 +106,6 @@ impl<M> ObjectTable<M> {
         }
     }
 
-    /// Removes `slot` (which MUST be live) from the index but keeps its entry and metadata
-    /// readable until [`ObjectTable::release`]: a tombstone for work still in flight. The id may
-    /// be inserted again meanwhile (it gets a new slot).
-    pub fn detach(&mut self, slot: Slot) {
-        let id = self.entries[slot.idx()].id;
-        let entries = &self.entries;
-        if let Ok(e) = self.index.find_entry(hash_id(id), |&s| s == slot.0 && entries[s as usize].id == id) {
-            e.remove();
-            self.live -= 1;
-        } else {
-            debug_assert!(false, "detaching a slot that is not live");
-        }
-    }
-
-    /// Frees a slot detached with [`ObjectTable::detach`].
-    pub fn release(&mut self, slot: Slot) {
-        self.free.push(slot.0);
-    }
-
     /// Re-keys a live slot to a new id (which MUST be absent), keeping its metadata.
     pub fn rekey(&mut self, slot: Slot, new_id: ObjectId) {
         let old = self.entries[slot.idx()].id;

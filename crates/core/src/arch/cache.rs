@@ -102,8 +102,6 @@ pub struct Cache {
     writebacks_in_flight: usize,
     dirty_order: List,
     dirty_links: Vec<DirtyLink>,
-    /// Slots of deleted objects whose work is still in flight.
-    tombstones: Vec<u32>,
 }
 
 const PARAMS: &[ParamSpec] = &[
@@ -173,7 +171,6 @@ impl ArchBuild for Cache {
             writebacks_in_flight: 0,
             dirty_order: List::default(),
             dirty_links: Vec::new(),
-            tombstones: Vec::new(),
         })
     }
 }
@@ -321,7 +318,7 @@ impl Cache {
         if self.mode != Mode::WriteBack || self.dirty_bytes <= self.dirty_high {
             return;
         }
-        while self.dirty_bytes - self.writing_back_bytes > self.dirty_low
+        while self.dirty_bytes.saturating_sub(self.writing_back_bytes) > self.dirty_low
             && self.writebacks_in_flight < self.max_writebacks
         {
             let Some(s) = self.dirty_order.front() else { break };
@@ -335,7 +332,9 @@ impl Cache {
         let m = *self.table.meta(s);
         let size = u64::from(m.size);
         self.coll_leave_fast(s);
-        if m.state == DIRTY {
+        // A copy being written back (dirty, or revived after a delete) leaves when the
+        // write-back completes.
+        if m.state == DIRTY || m.flags & WRITING_BACK != 0 {
             self.table.meta_mut(s).flags |= EVICTING;
             self.evicting_bytes += size;
             if m.flags & WRITING_BACK == 0 {
@@ -394,6 +393,9 @@ impl Cache {
         let t = Self::touch_of(cx, req);
         let slot = self.table.get(req.obj);
         if let Some(s) = slot {
+            if self.table.meta(s).flags & DELETED != 0 {
+                self.revive(s, &t);
+            }
             let m = *self.table.meta(s);
             if m.flags & IN_COLLECTOR != 0 {
                 self.collector.touch(s, &t);
@@ -420,6 +422,9 @@ impl Cache {
         let t = Self::touch_of(cx, req);
         let slot = self.table.get(req.obj);
         if let Some(s) = slot {
+            if self.table.meta(s).flags & DELETED != 0 {
+                self.revive(s, &t);
+            }
             let m = *self.table.meta(s);
             if m.flags & IN_COLLECTOR != 0 {
                 self.collector.touch(s, &t);
@@ -499,9 +504,26 @@ impl Cache {
         }
     }
 
+    /// A deleted object whose work is still in flight is accessed again. Its content is
+    /// undefined after the delete, so the old copies may serve as the new object's: a fill in
+    /// flight is marked stale (dropped on completion), a cached copy being written back is ranked
+    /// again.
+    fn revive(&mut self, s: Slot, t: &Touch) {
+        let m = self.table.meta_mut(s);
+        m.flags &= !DELETED;
+        if m.state == FILLING {
+            m.flags |= STALE;
+        } else if m.cached() {
+            self.coll_enter_fast(s, t);
+        }
+    }
+
     fn delete(&mut self, cx: &mut Ctx<'_>, obj: ObjectId) -> Served {
         let Some(s) = self.table.get(obj) else { return Served::metadata() };
         let m = *self.table.meta(s);
+        if m.flags & DELETED != 0 {
+            return Served::metadata();
+        }
         let size = u64::from(m.size);
         if m.state == DIRTY {
             // The data is gone with its object: nothing left to write back.
@@ -517,10 +539,10 @@ impl Cache {
         self.table.meta_mut(s).flags &= !(EVICTING | REDIRTIED);
         self.coll_forget(s);
         if m.flags & WRITING_BACK != 0 || m.state == FILLING {
-            // A tombstone until the work in flight completes; the id is free for reuse now.
+            // Cleaned up when the work in flight completes. Until then the slot stays indexed:
+            // a new access to the id revives it (see `revive`), so two incarnations of one id
+            // never have work in flight at once.
             self.table.meta_mut(s).flags |= DELETED;
-            self.table.detach(s);
-            self.tombstones.push(s.0);
             return Served::metadata();
         }
         if m.cached() {
@@ -558,8 +580,7 @@ impl Architecture for Cache {
                 Self::issue(cx, WorkKind::Invalidate, work.obj, s, size, false);
             }
             self.used -= size;
-            self.tombstones.retain(|&x| x != s.0);
-            self.table.release(s);
+            self.table.remove(s);
             self.maybe_writeback(cx);
             return;
         }
@@ -582,8 +603,10 @@ impl Architecture for Cache {
                 self.writing_back_bytes -= size;
                 self.writebacks_in_flight -= 1;
                 if outcome == Outcome::Done && m.flags & REDIRTIED == 0 {
-                    self.table.meta_mut(s).state = CLEAN;
-                    self.dirty_bytes -= size;
+                    if m.state == DIRTY {
+                        self.table.meta_mut(s).state = CLEAN;
+                        self.dirty_bytes -= size;
+                    }
                     if m.flags & EVICTING != 0 {
                         self.table.meta_mut(s).flags &= !EVICTING;
                         self.evicting_bytes -= size;
@@ -592,9 +615,12 @@ impl Architecture for Cache {
                         self.drop_to_slow_or_forget(s);
                     }
                 } else {
-                    // Written again meanwhile, or the write-back failed: still dirty.
+                    // Written again meanwhile, or the write-back failed: still dirty (unless
+                    // the object was deleted and revived without a write since).
                     self.table.meta_mut(s).flags &= !REDIRTIED;
-                    self.dirty_push(s);
+                    if m.state == DIRTY {
+                        self.dirty_push(s);
+                    }
                     if m.flags & EVICTING != 0 {
                         self.table.meta_mut(s).flags &= !EVICTING;
                         self.evicting_bytes -= size;
@@ -658,7 +684,7 @@ impl Architecture for Cache {
 
     fn check_invariants(&self) -> Result<(), String> {
         let (mut used, mut dirty, mut evicting, mut wb, mut wb_n, mut coll_fast, mut coll_slow) = (0, 0, 0, 0, 0, 0, 0);
-        for s in self.table.slots().chain(self.tombstones.iter().map(|&t| Slot(t))) {
+        for s in self.table.slots() {
             let m = self.table.meta(s);
             let size = u64::from(m.size);
             if m.flags & DELETED != 0 {
@@ -668,7 +694,10 @@ impl Architecture for Cache {
                     wb_n += 1;
                 }
                 if m.flags & (IN_COLLECTOR | EVICTING) != 0 || m.state == DIRTY {
-                    return Err(format!("tombstone {s:?} still ranked, evicting or dirty"));
+                    return Err(format!("deleted {s:?} still ranked, evicting or dirty"));
+                }
+                if m.state != FILLING && m.flags & WRITING_BACK == 0 {
+                    return Err(format!("deleted {s:?} has no work in flight"));
                 }
                 continue;
             }
@@ -683,8 +712,8 @@ impl Architecture for Cache {
             }
             if m.flags & EVICTING != 0 {
                 evicting += size;
-                if m.state != DIRTY {
-                    return Err(format!("evicting object {:?} is not dirty", self.table.id(s)));
+                if m.state != DIRTY && m.flags & WRITING_BACK == 0 {
+                    return Err(format!("evicting object {:?} is neither dirty nor being written back", self.table.id(s)));
                 }
             }
             if m.flags & WRITING_BACK != 0 {

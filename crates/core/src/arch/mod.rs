@@ -246,3 +246,6 @@ pub fn check_collector_name(name: &str) -> Result<(), ConfigError> {
 pub fn collector_names() -> Vec<&'static str> {
     COLLECTORS.iter().map(|c| c.name).collect()
 }
+
+#[cfg(test)]
+mod tests;
