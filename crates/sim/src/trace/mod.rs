@@ -1,0 +1,291 @@
+//! Trace readers: one file per format behind [`TraceReader`], streaming, with gzip/zstd read
+//! transparently and the format detected from the file name or its content.
+//!
+//! Every reader produces [`TraceRecord`]s: a byte range on a volume (block traces) or an object
+//! id with a size (object traces). A malformed line is an error naming the file, the line and the
+//! field; [`Trace`] can count and skip such lines instead (`--skip-bad-lines`).
+
+pub mod arc_lis;
+pub mod binary;
+pub mod blkparse;
+pub mod csv;
+pub mod fiu;
+pub mod mqsim;
+pub mod msr;
+pub mod open;
+pub mod oracle_general;
+pub mod parse;
+pub mod spc;
+pub mod systor;
+pub mod vscsi;
+
+use std::io::{self, BufRead};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+pub use open::{OpenOptions, open_trace};
+
+/// Read or write.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum IoOp {
+    /// A read.
+    #[default]
+    Read,
+    /// A write.
+    Write,
+}
+
+/// One request of a trace.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TraceRecord {
+    /// Timestamp in nanoseconds, in the trace's own epoch (0 when the format has none).
+    pub time_ns: u64,
+    /// Read or write.
+    pub op: IoOp,
+    /// Volume / device / LUN / ASU index within the trace (0 when there is one).
+    pub volume: u32,
+    /// Byte offset on the volume (block traces); 0 for object traces.
+    pub offset: u64,
+    /// Length in bytes (object size for object traces).
+    pub len: u64,
+    /// The trace's own request key, as libCacheSim would use it as the object id: the address in
+    /// the format's native unit (sectors for vscsi, bytes for MSR) or the object id.
+    pub key: u64,
+}
+
+/// Problems reading a trace. Each names the file and, where there is one, the line or record
+/// and the field.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TraceError {
+    /// The file could not be read.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+    /// A text line does not parse.
+    #[error("{path}:{line}: field `{field}`: {problem} (line: `{text}`)")]
+    Malformed {
+        /// The file.
+        path: String,
+        /// 1-based line number.
+        line: u64,
+        /// The field at fault.
+        field: &'static str,
+        /// What is wrong and what was expected.
+        problem: String,
+        /// The line (shortened).
+        text: String,
+    },
+    /// A binary record does not make sense.
+    #[error("{path}: record {record} (byte offset {offset}): field `{field}`: {problem}")]
+    BadRecord {
+        /// The file.
+        path: String,
+        /// 0-based record index.
+        record: u64,
+        /// Byte offset of the record in the (decompressed) stream.
+        offset: u64,
+        /// The field at fault.
+        field: &'static str,
+        /// What is wrong.
+        problem: String,
+    },
+    /// A binary trace ends in the middle of a record.
+    #[error("{path}: truncated: {trailing} bytes after the last whole {record_size}-byte record")]
+    Truncated {
+        /// The file.
+        path: String,
+        /// Bytes left over.
+        trailing: usize,
+        /// Record size of the format.
+        record_size: usize,
+    },
+    /// The format could not be detected or is not what the file holds.
+    #[error("{path}: {reason}")]
+    Format {
+        /// The file.
+        path: String,
+        /// Why, and what is allowed.
+        reason: String,
+    },
+}
+
+impl TraceError {
+    /// Whether skipping the offending line/record and going on is meaningful.
+    pub fn is_skippable(&self) -> bool {
+        matches!(self, TraceError::Malformed { .. } | TraceError::BadRecord { .. })
+    }
+}
+
+/// A streaming reader of one format.
+///
+/// Implementations MUST NOT panic on any input, MUST return `Ok(false)` at the end, and after a
+/// skippable error MUST be positioned after the offending line or record.
+pub trait TraceReader: Send {
+    /// Reads the next record into `rec`; `Ok(false)` at the end of the trace.
+    fn read(&mut self, rec: &mut TraceRecord) -> Result<bool, TraceError>;
+}
+
+/// Static facts about a format.
+#[derive(Clone, Copy, Debug)]
+pub struct FormatInfo {
+    /// Name used with `--format`.
+    pub name: &'static str,
+    /// One line of help.
+    pub help: &'static str,
+    /// Records are objects (id + size), not byte ranges.
+    pub object_trace: bool,
+    /// Records carry timestamps.
+    pub has_time: bool,
+}
+
+/// Every supported format.
+pub const FORMATS: &[FormatInfo] = &[
+    FormatInfo { name: "msr", help: "MSR Cambridge CSV: Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime", object_trace: false, has_time: true },
+    FormatInfo { name: "spc", help: "SPC (Financial, WebSearch): ASU,LBA(sectors),Size(bytes),Opcode,Timestamp(s)", object_trace: false, has_time: true },
+    FormatInfo { name: "fiu", help: "FIU SRCMap/IODedup: ts(ns) pid proc lba(sectors) size(sectors) op major minor md5", object_trace: false, has_time: true },
+    FormatInfo { name: "blkparse", help: "blkparse default text output (queue events; blkparse:action=D for dispatches)", object_trace: false, has_time: true },
+    FormatInfo { name: "vscsi", help: "CloudPhysics VMware vSCSI binary (v1 32-byte or v2 40-byte records)", object_trace: false, has_time: true },
+    FormatInfo { name: "oracle-general", help: "libCacheSim oracleGeneral binary: u32 time, u64 id, u32 size, i64 next access", object_trace: true, has_time: true },
+    FormatInfo { name: "csv", help: "libCacheSim-style CSV with a column spec (csv:time-col=1,obj-id-col=2,obj-size-col=3,...)", object_trace: true, has_time: true },
+    FormatInfo { name: "mqsim", help: "MQSim/DiskSim ascii: time(ns) device lba(sectors) size(sectors) type(1=read)", object_trace: false, has_time: true },
+    FormatInfo { name: "arc-lis", help: "ARC paper .lis: start_block num_blocks ignore request_no (512-byte blocks)", object_trace: false, has_time: false },
+    FormatInfo { name: "systor", help: "SNIA SYSTOR'17 VDI CSV: Timestamp,Response,IOType,LUN,Offset,Size", object_trace: false, has_time: true },
+];
+
+/// Looks a format up by name.
+pub fn format_info(name: &str) -> Option<&'static FormatInfo> {
+    FORMATS.iter().find(|f| f.name.eq_ignore_ascii_case(name))
+}
+
+/// Reads lines with 1-based numbering into a reused buffer, and builds errors that quote them.
+pub struct Lines {
+    reader: Box<dyn BufRead + Send>,
+    buf: Vec<u8>,
+    line: u64,
+    path: Arc<str>,
+}
+
+impl Lines {
+    /// Wraps a buffered reader of the (decompressed) file at `path`.
+    pub fn new(reader: Box<dyn BufRead + Send>, path: Arc<str>) -> Lines {
+        Lines { reader, buf: Vec::with_capacity(256), line: 0, path }
+    }
+
+    /// Moves to the next line; `false` at the end.
+    #[inline]
+    pub fn advance(&mut self) -> Result<bool, TraceError> {
+        self.buf.clear();
+        let n = self
+            .reader
+            .read_until(b'\n', &mut self.buf)
+            .map_err(|source| TraceError::Io { path: self.path.to_string(), source })?;
+        if n == 0 {
+            return Ok(false);
+        }
+        self.line += 1;
+        while let Some(b'\n' | b'\r') = self.buf.last() {
+            self.buf.pop();
+        }
+        Ok(true)
+    }
+
+    /// The current line without its terminator.
+    #[inline]
+    pub fn current(&self) -> &[u8] {
+        &self.buf
+    }
+
+    /// The current line number.
+    pub fn line_no(&self) -> u64 {
+        self.line
+    }
+
+    /// The file name.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// An error about `field` on the current line.
+    #[cold]
+    pub fn error(&self, field: &'static str, problem: impl Into<String>) -> TraceError {
+        let mut text = String::from_utf8_lossy(&self.buf).trim_end().to_string();
+        if text.len() > 160 {
+            let mut cut = 160;
+            while !text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            text.truncate(cut);
+            text.push('…');
+        }
+        TraceError::Malformed { path: self.path.to_string(), line: self.line, field, problem: problem.into(), text }
+    }
+}
+
+/// A trace being read, with bad-line skipping and progress counters.
+pub struct Trace {
+    reader: Box<dyn TraceReader>,
+    info: FormatInfo,
+    path: String,
+    skip_bad: bool,
+    skipped: u64,
+    first_error: Option<String>,
+    records: u64,
+}
+
+impl Trace {
+    /// Wraps a reader.
+    pub fn new(reader: Box<dyn TraceReader>, info: FormatInfo, path: &str, skip_bad: bool) -> Trace {
+        Trace { reader, info, path: path.to_string(), skip_bad, skipped: 0, first_error: None, records: 0 }
+    }
+
+    /// The next record, skipping (and counting) malformed ones when asked to.
+    #[inline]
+    pub fn next(&mut self, rec: &mut TraceRecord) -> Result<bool, TraceError> {
+        loop {
+            match self.reader.read(rec) {
+                Ok(true) => {
+                    self.records += 1;
+                    return Ok(true);
+                }
+                Ok(false) => return Ok(false),
+                Err(e) if self.skip_bad && e.is_skippable() => {
+                    self.skipped += 1;
+                    if self.first_error.is_none() {
+                        self.first_error = Some(e.to_string());
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Facts about the format.
+    pub fn info(&self) -> &FormatInfo {
+        &self.info
+    }
+
+    /// The file.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// Records returned so far.
+    pub fn records(&self) -> u64 {
+        self.records
+    }
+
+    /// Lines or records skipped as malformed, and the first such error.
+    pub fn skipped(&self) -> (u64, Option<&str>) {
+        (self.skipped, self.first_error.as_deref())
+    }
+}
+
+#[cfg(test)]
+mod tests;
