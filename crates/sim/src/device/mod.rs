@@ -1,0 +1,204 @@
+//! Device models. [`Device`] does what every device shares — a one-at-a-time service queue,
+//! power states with energy integration, HDD spin-down after an idle timeout with spin-up
+//! latency and energy, and statistics — and asks its [`Model`] only for the service time of one
+//! request (the NVI pattern of CacheLib's navy `Device`). The same models drive the simulator and
+//! the opt-in latency emulation of the real front ends.
+
+pub mod hdd;
+pub mod presets;
+pub mod ram;
+pub mod ssd;
+
+use serde::{Deserialize, Serialize};
+use tierwise_core::Nanos;
+
+pub use hdd::{Hdd, HddSpec};
+pub use presets::{DeviceSet, Presets, PresetError};
+pub use ram::{Ram, RamSpec};
+pub use ssd::{Ssd, SsdSpec};
+
+/// Read or write, as seen by a device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DevOp {
+    /// Read.
+    Read,
+    /// Write.
+    Write,
+}
+
+/// The cost of one request on a device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Service {
+    /// How long the device is busy (no other request can start meanwhile).
+    pub occupancy: Nanos,
+    /// How long until the request completes, from its start (at least `occupancy`).
+    pub latency: Nanos,
+}
+
+/// Power draw of a device.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Power {
+    /// Watts while servicing requests.
+    pub active_w: f64,
+    /// Watts while idle (spinning, for an HDD).
+    pub idle_w: f64,
+    /// Watts in standby (spun down).
+    pub standby_w: f64,
+    /// Time to spin up from standby.
+    pub spin_up: Nanos,
+    /// Average watts while spinning up.
+    pub spin_up_w: f64,
+}
+
+/// A device's service-time model. Implementations only compute; [`Device`] does the rest.
+pub trait Model: Send {
+    /// The service of one request of `len` bytes at byte address `addr`, updating internal
+    /// state such as the head position.
+    fn service(&mut self, op: DevOp, addr: u64, len: u64) -> Service;
+    /// Power figures.
+    fn power(&self) -> Power;
+    /// Price in US dollars per (decimal) GB.
+    fn usd_per_gb(&self) -> f64;
+    /// Whether the device can spin down.
+    fn can_spin_down(&self) -> bool {
+        false
+    }
+}
+
+/// Statistics of one device over a run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DeviceStats {
+    /// Read requests.
+    pub reads: u64,
+    /// Write requests.
+    pub writes: u64,
+    /// Bytes read.
+    pub read_bytes: u64,
+    /// Bytes written.
+    pub write_bytes: u64,
+    /// Nanoseconds busy.
+    pub busy_ns: u64,
+    /// Sum of request response times (queueing + service), nanoseconds.
+    pub response_ns: u64,
+    /// Spin-downs (each is one start/stop cycle).
+    pub spin_downs: u64,
+    /// Spin-ups.
+    pub spin_ups: u64,
+    /// Nanoseconds in standby.
+    pub standby_ns: u64,
+    /// Nanoseconds spinning up.
+    pub spin_up_ns: u64,
+    /// Energy in joules (set by [`Device::finish`]).
+    pub energy_j: f64,
+    /// Length of the run in nanoseconds (set by [`Device::finish`]).
+    pub elapsed_ns: u64,
+}
+
+impl DeviceStats {
+    /// Mean response time per request (RTA), nanoseconds.
+    pub fn mean_response_ns(&self) -> f64 {
+        let n = self.reads + self.writes;
+        if n == 0 { 0.0 } else { self.response_ns as f64 / n as f64 }
+    }
+    /// Utilisation over the run (0..1).
+    pub fn utilisation(&self) -> f64 {
+        if self.elapsed_ns == 0 { 0.0 } else { self.busy_ns as f64 / self.elapsed_ns as f64 }
+    }
+    /// Mean power over the run in watts.
+    pub fn mean_power_w(&self) -> f64 {
+        if self.elapsed_ns == 0 { 0.0 } else { self.energy_j / (self.elapsed_ns as f64 / 1e9) }
+    }
+}
+
+/// A device: a model behind a FIFO service queue, with power states.
+pub struct Device {
+    model: Box<dyn Model>,
+    power: Power,
+    spin_down_after: Option<Nanos>,
+    busy_until: Nanos,
+    start: Option<Nanos>,
+    stats: DeviceStats,
+}
+
+impl Device {
+    /// A device around `model`. `spin_down_after`: spin down after this long idle (HDDs only).
+    pub fn new(model: Box<dyn Model>, spin_down_after: Option<Nanos>) -> Device {
+        let power = model.power();
+        let spin_down_after = spin_down_after.filter(|_| model.can_spin_down());
+        Device { model, power, spin_down_after, busy_until: Nanos::ZERO, start: None, stats: DeviceStats::default() }
+    }
+
+    /// Queues one request arriving at `now`; returns its completion time.
+    #[inline]
+    pub fn submit(&mut self, now: Nanos, op: DevOp, addr: u64, len: u64) -> Nanos {
+        if self.start.is_none() {
+            self.start = Some(now);
+            self.busy_until = now;
+        }
+        let mut start = now.max(self.busy_until);
+        if let Some(timeout) = self.spin_down_after {
+            let idle = start.saturating_sub(self.busy_until);
+            if idle > timeout {
+                // Spun down at busy_until + timeout; this request wakes it up.
+                self.stats.spin_downs += 1;
+                self.stats.spin_ups += 1;
+                self.stats.standby_ns += idle.0 - timeout.0;
+                self.stats.spin_up_ns += self.power.spin_up.0;
+                start = start.saturating_add(self.power.spin_up);
+            }
+        }
+        let s = self.model.service(op, addr, len);
+        let done = start.saturating_add(s.latency);
+        self.busy_until = start.saturating_add(s.occupancy);
+        self.stats.busy_ns += s.occupancy.0;
+        self.stats.response_ns += done.0.saturating_sub(now.0);
+        match op {
+            DevOp::Read => {
+                self.stats.reads += 1;
+                self.stats.read_bytes += len;
+            }
+            DevOp::Write => {
+                self.stats.writes += 1;
+                self.stats.write_bytes += len;
+            }
+        }
+        done
+    }
+
+    /// When the queue drains.
+    pub fn busy_until(&self) -> Nanos {
+        self.busy_until
+    }
+
+    /// Closes the run at `end`: accounts a final idle period (and spin-down) and the energy.
+    pub fn finish(&mut self, end: Nanos) -> DeviceStats {
+        let start = self.start.unwrap_or(end);
+        let end = end.max(self.busy_until);
+        let mut st = self.stats;
+        st.elapsed_ns = end.0.saturating_sub(start.0);
+        if let Some(timeout) = self.spin_down_after {
+            let tail = end.saturating_sub(self.busy_until);
+            if tail > timeout {
+                st.spin_downs += 1;
+                st.standby_ns += tail.0 - timeout.0;
+            }
+        }
+        let secs = |ns: u64| ns as f64 / 1e9;
+        let idle_ns = st.elapsed_ns.saturating_sub(st.busy_ns + st.standby_ns + st.spin_up_ns);
+        st.energy_j = secs(st.busy_ns) * self.power.active_w
+            + secs(idle_ns) * self.power.idle_w
+            + secs(st.standby_ns) * self.power.standby_w
+            + secs(st.spin_up_ns) * self.power.spin_up_w;
+        st
+    }
+
+    /// Statistics so far (energy not yet computed).
+    pub fn stats(&self) -> &DeviceStats {
+        &self.stats
+    }
+
+    /// Price per GB of the model.
+    pub fn usd_per_gb(&self) -> f64 {
+        self.model.usd_per_gb()
+    }
+}

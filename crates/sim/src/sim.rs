@@ -1,0 +1,697 @@
+//! The simulator: replays a trace through the engine and, in timed modes, through the device
+//! models.
+//!
+//! - `Timing::None` counts hits only; background work completes at once (libCacheSim's model).
+//! - `Timing::Open` replays at the trace's timestamps (divided by a speed-up factor).
+//! - `Timing::Closed` keeps a fixed number of requests outstanding, as fast as the devices allow.
+//!
+//! In timed modes the simulator is event-driven. A request's pieces go to the devices first
+//! (adjacent pieces on the same device merge into one device request); the work the engine
+//! issued then runs in the background: the source device reads, then the destination writes,
+//! each in the devices' FIFO queues, so moves delay foreground I/O as they would for real. A
+//! move's completion is reported to the engine when its write finishes.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::time::Instant;
+
+use tierwise_core::{
+    Clock, ConfigError, Engine, LOGICAL_ADDR, Level, ManualClock, Nanos, Outcome, Served, Setup, Work, WorkKind,
+    build_arch,
+};
+
+use crate::device::{DevOp, Device, DeviceSet, Hdd, Ram, Ssd};
+use crate::metrics::{Cost, Endurance, HcaMetrics, Histogram, HitRatios, SimReport};
+use crate::objects::{Mapper, ObjectMode, Piece};
+use crate::trace::{IoOp, Trace, TraceError, TraceRecord};
+
+/// How simulated time advances.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Timing {
+    /// Hit counting only.
+    None,
+    /// Trace timestamps divided by `speedup`.
+    Open {
+        /// Replay speed-up factor (> 0).
+        speedup: f64,
+    },
+    /// `depth` requests outstanding.
+    Closed {
+        /// Outstanding requests (>= 1).
+        depth: u32,
+    },
+}
+
+impl Timing {
+    /// Short label.
+    pub fn label(&self) -> String {
+        match self {
+            Timing::None => "none".into(),
+            Timing::Open { speedup } => format!("open(x{speedup})"),
+            Timing::Closed { depth } => format!("closed({depth})"),
+        }
+    }
+
+    /// Parses `none`, `open`, `open:SPEEDUP`, `closed` or `closed:DEPTH`.
+    pub fn parse(s: &str) -> Result<Timing, String> {
+        let (name, arg) = s.split_once(':').unwrap_or((s, ""));
+        match name {
+            "none" | "hits" if arg.is_empty() => Ok(Timing::None),
+            "open" => {
+                let speedup = if arg.is_empty() { 1.0 } else { arg.parse().map_err(|_| format!("open:{arg}: expected a speed-up factor"))? };
+                if !(speedup > 0.0 && f64::is_finite(speedup)) {
+                    return Err("open: the speed-up factor must be positive".into());
+                }
+                Ok(Timing::Open { speedup })
+            }
+            "closed" => {
+                let depth = if arg.is_empty() { 32 } else { arg.parse().map_err(|_| format!("closed:{arg}: expected a queue depth"))? };
+                if depth == 0 {
+                    return Err("closed: the queue depth must be at least 1".into());
+                }
+                Ok(Timing::Closed { depth })
+            }
+            _ => Err(format!("unknown timing `{s}`: expected none, open[:SPEEDUP] or closed[:DEPTH]")),
+        }
+    }
+}
+
+/// What to simulate.
+#[derive(Clone, Debug)]
+pub struct SimConfig {
+    /// Architecture spec.
+    pub arch: String,
+    /// SSD bytes for the architecture.
+    pub ssd_bytes: u64,
+    /// Object mapping.
+    pub objects: ObjectMode,
+    /// Timing.
+    pub timing: Timing,
+    /// Devices.
+    pub devices: DeviceSet,
+    /// HDD spin-down after this idle time (None: never).
+    pub spin_down: Option<Nanos>,
+    /// Endurance read weight (GreenDM r: 1/10 or 1/100).
+    pub read_weight: f64,
+    /// Write back all dirty data at the end (its cost is not in the response times).
+    pub flush_at_end: bool,
+    /// Stop after this many requests.
+    pub max_requests: Option<u64>,
+    /// Check the engine's invariants every this many requests (0: never).
+    pub check_every: u64,
+    /// Unique bytes of the trace, when known (for cost and the report).
+    pub footprint_bytes: Option<u64>,
+}
+
+impl SimConfig {
+    /// A configuration with the paper presets, hit counting, 4 KiB blocks.
+    pub fn new(arch: &str, ssd_bytes: u64) -> SimConfig {
+        SimConfig {
+            arch: arch.to_string(),
+            ssd_bytes,
+            objects: ObjectMode::Blocks { size: 4096 },
+            timing: Timing::None,
+            devices: DeviceSet::default(),
+            spin_down: None,
+            read_weight: 0.1,
+            flush_at_end: false,
+            max_requests: None,
+            check_every: 0,
+            footprint_bytes: None,
+        }
+    }
+}
+
+/// Simulation failures.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SimError {
+    /// The trace could not be read.
+    #[error(transparent)]
+    Trace(#[from] TraceError),
+    /// The architecture spec is invalid.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// A device preset is invalid.
+    #[error("device model: {0}")]
+    Device(String),
+    /// The engine broke an invariant (a bug; reported with the request number).
+    #[error("engine invariant broken after request {request}: {message}")]
+    Invariant {
+        /// The request after which the check failed.
+        request: u64,
+        /// What is wrong.
+        message: String,
+    },
+    /// The engine refused a completion (a bug).
+    #[error("engine refused a completion: {0}")]
+    Complete(String),
+}
+
+/// Receives progress reports (every 64 Ki requests).
+pub trait Progress {
+    /// `records` requests done so far.
+    fn update(&mut self, records: u64);
+}
+
+/// No progress reporting.
+pub struct NoProgress;
+
+impl Progress for NoProgress {
+    fn update(&mut self, _records: u64) {}
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum EventKind {
+    /// The source read of a move finished; its write starts.
+    MoveRead,
+    /// A move's write finished; report completion.
+    MoveDone,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Event {
+    time: Nanos,
+    seq: u64,
+    kind: EventKind,
+    slot: u32,
+}
+
+/// Counters shared by the timed and untimed loops.
+#[derive(Default)]
+struct Tally {
+    requests: u64,
+    reads: u64,
+    writes: u64,
+    read_bytes: u64,
+    write_bytes: u64,
+    dropped: u64,
+    accesses: u64,
+    request_hits: u64,
+    request_misses: u64,
+}
+
+impl Tally {
+    #[inline]
+    fn record(&mut self, rec: &TraceRecord) {
+        self.requests += 1;
+        match rec.op {
+            IoOp::Read => {
+                self.reads += 1;
+                self.read_bytes += rec.len;
+            }
+            IoOp::Write => {
+                self.writes += 1;
+                self.write_bytes += rec.len;
+            }
+        }
+    }
+}
+
+fn build_engine(cfg: &SimConfig, mapper: &Mapper, clock: &ManualClock) -> Result<Engine<ManualClock>, SimError> {
+    let setup = Setup { fast_capacity: cfg.ssd_bytes, slow_capacity: 0, object_size: mapper.mode().object_size() };
+    Ok(Engine::new(build_arch(&cfg.arch, &setup)?, clock.clone()))
+}
+
+/// Runs the simulation of `trace` under `cfg`.
+pub fn simulate(trace: &mut Trace, cfg: &SimConfig, progress: &mut dyn Progress) -> Result<SimReport, SimError> {
+    let wall = Instant::now();
+    let mapper = Mapper::new(cfg.objects, trace.info().object_trace);
+    let clock = ManualClock::new();
+    let mut engine = build_engine(cfg, &mapper, &clock)?;
+    let mut notes = Vec::new();
+    if mapper.mode() != cfg.objects {
+        notes.push(format!("object trace: {} mode used instead of {}", mapper.mode().label(), cfg.objects.label()));
+    }
+    let mut timing = cfg.timing;
+    if matches!(timing, Timing::Open { .. }) && !trace.info().has_time {
+        timing = Timing::Closed { depth: 1 };
+        notes.push("the trace has no timestamps: replayed closed-loop with 1 outstanding request".into());
+    }
+    let mut report = match timing {
+        Timing::None => run_untimed(trace, cfg, &mapper, &mut engine, progress)?,
+        _ => Timed::new(cfg, &mapper, &clock, timing)?.run(trace, cfg, &mut engine, progress)?,
+    };
+    report.notes.extend(notes);
+    report.arch = cfg.arch.clone();
+    report.trace = trace.path().to_string();
+    report.format = trace.info().name.to_string();
+    report.objects = mapper.mode().label();
+    report.timing = timing.label();
+    report.ssd_bytes = cfg.ssd_bytes;
+    report.footprint_bytes = cfg.footprint_bytes;
+    report.skipped_lines = trace.skipped().0;
+    report.engine = engine.stats().clone();
+    let usage = engine.usage();
+    report.objects_tracked = usage.objects as u64;
+    report.engine_memory_bytes = engine.memory_bytes() as u64;
+    report.wall_s = wall.elapsed().as_secs_f64();
+    Ok(report)
+}
+
+fn fill_counts(report: &mut SimReport, t: &Tally, engine: &Engine<ManualClock>) {
+    let st = engine.stats();
+    report.requests = t.requests;
+    report.reads = t.reads;
+    report.writes = t.writes;
+    report.read_bytes = t.read_bytes;
+    report.write_bytes = t.write_bytes;
+    report.dropped = t.dropped;
+    report.accesses = t.accesses;
+    report.request_hits = t.request_hits;
+    report.request_misses = t.request_misses;
+    report.read_hit = HitRatios::of(st.reads_by_level);
+    let mut all = st.reads_by_level;
+    for (a, w) in all.iter_mut().zip(st.writes_by_level) {
+        *a += w;
+    }
+    report.access_hit = HitRatios::of(all);
+}
+
+/// Completes every queued work item at once, repeatedly (hit-counting mode).
+#[inline]
+fn settle_instantly(engine: &mut Engine<ManualClock>, buf: &mut Vec<Work>) -> Result<(), SimError> {
+    loop {
+        buf.extend(engine.drain_work());
+        if buf.is_empty() {
+            return Ok(());
+        }
+        for w in buf.drain(..) {
+            if w.kind.needs_completion() {
+                engine.complete(w.id, Outcome::Done).map_err(|e| SimError::Complete(e.to_string()))?;
+            }
+        }
+    }
+}
+
+fn run_untimed(
+    trace: &mut Trace,
+    cfg: &SimConfig,
+    mapper: &Mapper,
+    engine: &mut Engine<ManualClock>,
+    progress: &mut dyn Progress,
+) -> Result<SimReport, SimError> {
+    let mut tally = Tally::default();
+    let mut rec = TraceRecord::default();
+    let mut buf: Vec<Work> = Vec::with_capacity(64);
+    let limit = cfg.max_requests.unwrap_or(u64::MAX);
+    while tally.requests < limit && trace.next(&mut rec)? {
+        tally.record(&rec);
+        let mut all_fast = true;
+        let n = mapper.split(&rec, |p| {
+            let served = engine.access(&p.req);
+            all_fast &= served.level != Level::Slow;
+        });
+        if n == 0 {
+            tally.dropped += 1;
+        } else {
+            tally.accesses += u64::from(n);
+            if all_fast {
+                tally.request_hits += 1;
+            } else {
+                tally.request_misses += 1;
+            }
+        }
+        if !engine.pending_work().is_empty() {
+            settle_instantly(engine, &mut buf)?;
+        }
+        if cfg.check_every > 0 && tally.requests % cfg.check_every == 0 {
+            engine.check_invariants().map_err(|message| SimError::Invariant { request: tally.requests, message })?;
+        }
+        if tally.requests & 0xffff == 0 {
+            progress.update(tally.requests);
+        }
+    }
+    if cfg.flush_at_end {
+        engine.flush();
+        settle_instantly(engine, &mut buf)?;
+    }
+    progress.update(tally.requests);
+    let mut report = SimReport::default();
+    fill_counts(&mut report, &tally, engine);
+    Ok(report)
+}
+
+/// The timed simulation state.
+struct Timed {
+    clock: ManualClock,
+    mapper: Mapper,
+    timing: Timing,
+    hdd: Device,
+    ssd: Device,
+    ram: Ram,
+    events: BinaryHeap<Reverse<Event>>,
+    /// Works in flight, indexed by event slot.
+    in_flight: Vec<Option<Work>>,
+    free_slots: Vec<u32>,
+    seq: u64,
+    pieces: Vec<(Piece, Served)>,
+    work_buf: Vec<Work>,
+    hist: Histogram,
+    last_completion: Nanos,
+}
+
+impl Timed {
+    fn new(cfg: &SimConfig, mapper: &Mapper, clock: &ManualClock, timing: Timing) -> Result<Timed, SimError> {
+        let hdd = Hdd::new(&cfg.devices.hdd).map_err(|e| SimError::Device(format!("hdd {}: {e}", cfg.devices.hdd_name)))?;
+        let ssd = Ssd::new(&cfg.devices.ssd).map_err(|e| SimError::Device(format!("ssd {}: {e}", cfg.devices.ssd_name)))?;
+        let ram = Ram::new(&cfg.devices.ram).map_err(|e| SimError::Device(format!("ram {}: {e}", cfg.devices.ram_name)))?;
+        Ok(Timed {
+            clock: clock.clone(),
+            mapper: *mapper,
+            timing,
+            hdd: Device::new(Box::new(hdd), cfg.spin_down),
+            ssd: Device::new(Box::new(ssd), None),
+            ram,
+            events: BinaryHeap::new(),
+            in_flight: Vec::new(),
+            free_slots: Vec::new(),
+            seq: 0,
+            pieces: Vec::with_capacity(64),
+            work_buf: Vec::with_capacity(64),
+            hist: Histogram::default(),
+            last_completion: Nanos::ZERO,
+        })
+    }
+
+    fn device(&mut self, level: Level) -> Option<&mut Device> {
+        match level {
+            Level::Fast => Some(&mut self.ssd),
+            Level::Slow => Some(&mut self.hdd),
+            Level::Ram => None,
+        }
+    }
+
+    fn io(&mut self, now: Nanos, level: Level, op: DevOp, addr: u64, len: u64) -> Nanos {
+        match self.device(level) {
+            Some(d) => d.submit(now, op, addr, len),
+            None => now.saturating_add(self.ram.latency(len)),
+        }
+    }
+
+    fn push_event(&mut self, time: Nanos, kind: EventKind, slot: u32) {
+        self.seq += 1;
+        self.events.push(Reverse(Event { time, seq: self.seq, kind, slot }));
+    }
+
+    fn work_addr(&self, w: &Work, level: Level) -> u64 {
+        let a = if level == Level::Slow { w.slow_addr } else { w.fast_addr };
+        if a == LOGICAL_ADDR { self.mapper.object_addr(w.obj) } else { a }
+    }
+
+    /// Starts the work the engine queued, at `now`.
+    fn start_work(&mut self, engine: &mut Engine<ManualClock>, now: Nanos) {
+        self.work_buf.extend(engine.drain_work());
+        for i in 0..self.work_buf.len() {
+            let w = self.work_buf[i];
+            if w.kind == WorkKind::Invalidate {
+                continue;
+            }
+            let slot = match self.free_slots.pop() {
+                Some(s) => {
+                    self.in_flight[s as usize] = Some(w);
+                    s
+                }
+                None => {
+                    self.in_flight.push(Some(w));
+                    (self.in_flight.len() - 1) as u32
+                }
+            };
+            if w.source_in_ram || w.from == Level::Ram {
+                let addr = self.work_addr(&w, w.to);
+                let done = self.io(now, w.to, DevOp::Write, addr, w.bytes);
+                self.push_event(done, EventKind::MoveDone, slot);
+            } else {
+                let addr = self.work_addr(&w, w.from);
+                let done = self.io(now, w.from, DevOp::Read, addr, w.bytes);
+                self.push_event(done, EventKind::MoveRead, slot);
+            }
+        }
+        self.work_buf.clear();
+    }
+
+    fn handle(&mut self, engine: &mut Engine<ManualClock>, ev: Event) -> Result<(), SimError> {
+        self.clock.set(ev.time);
+        let Some(w) = self.in_flight[ev.slot as usize] else { return Ok(()) };
+        match ev.kind {
+            EventKind::MoveRead => {
+                let addr = self.work_addr(&w, w.to);
+                let done = self.io(ev.time, w.to, DevOp::Write, addr, w.bytes);
+                self.push_event(done, EventKind::MoveDone, ev.slot);
+            }
+            EventKind::MoveDone => {
+                self.in_flight[ev.slot as usize] = None;
+                self.free_slots.push(ev.slot);
+                engine.complete(w.id, Outcome::Done).map_err(|e| SimError::Complete(e.to_string()))?;
+                self.start_work(engine, ev.time);
+            }
+        }
+        Ok(())
+    }
+
+    /// Processes background events and engine timers due up to `t`.
+    fn advance_to(&mut self, engine: &mut Engine<ManualClock>, t: Nanos) -> Result<(), SimError> {
+        loop {
+            let next_ev = self.events.peek().map(|Reverse(e)| e.time).filter(|&et| et <= t);
+            let next_tick = engine.next_deadline().filter(|&d| d <= t);
+            match (next_ev, next_tick) {
+                (Some(e), Some(d)) if d < e => self.tick(engine, d),
+                (Some(_), _) => {
+                    if let Some(Reverse(ev)) = self.events.pop() {
+                        self.handle(engine, ev)?;
+                    }
+                }
+                (None, Some(d)) => self.tick(engine, d),
+                (None, None) => break,
+            }
+        }
+        self.clock.set(t);
+        Ok(())
+    }
+
+    fn tick(&mut self, engine: &mut Engine<ManualClock>, at: Nanos) {
+        self.clock.set(at);
+        engine.tick();
+        self.start_work(engine, at);
+        if engine.next_deadline().is_some_and(|d| d <= at) {
+            // A timer that does not move forward would stall the simulation; the architecture
+            // contract forbids it, so stop ticking rather than loop.
+            debug_assert!(false, "engine deadline did not advance");
+        }
+    }
+
+    /// Serves one request arriving at `now`; returns its completion time.
+    fn request(&mut self, engine: &mut Engine<ManualClock>, rec: &TraceRecord, now: Nanos, tally: &mut Tally) -> Nanos {
+        self.pieces.clear();
+        let pieces = &mut self.pieces;
+        let n = self.mapper.split(rec, |p| {
+            let served = engine.access(&p.req);
+            pieces.push((p, served));
+        });
+        if n == 0 {
+            tally.dropped += 1;
+            return now;
+        }
+        tally.accesses += u64::from(n);
+        let op = if rec.op == IoOp::Write { DevOp::Write } else { DevOp::Read };
+        let mut done = now;
+        let mut all_fast = true;
+        for level in Level::ALL {
+            // Merge adjacent pieces on one device into one device request.
+            let mut run: Option<(u64, u64)> = None;
+            for i in 0..self.pieces.len() {
+                let (p, s) = self.pieces[i];
+                if !s.touches.contains(level) {
+                    continue;
+                }
+                if level == Level::Slow {
+                    all_fast = false;
+                }
+                let addr = match level {
+                    Level::Slow if s.slow_addr != LOGICAL_ADDR => s.slow_addr + p.req.offset,
+                    Level::Fast if s.fast_addr != LOGICAL_ADDR => s.fast_addr + p.req.offset,
+                    _ => p.addr,
+                };
+                let len = p.req.len;
+                run = match run {
+                    Some((a, l)) if a + l == addr => Some((a, l + len)),
+                    Some((a, l)) => {
+                        done = done.max(self.io(now, level, op, a, l));
+                        Some((addr, len))
+                    }
+                    None => Some((addr, len)),
+                };
+            }
+            if let Some((a, l)) = run {
+                done = done.max(self.io(now, level, op, a, l));
+            }
+        }
+        if all_fast {
+            tally.request_hits += 1;
+        } else {
+            tally.request_misses += 1;
+        }
+        self.start_work(engine, now);
+        done
+    }
+
+    fn run(mut self, trace: &mut Trace, cfg: &SimConfig, engine: &mut Engine<ManualClock>, progress: &mut dyn Progress) -> Result<SimReport, SimError> {
+        let mut tally = Tally::default();
+        let mut rec = TraceRecord::default();
+        let limit = cfg.max_requests.unwrap_or(u64::MAX);
+        let mut first_time: Option<u64> = None;
+        let mut last_arrival = Nanos::ZERO;
+        let mut slots: BinaryHeap<Reverse<Nanos>> = BinaryHeap::new();
+        if let Timing::Closed { depth } = self.timing {
+            for _ in 0..depth {
+                slots.push(Reverse(Nanos::ZERO));
+            }
+        }
+        while tally.requests < limit && trace.next(&mut rec)? {
+            let arrival = match self.timing {
+                Timing::Open { speedup } => {
+                    let t0 = *first_time.get_or_insert(rec.time_ns);
+                    // Rows out of time order (SYSTOR'17) arrive "now": the clock never goes back.
+                    Nanos((rec.time_ns.saturating_sub(t0) as f64 / speedup) as u64).max(last_arrival)
+                }
+                _ => slots.pop().map_or(Nanos::ZERO, |Reverse(t)| t),
+            };
+            last_arrival = arrival;
+            self.advance_to(engine, arrival)?;
+            tally.record(&rec);
+            let done = self.request(engine, &rec, arrival, &mut tally);
+            self.hist.record(done.0 - arrival.0);
+            self.last_completion = self.last_completion.max(done);
+            if matches!(self.timing, Timing::Closed { .. }) {
+                slots.push(Reverse(done));
+            }
+            if cfg.check_every > 0 && tally.requests % cfg.check_every == 0 {
+                engine.check_invariants().map_err(|message| SimError::Invariant { request: tally.requests, message })?;
+            }
+            if tally.requests & 0xffff == 0 {
+                progress.update(tally.requests);
+            }
+        }
+        progress.update(tally.requests);
+        // Let background work in flight finish (timers are not run past the last request).
+        while let Some(Reverse(ev)) = self.events.pop() {
+            self.handle(engine, ev)?;
+        }
+        if cfg.flush_at_end {
+            let t = self.clock.now();
+            engine.flush();
+            self.start_work(engine, t);
+            while let Some(Reverse(ev)) = self.events.pop() {
+                self.handle(engine, ev)?;
+            }
+        }
+        let end = self.clock.now().max(self.last_completion);
+        let hdd = self.hdd.finish(end);
+        let ssd = self.ssd.finish(end);
+        let mut report = SimReport::default();
+        fill_counts(&mut report, &tally, engine);
+        report.latency = self.hist.summary();
+        report.duration_s = self.last_completion.as_secs_f64();
+        if report.duration_s > 0.0 {
+            report.iops = tally.requests as f64 / report.duration_s;
+            report.mb_s = (tally.read_bytes + tally.write_bytes) as f64 / 1e6 / report.duration_s;
+        }
+        report.energy_j = hdd.energy_j + ssd.energy_j;
+        let elapsed = hdd.elapsed_ns.max(ssd.elapsed_ns) as f64 / 1e9;
+        report.mean_power_w = if elapsed > 0.0 { report.energy_j / elapsed } else { 0.0 };
+        report.endurance = endurance(cfg, &hdd, &ssd);
+        report.cost = cost(cfg, report.iops, self.ssd.usd_per_gb(), self.hdd.usd_per_gb());
+        report.hca = hca(&report, &hdd, &ssd, cfg);
+        report.hdd = hdd;
+        report.ssd = ssd;
+        Ok(report)
+    }
+}
+
+/// GreenDM's limits.
+pub const SSD_WRITE_LIMIT_BYTES: f64 = 36_500e9;
+/// GreenDM's HDD start/stop limit.
+pub const HDD_START_STOP_LIMIT: f64 = 300_000.0;
+
+fn endurance(cfg: &SimConfig, hdd: &crate::device::DeviceStats, ssd: &crate::device::DeviceStats) -> Endurance {
+    let wear = ssd.write_bytes as f64 + ssd.read_bytes as f64 * cfg.read_weight;
+    Endurance {
+        ssd_eu: wear / SSD_WRITE_LIMIT_BYTES * 1e6,
+        hdd_eu: hdd.spin_downs as f64 / HDD_START_STOP_LIMIT * 1e6,
+        read_weight: cfg.read_weight,
+        ssd_limit_bytes: SSD_WRITE_LIMIT_BYTES,
+        hdd_start_stop_limit: HDD_START_STOP_LIMIT,
+    }
+}
+
+fn cost(cfg: &SimConfig, iops: f64, ssd_usd: f64, hdd_usd: f64) -> Cost {
+    let data = cfg.footprint_bytes.unwrap_or(0) as f64 / 1e9;
+    let name = cfg.arch.split(':').next().unwrap_or("");
+    let (ssd_gb, hdd_gb) = match name {
+        "ssd-only" => (data, 0.0),
+        "hdd-only" => (0.0, data),
+        _ => (cfg.ssd_bytes as f64 / 1e9, data),
+    };
+    let capex = ssd_gb * ssd_usd + hdd_gb * hdd_usd;
+    Cost { capex_usd: capex, usd_per_iops: if iops > 0.0 { capex / iops } else { 0.0 } }
+}
+
+fn hca(r: &SimReport, hdd: &crate::device::DeviceStats, ssd: &crate::device::DeviceStats, cfg: &SimConfig) -> HcaMetrics {
+    let (rhr, shr, dhr) = (r.access_hit.ram, r.access_hit.ssd, r.access_hit.hdd);
+    let ssd_rta = ssd.mean_response_ns() / 1e3;
+    let disk_rta = hdd.mean_response_ns() / 1e3;
+    let dram_us = cfg.devices.ram.latency_ns / 1e3;
+    let xcrta = ssd_rta * shr;
+    let ssd_iops = if r.duration_s > 0.0 { (ssd.reads + ssd.writes) as f64 / r.duration_s } else { 0.0 };
+    HcaMetrics {
+        xcrta_us: xcrta,
+        hcrta_us: rhr * dram_us + shr * xcrta,
+        xciops: ssd_iops * shr,
+        bdrta_us: disk_rta,
+        hcdrta_us: dhr * disk_rta,
+    }
+}
+
+/// Reads a trace once and counts its distinct objects and their bytes under `mode` (the
+/// working set a "fraction of the footprint" SSD size refers to).
+pub fn footprint(trace: &mut Trace, mode: ObjectMode) -> Result<(u64, u64), TraceError> {
+    let mapper = Mapper::new(mode, trace.info().object_trace);
+    let mut seen: hashbrown::HashMap<u64, u64, FoldHash> = hashbrown::HashMap::with_hasher(FoldHash);
+    let mut rec = TraceRecord::default();
+    while trace.next(&mut rec)? {
+        mapper.split(&rec, |p| {
+            let size = if mapper.mode().object_size() != 0 { mapper.mode().object_size() } else { p.req.len };
+            seen.entry(p.req.obj.0).or_insert(size);
+        });
+    }
+    Ok((seen.len() as u64, seen.values().sum()))
+}
+
+/// A cheap hasher for ids (they are mixed by `hash_id`).
+#[derive(Clone, Copy, Default)]
+pub struct FoldHash;
+
+impl std::hash::BuildHasher for FoldHash {
+    type Hasher = FoldHasher;
+    fn build_hasher(&self) -> FoldHasher {
+        FoldHasher(0)
+    }
+}
+
+/// See [`FoldHash`].
+#[derive(Clone, Copy, Default)]
+pub struct FoldHasher(u64);
+
+impl std::hash::Hasher for FoldHasher {
+    fn finish(&self) -> u64 {
+        tierwise_core::object_table::hash_id(tierwise_core::ObjectId(self.0))
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 ^= v;
+    }
+}

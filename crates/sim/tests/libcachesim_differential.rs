@@ -1,0 +1,50 @@
+//! Differential check against libCacheSim: the bundled CloudPhysics sample (113,872 requests,
+//! the `.vscsi` form) through our LRU and FIFO caches in libCacheSim-compatible mode must give
+//! exactly libCacheSim's miss counts (numbers from its `cachesim` on this trace), in object mode
+//! (every object size 1) and in byte mode.
+
+use std::path::Path;
+
+use tierwise_sim::objects::ObjectMode;
+use tierwise_sim::sim::NoProgress;
+use tierwise_sim::trace::{OpenOptions, open_trace};
+use tierwise_sim::{SimConfig, simulate};
+
+fn misses(collector: &str, capacity: u64, ignore_size: bool) -> u64 {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/traces/cloudphysics_libcachesim.sample.vscsi.gz");
+    let mut trace = open_trace(&path, &OpenOptions::default()).unwrap();
+    let mut cfg = SimConfig::new(&format!("cache:mode=read-only,collector={collector}"), capacity);
+    cfg.objects = ObjectMode::LibCacheSim { ignore_size };
+    cfg.check_every = 10_000;
+    let r = simulate(&mut trace, &cfg, &mut NoProgress).unwrap();
+    assert_eq!(r.requests, 113_872);
+    r.request_misses
+}
+
+const MIB: u64 = 1 << 20;
+
+#[test]
+fn lru_object_mode() {
+    assert_eq!(misses("lru", 1_000, true), 94_823);
+    assert_eq!(misses("lru", 10_000, true), 79_438);
+}
+
+#[test]
+fn fifo_object_mode() {
+    assert_eq!(misses("fifo", 1_000, true), 95_520);
+    assert_eq!(misses("fifo", 10_000, true), 79_210);
+}
+
+#[test]
+fn lru_byte_mode() {
+    assert_eq!(misses("lru", 16 * MIB, false), 95_032);
+    assert_eq!(misses("lru", 64 * MIB, false), 93_994);
+    assert_eq!(misses("lru", 256 * MIB, false), 87_793);
+}
+
+#[test]
+fn fifo_byte_mode() {
+    assert_eq!(misses("fifo", 16 * MIB, false), 95_371);
+    assert_eq!(misses("fifo", 64 * MIB, false), 94_122);
+    assert_eq!(misses("fifo", 256 * MIB, false), 87_058);
+}
