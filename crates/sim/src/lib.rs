@@ -1,11 +1,16 @@
 //! The tierwise simulator: trace readers, device models, the event loop and its metrics,
 //! side-by-side comparison and miss-ratio curves.
 
-pub mod trace;
+pub mod compare;
 pub mod device;
 pub mod metrics;
+pub mod mrc;
 pub mod objects;
+pub mod plot;
+pub mod report;
 pub mod sim;
+pub mod stat;
+pub mod synth;
+pub mod trace;
 
 pub use sim::{SimConfig, SimError, Timing, simulate};
-pub mod mrc;

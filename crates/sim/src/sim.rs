@@ -341,11 +341,15 @@ struct Timed {
     ssd: Device,
     ram: Ram,
     events: BinaryHeap<Reverse<Event>>,
-    /// Works in flight, indexed by event slot.
-    in_flight: Vec<Option<Work>>,
+    /// Batches of background work in flight, indexed by event slot; emptied vectors are kept
+    /// for reuse.
+    batches: Vec<Vec<Work>>,
     free_slots: Vec<u32>,
+    runs: Vec<(u64, u64)>,
     seq: u64,
-    pieces: Vec<(Piece, Served)>,
+    /// This request's pieces, how each was served, and whether a fill of its object was issued
+    /// (then the HDD read covers the whole object and feeds the fill from memory).
+    pieces: Vec<(Piece, Served, bool)>,
     work_buf: Vec<Work>,
     hist: Histogram,
     last_completion: Nanos,
@@ -364,8 +368,9 @@ impl Timed {
             ssd: Device::new(Box::new(ssd), None),
             ram,
             events: BinaryHeap::new(),
-            in_flight: Vec::new(),
+            batches: Vec::new(),
             free_slots: Vec::new(),
+            runs: Vec::new(),
             seq: 0,
             pieces: Vec::with_capacity(64),
             work_buf: Vec::with_capacity(64),
@@ -399,50 +404,98 @@ impl Timed {
         if a == LOGICAL_ADDR { self.mapper.object_addr(w.obj) } else { a }
     }
 
-    /// Starts the work the engine queued, at `now`.
+    /// Submits the works of batch `slot` that share one device as merged, address-ordered
+    /// device requests on `level`; returns when the last one completes.
+    fn batch_io(&mut self, now: Nanos, slot: u32, level: Level, op: DevOp) -> Nanos {
+        let mut runs = std::mem::take(&mut self.runs);
+        runs.clear();
+        for w in &self.batches[slot as usize] {
+            runs.push((self.work_addr(w, level), w.bytes));
+        }
+        runs.sort_unstable();
+        let mut done = now;
+        let mut cur: Option<(u64, u64)> = None;
+        for &(a, l) in &runs {
+            cur = match cur {
+                Some((ca, cl)) if ca + cl == a => Some((ca, cl + l)),
+                Some((ca, cl)) => {
+                    done = done.max(self.io(now, level, op, ca, cl));
+                    Some((a, l))
+                }
+                None => Some((a, l)),
+            };
+        }
+        if let Some((ca, cl)) = cur {
+            done = done.max(self.io(now, level, op, ca, cl));
+        }
+        self.runs = runs;
+        done
+    }
+
+    /// Starts the work the engine queued, at `now`. Works issued together form batches (one
+    /// per direction), executed like dm-kcopyd or a write-back thread would: the source reads
+    /// merged in address order, then the destination writes, merged likewise.
     fn start_work(&mut self, engine: &mut Engine<ManualClock>, now: Nanos) {
         self.work_buf.extend(engine.drain_work());
+        if self.work_buf.is_empty() {
+            return;
+        }
         for i in 0..self.work_buf.len() {
-            let w = self.work_buf[i];
-            if w.kind == WorkKind::Invalidate {
-                continue;
+            let w = &mut self.work_buf[i];
+            if w.kind == WorkKind::Copy
+                && w.from == Level::Slow
+                && self.pieces.iter().any(|(p, s, fill)| *fill && p.req.obj == w.obj && s.level == Level::Slow)
+            {
+                // The miss that caused this fill read the whole object already.
+                w.source_in_ram = true;
+            }
+        }
+        self.work_buf.retain(|w| w.kind != WorkKind::Invalidate);
+        let key = |w: &Work| (w.from, w.to, w.source_in_ram || w.from == Level::Ram);
+        self.work_buf.sort_by_key(key);
+        let mut start = 0;
+        while start < self.work_buf.len() {
+            let k = key(&self.work_buf[start]);
+            let mut end = start + 1;
+            while end < self.work_buf.len() && key(&self.work_buf[end]) == k {
+                end += 1;
             }
             let slot = match self.free_slots.pop() {
-                Some(s) => {
-                    self.in_flight[s as usize] = Some(w);
-                    s
-                }
+                Some(s) => s,
                 None => {
-                    self.in_flight.push(Some(w));
-                    (self.in_flight.len() - 1) as u32
+                    self.batches.push(Vec::new());
+                    (self.batches.len() - 1) as u32
                 }
             };
-            if w.source_in_ram || w.from == Level::Ram {
-                let addr = self.work_addr(&w, w.to);
-                let done = self.io(now, w.to, DevOp::Write, addr, w.bytes);
+            self.batches[slot as usize].extend_from_slice(&self.work_buf[start..end]);
+            let (from, to, in_ram) = k;
+            if in_ram {
+                let done = self.batch_io(now, slot, to, DevOp::Write);
                 self.push_event(done, EventKind::MoveDone, slot);
             } else {
-                let addr = self.work_addr(&w, w.from);
-                let done = self.io(now, w.from, DevOp::Read, addr, w.bytes);
+                let done = self.batch_io(now, slot, from, DevOp::Read);
                 self.push_event(done, EventKind::MoveRead, slot);
             }
+            start = end;
         }
         self.work_buf.clear();
     }
 
     fn handle(&mut self, engine: &mut Engine<ManualClock>, ev: Event) -> Result<(), SimError> {
         self.clock.set(ev.time);
-        let Some(w) = self.in_flight[ev.slot as usize] else { return Ok(()) };
+        let Some(first) = self.batches[ev.slot as usize].first().copied() else { return Ok(()) };
         match ev.kind {
             EventKind::MoveRead => {
-                let addr = self.work_addr(&w, w.to);
-                let done = self.io(ev.time, w.to, DevOp::Write, addr, w.bytes);
+                let done = self.batch_io(ev.time, ev.slot, first.to, DevOp::Write);
                 self.push_event(done, EventKind::MoveDone, ev.slot);
             }
             EventKind::MoveDone => {
-                self.in_flight[ev.slot as usize] = None;
+                let mut batch = std::mem::take(&mut self.batches[ev.slot as usize]);
+                for w in batch.drain(..) {
+                    engine.complete(w.id, Outcome::Done).map_err(|e| SimError::Complete(e.to_string()))?;
+                }
+                self.batches[ev.slot as usize] = batch;
                 self.free_slots.push(ev.slot);
-                engine.complete(w.id, Outcome::Done).map_err(|e| SimError::Complete(e.to_string()))?;
                 self.start_work(engine, ev.time);
             }
         }
@@ -486,7 +539,7 @@ impl Timed {
         let pieces = &mut self.pieces;
         let n = self.mapper.split(rec, |p| {
             let served = engine.access(&p.req);
-            pieces.push((p, served));
+            pieces.push((p, served, false));
         });
         if n == 0 {
             tally.dropped += 1;
@@ -494,25 +547,40 @@ impl Timed {
         }
         tally.accesses += u64::from(n);
         let op = if rec.op == IoOp::Write { DevOp::Write } else { DevOp::Read };
+        let object_size = self.mapper.mode().object_size();
+        if op == DevOp::Read {
+            for w in engine.pending_work() {
+                if w.kind == WorkKind::Copy && w.from == Level::Slow {
+                    for piece in self.pieces.iter_mut().filter(|(p, s, _)| p.req.obj == w.obj && s.level == Level::Slow) {
+                        piece.2 = true;
+                    }
+                }
+            }
+        }
         let mut done = now;
         let mut all_fast = true;
         for level in Level::ALL {
             // Merge adjacent pieces on one device into one device request.
             let mut run: Option<(u64, u64)> = None;
             for i in 0..self.pieces.len() {
-                let (p, s) = self.pieces[i];
+                let (p, s, fill) = self.pieces[i];
                 if !s.touches.contains(level) {
                     continue;
                 }
                 if level == Level::Slow {
                     all_fast = false;
                 }
-                let addr = match level {
+                let mut addr = match level {
                     Level::Slow if s.slow_addr != LOGICAL_ADDR => s.slow_addr + p.req.offset,
                     Level::Fast if s.fast_addr != LOGICAL_ADDR => s.fast_addr + p.req.offset,
                     _ => p.addr,
                 };
-                let len = p.req.len;
+                let mut len = p.req.len;
+                if fill && object_size != 0 {
+                    // Read the whole block so the fill needs no second HDD read.
+                    addr -= p.req.offset;
+                    len = object_size;
+                }
                 run = match run {
                     Some((a, l)) if a + l == addr => Some((a, l + len)),
                     Some((a, l)) => {
@@ -532,6 +600,7 @@ impl Timed {
             tally.request_misses += 1;
         }
         self.start_work(engine, now);
+        self.pieces.clear();
         done
     }
 

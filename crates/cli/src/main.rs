@@ -1,0 +1,528 @@
+//! The `tierwise` command line. Argument parsing, progress bars and printing only; the work is
+//! done by `tierwise-core` and `tierwise-sim`.
+
+mod progress;
+
+use std::fs;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Parser, Subcommand};
+use tierwise_core::Nanos;
+use tierwise_core::arch::ARCHITECTURES;
+use tierwise_core::collector::COLLECTORS;
+use tierwise_core::params::parse_duration;
+use tierwise_sim::compare::{CompareConfig, SsdSize, compare};
+use tierwise_sim::device::Presets;
+use tierwise_sim::mrc::{log_sizes, lru_mrc};
+use tierwise_sim::objects::{Mapper, ObjectMode};
+use tierwise_sim::sim::footprint;
+use tierwise_sim::synth::{ZipfWorkload, collect_objects, write_oracle_general};
+use tierwise_sim::trace::{FORMATS, OpenOptions, Trace, open_trace};
+use tierwise_sim::{SimConfig, Timing, plot, report, simulate};
+
+use crate::progress::{Bars, Spinner};
+
+/// Hybrid SSD/HDD storage: one policy engine; compare architectures on real traces.
+#[derive(Parser)]
+#[command(name = "tierwise", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+    /// No progress bars.
+    #[arg(long, short, global = true)]
+    quiet: bool,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Simulate one architecture on a trace.
+    Sim(SimArgs),
+    /// Architectures × SSD sizes on one trace, side by side (table, JSON, CSV, PNG).
+    Compare(CompareArgs),
+    /// LRU miss-ratio curve for many cache sizes in one pass.
+    Mrc(MrcArgs),
+    /// Inspect, convert or generate traces.
+    #[command(subcommand)]
+    Trace(TraceCommand),
+    /// List architectures, collectors, trace formats and device presets with their knobs.
+    List {
+        /// architectures, collectors, formats or devices (all when omitted).
+        what: Option<String>,
+    },
+}
+
+#[derive(Args, Clone)]
+struct TraceOpts {
+    /// Trace format (detected from the name or content when omitted); see `tierwise list formats`.
+    #[arg(long)]
+    format: Option<String>,
+    /// Count and skip malformed lines instead of stopping at the first one.
+    #[arg(long)]
+    skip_bad_lines: bool,
+}
+
+impl TraceOpts {
+    fn open(&self, path: &Path) -> Result<Trace> {
+        Ok(open_trace(path, &OpenOptions { format: self.format.clone(), skip_bad_lines: self.skip_bad_lines })?)
+    }
+    fn options(&self) -> OpenOptions {
+        OpenOptions { format: self.format.clone(), skip_bad_lines: self.skip_bad_lines }
+    }
+}
+
+#[derive(Args, Clone)]
+struct ModelOpts {
+    /// How requests become objects: blocks[:SIZE] (default 4KiB), requests, lcs, lcs:ignore-size.
+    #[arg(long, default_value = "blocks:4KiB")]
+    objects: String,
+    /// none (hit counting), open[:SPEEDUP] (trace timestamps) or closed[:DEPTH].
+    #[arg(long, default_value = "open")]
+    timing: String,
+    /// HDD preset.
+    #[arg(long, default_value = "wd5000aaks")]
+    hdd: String,
+    /// SSD preset.
+    #[arg(long, default_value = "vertex3")]
+    ssd_model: String,
+    /// RAM preset.
+    #[arg(long, default_value = "ddr3")]
+    ram: String,
+    /// TOML file merged over the device presets.
+    #[arg(long)]
+    devices: Option<PathBuf>,
+    /// Spin the HDD down after this idle time (the preset's 5 s when given without a value).
+    #[arg(long, num_args = 0..=1, default_missing_value = "preset")]
+    spin_down: Option<String>,
+    /// Endurance read weight r (GreenDM: 0.1 or 0.01).
+    #[arg(long, default_value_t = 0.1)]
+    read_weight: f64,
+    /// Write back all dirty data at the end.
+    #[arg(long)]
+    flush: bool,
+    /// Stop after this many requests.
+    #[arg(long)]
+    max_requests: Option<u64>,
+    /// Check the engine's invariants every N requests (slow; for debugging).
+    #[arg(long, default_value_t = 0)]
+    check_every: u64,
+}
+
+impl ModelOpts {
+    fn base(&self) -> Result<SimConfig> {
+        let objects = ObjectMode::parse(&self.objects).map_err(anyhow::Error::msg).context("--objects")?;
+        let timing = Timing::parse(&self.timing).map_err(anyhow::Error::msg).context("--timing")?;
+        let presets = match &self.devices {
+            Some(p) => {
+                let text = fs::read_to_string(p).with_context(|| format!("--devices {}", p.display()))?;
+                Presets::with_overrides(&text, &p.display().to_string())?
+            }
+            None => Presets::builtin(),
+        };
+        let devices = presets.set(&self.hdd, &self.ssd_model, &self.ram)?;
+        let spin_down = match self.spin_down.as_deref() {
+            None => None,
+            Some("preset") => Some(Nanos::from_secs_f64(devices.hdd.spin_down_after_s)),
+            Some(d) => Some(parse_duration(d).map_err(anyhow::Error::msg).context("--spin-down")?),
+        };
+        if !(self.read_weight >= 0.0 && self.read_weight <= 1.0) {
+            bail!("--read-weight {}: expected a number from 0 to 1 (GreenDM used 0.1 and 0.01)", self.read_weight);
+        }
+        let mut c = SimConfig::new("hdd-only", 1);
+        c.objects = objects;
+        c.timing = timing;
+        c.devices = devices;
+        c.spin_down = spin_down;
+        c.read_weight = self.read_weight;
+        c.flush_at_end = self.flush;
+        c.max_requests = self.max_requests;
+        c.check_every = self.check_every;
+        Ok(c)
+    }
+}
+
+#[derive(Args)]
+struct SimArgs {
+    /// The trace file.
+    trace: PathBuf,
+    /// Architecture spec, e.g. cache:mode=write-back,collector=lfu (see `tierwise list`).
+    #[arg(long, short)]
+    arch: String,
+    /// SSD size: bytes (64MiB) or a share of the footprint (10%).
+    #[arg(long)]
+    ssd: String,
+    #[command(flatten)]
+    trace_opts: TraceOpts,
+    #[command(flatten)]
+    model: ModelOpts,
+    /// Write the report as JSON here.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Write the report as one CSV row (with header) here.
+    #[arg(long)]
+    csv: Option<PathBuf>,
+}
+
+const DEFAULT_ARCHS: &[&str] = &[
+    "hdd-only",
+    "linear",
+    "cache:mode=read-only",
+    "cache:mode=write-through",
+    "cache:mode=write-back",
+    "cache:mode=write-back,collector=arc",
+    "ssd-only",
+];
+
+#[derive(Args)]
+struct CompareArgs {
+    /// The trace file.
+    trace: PathBuf,
+    /// An architecture spec; repeat for several (default: baselines and the caching modes).
+    #[arg(long = "arch", short)]
+    archs: Vec<String>,
+    /// SSD sizes, comma-separated: shares of the footprint (10%) or bytes (64MiB).
+    #[arg(long, default_value = "5%,10%,25%,50%", value_delimiter = ',')]
+    ssd: Vec<String>,
+    #[command(flatten)]
+    trace_opts: TraceOpts,
+    #[command(flatten)]
+    model: ModelOpts,
+    /// Directory for compare.json, compare.csv and compare.png.
+    #[arg(long, default_value = "out")]
+    out: PathBuf,
+    /// Worker threads (default: available cores).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Allow SSD sizes at least as large as the footprint.
+    #[arg(long)]
+    allow_oversize: bool,
+}
+
+#[derive(Args)]
+struct MrcArgs {
+    /// The trace file.
+    trace: PathBuf,
+    #[command(flatten)]
+    trace_opts: TraceOpts,
+    /// How requests become objects (see `sim --objects`).
+    #[arg(long, default_value = "blocks:4KiB")]
+    objects: String,
+    /// Cache sizes, comma-separated (bytes or % of the footprint); default: --points sizes on a
+    /// log scale from one object to the footprint.
+    #[arg(long, value_delimiter = ',')]
+    sizes: Vec<String>,
+    /// Number of log-spaced sizes when --sizes is not given.
+    #[arg(long, default_value_t = 64)]
+    points: usize,
+    /// Directory for mrc.csv, mrc.json and mrc.png.
+    #[arg(long, default_value = "out")]
+    out: PathBuf,
+}
+
+#[derive(Subcommand)]
+enum TraceCommand {
+    /// Requests, read share, footprint, size histogram, duration.
+    Stat {
+        /// The trace file.
+        trace: PathBuf,
+        #[command(flatten)]
+        trace_opts: TraceOpts,
+        /// Object mode for the footprint.
+        #[arg(long, default_value = "blocks:4KiB")]
+        objects: String,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write a trace as libCacheSim oracleGeneral binary (one record per object access).
+    Convert {
+        /// The trace file.
+        trace: PathBuf,
+        /// Output file.
+        #[arg(long, short)]
+        output: PathBuf,
+        #[command(flatten)]
+        trace_opts: TraceOpts,
+        /// Object mode: blocks[:SIZE] splits requests into blocks; requests keeps them whole.
+        #[arg(long, default_value = "requests")]
+        objects: String,
+    },
+    /// Generate a seeded Zipf block workload (oracleGeneral, or MQSim ascii with timestamps).
+    Gen {
+        /// Output file (`.oracleGeneral` or `.mqsim`).
+        #[arg(long, short)]
+        output: PathBuf,
+        /// Requests.
+        #[arg(long, default_value_t = 1_000_000)]
+        requests: u64,
+        /// Distinct objects.
+        #[arg(long, default_value_t = 100_000)]
+        objects: u64,
+        /// Zipf exponent.
+        #[arg(long, default_value_t = 1.0)]
+        alpha: f64,
+        /// Bytes per request.
+        #[arg(long, default_value_t = 4096)]
+        size: u64,
+        /// Share of writes.
+        #[arg(long, default_value_t = 0.0)]
+        write_fraction: f64,
+        /// Mean requests per second.
+        #[arg(long, default_value_t = 100.0)]
+        rate: f64,
+        /// Seed.
+        #[arg(long, default_value_t = 42)]
+        seed: u64,
+    },
+}
+
+fn main() {
+    let cli = Cli::parse();
+    if let Err(e) = run(cli) {
+        eprintln!("error: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn run(cli: Cli) -> Result<()> {
+    let bars = Bars::new(cli.quiet);
+    match cli.command {
+        Command::Sim(a) => cmd_sim(a, &bars),
+        Command::Compare(a) => cmd_compare(a, &bars),
+        Command::Mrc(a) => cmd_mrc(a, &bars),
+        Command::Trace(t) => cmd_trace(t, &bars),
+        Command::List { what } => cmd_list(what.as_deref()),
+    }
+}
+
+fn write_file(path: &Path, content: &[u8]) -> Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    fs::write(path, content).with_context(|| format!("writing {}", path.display()))
+}
+
+fn cmd_sim(a: SimArgs, bars: &Bars) -> Result<()> {
+    let mut cfg = a.model.base()?;
+    cfg.arch = a.arch.clone();
+    let size = SsdSize::parse(&a.ssd).map_err(anyhow::Error::msg).context("--ssd")?;
+    let mut t = a.trace_opts.open(&a.trace)?;
+    let mode = Mapper::new(cfg.objects, t.info().object_trace).mode();
+    let (_, fp) = footprint(&mut t, mode)?;
+    cfg.footprint_bytes = Some(fp);
+    cfg.ssd_bytes = size.resolve(fp, mode.object_size().max(1));
+    let mut t = a.trace_opts.open(&a.trace)?;
+    let mut spinner = Spinner::new(bars, &format!("{} @ {}", cfg.arch, size.label()));
+    let r = simulate(&mut t, &cfg, &mut spinner)?;
+    spinner.done();
+    print!("{}", report::report_text(&r));
+    if let Some(p) = a.json {
+        write_file(&p, serde_json::to_string_pretty(&r)?.as_bytes())?;
+    }
+    if let Some(p) = a.csv {
+        let frac = if fp > 0 { cfg.ssd_bytes as f64 / fp as f64 } else { 0.0 };
+        write_file(&p, format!("{}\n{}\n", report::CSV_HEADER, report::csv_row(&r, &size.label(), frac)).as_bytes())?;
+    }
+    Ok(())
+}
+
+fn cmd_compare(a: CompareArgs, bars: &Bars) -> Result<()> {
+    let base = a.model.base()?;
+    let sizes = a.ssd.iter().map(|s| SsdSize::parse(s).map_err(anyhow::Error::msg)).collect::<Result<Vec<_>>>().context("--ssd")?;
+    let archs: Vec<String> = if a.archs.is_empty() {
+        let probe = a.trace_opts.open(&a.trace)?;
+        let fixed = Mapper::new(base.objects, probe.info().object_trace).mode().object_size() != 0;
+        DEFAULT_ARCHS.iter().filter(|s| fixed || **s != "linear").map(|s| s.to_string()).collect()
+    } else {
+        a.archs.clone()
+    };
+    let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+    let cfg = CompareConfig { archs, sizes, base, threads, allow_oversize: a.allow_oversize };
+    let c = compare(&a.trace, &a.trace_opts.options(), &cfg, bars)?;
+    bars.clear();
+    print!("{}", report::comparison_table(&c));
+    fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
+    let (json, csv, png) = (a.out.join("compare.json"), a.out.join("compare.csv"), a.out.join("compare.png"));
+    write_file(&json, serde_json::to_string_pretty(&c)?.as_bytes())?;
+    write_file(&csv, report::comparison_csv(&c).as_bytes())?;
+    plot::comparison_chart(&c, &png).map_err(anyhow::Error::msg)?;
+    println!("wrote {}, {}, {}", json.display(), csv.display(), png.display());
+    Ok(())
+}
+
+fn cmd_mrc(a: MrcArgs, bars: &Bars) -> Result<()> {
+    let mode = ObjectMode::parse(&a.objects).map_err(anyhow::Error::msg).context("--objects")?;
+    let mut t = a.trace_opts.open(&a.trace)?;
+    let mode = Mapper::new(mode, t.info().object_trace).mode();
+    let unit = mode.object_size().max(1);
+    let needs_fp = a.sizes.is_empty() || a.sizes.iter().any(|s| s.contains('%'));
+    let fp = if needs_fp { footprint(&mut t, mode)?.1 } else { 0 };
+    let sizes: Vec<u64> = if a.sizes.is_empty() {
+        log_sizes(unit, fp, a.points.max(2), unit)
+    } else {
+        a.sizes
+            .iter()
+            .map(|s| SsdSize::parse(s).map(|x| x.resolve(fp, unit)).map_err(anyhow::Error::msg))
+            .collect::<Result<Vec<_>>>()
+            .context("--sizes")?
+    };
+    let mut t = a.trace_opts.open(&a.trace)?;
+    let mut spinner = Spinner::new(bars, "mrc");
+    let wall = std::time::Instant::now();
+    let m = lru_mrc(&mut t, mode, &sizes, &mut spinner)?;
+    spinner.done();
+    let secs = wall.elapsed().as_secs_f64();
+    let mut table = report::Table::new(&["size", "bytes", "miss ratio", "misses"]);
+    for p in &m.points {
+        table.row(vec![tierwise_core::Bytes(p.size_bytes).to_string(), p.size_bytes.to_string(), format!("{:.4}", p.miss_ratio), p.misses.to_string()]);
+    }
+    println!(
+        "LRU MRC of {} ({}): {} accesses, {} objects, footprint {}, {} cold misses; one pass in {:.2} s",
+        a.trace.display(),
+        mode.label(),
+        m.accesses,
+        m.objects,
+        tierwise_core::Bytes(m.footprint_bytes),
+        m.cold_misses,
+        secs
+    );
+    print!("{}", table.render());
+    fs::create_dir_all(&a.out)?;
+    let mut csv = String::from("size_bytes,miss_ratio,misses\n");
+    for p in &m.points {
+        csv.push_str(&format!("{},{:.6},{}\n", p.size_bytes, p.miss_ratio, p.misses));
+    }
+    write_file(&a.out.join("mrc.csv"), csv.as_bytes())?;
+    write_file(&a.out.join("mrc.json"), serde_json::to_string_pretty(&m)?.as_bytes())?;
+    let label = a.trace.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+    plot::mrc_chart(&m, &label, &a.out.join("mrc.png")).map_err(anyhow::Error::msg)?;
+    println!("wrote {}/mrc.csv, mrc.json, mrc.png", a.out.display());
+    Ok(())
+}
+
+fn cmd_trace(t: TraceCommand, bars: &Bars) -> Result<()> {
+    match t {
+        TraceCommand::Stat { trace, trace_opts, objects, json } => {
+            let mode = ObjectMode::parse(&objects).map_err(anyhow::Error::msg).context("--objects")?;
+            let mut tr = trace_opts.open(&trace)?;
+            let mut spinner = Spinner::new(bars, "reading");
+            let s = tierwise_sim::stat::trace_stats(&mut tr, mode, &mut spinner)?;
+            spinner.done();
+            if json {
+                println!("{}", serde_json::to_string_pretty(&s)?);
+                return Ok(());
+            }
+            use tierwise_core::Bytes;
+            println!("trace          {} ({})", s.trace, s.format);
+            println!("requests       {} ({} reads = {:.1}%, {} writes)", s.requests, s.reads, s.read_fraction() * 100.0, s.writes);
+            println!("bytes          {} read, {} written", Bytes(s.read_bytes), Bytes(s.write_bytes));
+            println!("footprint      {} in {} objects ({})", Bytes(s.footprint_bytes), s.objects, s.object_mode);
+            println!("duration       {:.3} s{}", s.duration_s, if s.out_of_order > 0 { format!(" ({} records out of time order)", s.out_of_order) } else { String::new() });
+            println!("volumes        {}", s.volumes);
+            if s.zero_length > 0 || s.skipped > 0 {
+                println!("oddities       {} zero-length requests, {} malformed lines skipped", s.zero_length, s.skipped);
+            }
+            println!("request sizes");
+            let max = s.size_histogram.iter().map(|x| x.1).max().unwrap_or(1);
+            for (upper, count) in &s.size_histogram {
+                let bar = "#".repeat(((*count as f64 / max as f64) * 40.0).ceil() as usize);
+                println!("  <= {:>9}  {:>10}  {bar}", Bytes(*upper).to_string(), count);
+            }
+            Ok(())
+        }
+        TraceCommand::Convert { trace, output, trace_opts, objects } => {
+            let mode = ObjectMode::parse(&objects).map_err(anyhow::Error::msg).context("--objects")?;
+            let mut tr = trace_opts.open(&trace)?;
+            let mapper = Mapper::new(mode, tr.info().object_trace);
+            let recs = collect_objects(&mut tr, &mapper)?;
+            let f = fs::File::create(&output).with_context(|| format!("creating {}", output.display()))?;
+            let mut w = BufWriter::new(f);
+            write_oracle_general(&recs, &mut w)?;
+            w.flush()?;
+            println!("wrote {} oracleGeneral records ({}) to {}", recs.len(), mapper.mode().label(), output.display());
+            Ok(())
+        }
+        TraceCommand::Gen { output, requests, objects, alpha, size, write_fraction, rate, seed } => {
+            if objects == 0 || size == 0 || !(0.0..=1.0).contains(&write_fraction) || alpha < 0.0 {
+                bail!("--objects and --size must be positive, --write-fraction within 0..=1, --alpha >= 0");
+            }
+            let w = ZipfWorkload { requests, objects, alpha, size, write_fraction, rate, seed };
+            let f = fs::File::create(&output).with_context(|| format!("creating {}", output.display()))?;
+            let mut out = BufWriter::new(f);
+            let name = output.to_string_lossy().to_lowercase();
+            if name.contains("mqsim") {
+                let mut err = None;
+                w.generate(|r| {
+                    let ty = u8::from(r.op == tierwise_sim::trace::IoOp::Read);
+                    if let Err(e) = writeln!(out, "{} 0 {} {} {}", r.time_ns, r.offset / 512, r.len.div_ceil(512), ty) {
+                        err.get_or_insert(e);
+                    }
+                });
+                if let Some(e) = err {
+                    return Err(e.into());
+                }
+            } else {
+                let mut recs = Vec::with_capacity(requests as usize);
+                w.generate(|r| recs.push(((r.time_ns / 1_000_000_000) as u32, r.key, size.min(u64::from(u32::MAX)) as u32)));
+                write_oracle_general(&recs, &mut out)?;
+            }
+            out.flush()?;
+            println!("wrote {requests} requests over {objects} objects (Zipf {alpha}, seed {seed}) to {}", output.display());
+            Ok(())
+        }
+    }
+}
+
+fn cmd_list(what: Option<&str>) -> Result<()> {
+    let all = what.is_none();
+    let w = what.unwrap_or("");
+    let known = ["architectures", "collectors", "formats", "devices"];
+    if !all && !known.iter().any(|k| k.starts_with(w)) {
+        bail!("unknown list `{w}`: expected one of {}", known.join(", "));
+    }
+    if all || "architectures".starts_with(w) {
+        println!("Architectures (--arch NAME[:knob=value,...]):");
+        for a in ARCHITECTURES {
+            println!("  {:<16} v{}  {}", a.name, a.version, a.help);
+            for p in a.params {
+                println!("      {:<18} default {:<14} {}", p.name, p.default, p.help);
+            }
+            if a.uses_collector {
+                println!("      {:<18} default {:<14} {}", "collector", "lru", "any collector below, with its knobs");
+            }
+        }
+        println!();
+    }
+    if all || "collectors".starts_with(w) {
+        println!("Collectors (collector=NAME inside an architecture spec):");
+        for c in COLLECTORS {
+            println!("  {:<16} v{}  {}", c.name, c.version, c.help);
+            for p in c.params {
+                println!("      {:<18} default {:<14} {}", p.name, p.default, p.help);
+            }
+        }
+        println!();
+    }
+    if all || "formats".starts_with(w) {
+        println!("Trace formats (--format NAME; gzip and zstd are read transparently):");
+        for f in FORMATS {
+            println!("  {:<16} {}", f.name, f.help);
+        }
+        println!();
+    }
+    if all || "devices".starts_with(w) {
+        let p = Presets::builtin();
+        println!("Device presets (--hdd, --ssd-model, --ram; override with --devices FILE.toml):");
+        for (n, d) in &p.hdd {
+            println!("  hdd {:<12} {}", n, d.description);
+        }
+        for (n, d) in &p.ssd {
+            println!("  ssd {:<12} {}", n, d.description);
+        }
+        for (n, d) in &p.ram {
+            println!("  ram {:<12} {}", n, d.description);
+        }
+    }
+    Ok(())
+}
