@@ -348,11 +348,23 @@ impl Cache {
         }
     }
 
-    /// Evicts until `size` more bytes fit. True when they fit now (dirty victims may still be
-    /// on their way out, in which case the caller must not place anything).
+    /// Evicts until `size` more bytes fit now. Clean victims go at once; a dirty victim is
+    /// written back and dropped when clean, and the search goes on for a clean one (as
+    /// Flashcache prefers clean blocks), passing at most `MAX_DIRTY_SKIP` dirty victims. False
+    /// when the bytes do not fit now (the caller then goes around the cache).
     fn make_room(&mut self, cx: &mut Ctx<'_>, size: u64) -> bool {
-        while self.used - self.evicting_bytes + size > self.capacity {
+        const MAX_DIRTY_SKIP: usize = 64;
+        let mut dirty_seen = 0;
+        while self.used + size > self.capacity {
+            let enough_leaving = self.used - self.evicting_bytes + size <= self.capacity;
+            if enough_leaving && dirty_seen >= MAX_DIRTY_SKIP {
+                break;
+            }
             let Some(v) = self.collector.coldest_fast(cx.now) else { break };
+            let m = self.table.meta(v);
+            if m.state == DIRTY || m.flags & WRITING_BACK != 0 {
+                dirty_seen += 1;
+            }
             self.evict(cx, v);
         }
         self.used + size <= self.capacity

@@ -333,20 +333,36 @@ fn write_back_writes_back_above_the_high_mark() {
 
 #[test]
 fn write_back_victims_are_written_back_before_they_go() {
-    let mut h = Harness::new("cache:mode=write-back,dirty-high=100,dirty-low=99", 2, false);
+    let mut h = Harness::new("cache:mode=write-back,dirty-high=100,dirty-low=99", 3, false);
     h.step(&Step::Write(0, true)).unwrap();
     h.step(&Step::Write(1, true)).unwrap();
-    // A third object needs room: the LRU victim (0) is dirty, so it is written back first and
-    // the new write goes around the cache meanwhile.
-    h.step(&Step::Write(2, true)).unwrap();
-    assert_eq!(h.queued.len(), 1);
-    assert_eq!(h.queued[0].kind, WorkKind::Writeback);
-    assert_eq!(h.queued[0].obj, ObjectId(0));
-    assert!(h.engine.placement(ObjectId(0)).on_fast);
+    h.step(&Step::Read(2, true)).unwrap();
+    h.step(&Step::Execute(0)).unwrap();
+    h.step(&Step::Complete(0, 9)).unwrap();
+    h.step(&Step::Read(2, true)).unwrap(); // 2 is clean and most recent: LRU order 0, 1, 2
+    // A fourth object needs room: the LRU victims 0 and 1 are dirty, so they are written back
+    // (and dropped once clean) while the search goes on to the clean 2, which makes room now.
+    h.step(&Step::Write(3, true)).unwrap();
+    let wb: Vec<_> = h.queued.iter().filter(|w| w.kind == WorkKind::Writeback).map(|w| w.obj).collect();
+    assert_eq!(wb, vec![ObjectId(0), ObjectId(1)]);
+    assert!(h.engine.placement(ObjectId(0)).on_fast, "still cached until written back");
+    assert!(!h.engine.placement(ObjectId(2)).on_fast, "the clean victim went at once");
+    assert!(h.engine.placement(ObjectId(3)).on_fast && h.engine.placement(ObjectId(3)).dirty);
     h.step(&Step::Execute(0)).unwrap();
     h.step(&Step::Complete(0, 9)).unwrap();
     assert!(!h.engine.placement(ObjectId(0)).on_fast, "dropped once clean");
     h.settle().unwrap();
+}
+
+#[test]
+fn write_back_goes_around_when_only_dirty_victims_remain() {
+    let mut h = Harness::new("cache:mode=write-back,dirty-high=100,dirty-low=99", 2, false);
+    h.step(&Step::Write(0, true)).unwrap();
+    h.step(&Step::Write(1, true)).unwrap();
+    let served = h.engine.access(&Request::write(ObjectId(2), 0, OBJ));
+    assert_eq!(served.level, Level::Slow, "no clean victim: the write goes to the HDD");
+    h.drain();
+    assert_eq!(h.queued.iter().filter(|w| w.kind == WorkKind::Writeback).count(), 2);
 }
 
 #[test]
