@@ -13,7 +13,10 @@
 use serde::{Deserialize, Serialize};
 
 use crate::arch::{AnyArch, Architecture, Placement, Usage};
-use crate::{Clock, Level, ManualClock, Nanos, ObjectId, Op, Outcome, Request, Served, Work, WorkId, WorkKind};
+use crate::{
+    Clock, Level, ManualClock, Nanos, ObjectId, Op, Outcome, Request, Served, Work, WorkId,
+    WorkKind,
+};
 
 /// Completion problems. The engine's state is unchanged when one is returned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -145,13 +148,25 @@ pub struct Ctx<'a> {
     works: &'a mut WorkTable,
     out: &'a mut Vec<Work>,
     stats: &'a mut EngineStats,
+    /// Instant mode: work completes successfully as soon as the current call returns.
+    deferred: Option<&'a mut Vec<Work>>,
 }
 
 impl Ctx<'_> {
     /// Issues work. `work.id` is ignored and assigned here. Invalidations take effect now and
     /// get no id in the table.
     pub fn issue(&mut self, mut work: Work) -> WorkId {
-        self.stats.issued[EngineStats::kind_index(work.kind)] += 1;
+        let k = EngineStats::kind_index(work.kind);
+        self.stats.issued[k] += 1;
+        if let Some(deferred) = self.deferred.as_deref_mut() {
+            self.stats.done[k] += 1;
+            if work.kind.needs_completion() {
+                self.stats.bytes_moved[k] += work.bytes;
+                work.id = WorkId(u64::MAX);
+                deferred.push(work);
+            }
+            return WorkId(u64::MAX);
+        }
         if work.kind.needs_completion() {
             work.id = self.works.insert(work);
         } else {
@@ -176,17 +191,65 @@ pub struct Engine<C: Clock = ManualClock> {
     out: Vec<Work>,
     stats: EngineStats,
     seq: u64,
+    instant: bool,
+    deferred: Vec<Work>,
 }
 
 impl<C: Clock> Engine<C> {
     /// An engine running `arch`, reading time from `clock`.
     pub fn new(arch: AnyArch, clock: C) -> Engine<C> {
-        Engine { arch, clock, works: WorkTable::default(), out: Vec::with_capacity(64), stats: EngineStats::default(), seq: 0 }
+        Engine {
+            arch,
+            clock,
+            works: WorkTable::default(),
+            out: Vec::with_capacity(64),
+            stats: EngineStats::default(),
+            seq: 0,
+            instant: false,
+            deferred: Vec::with_capacity(64),
+        }
+    }
+
+    /// Instant mode, for hit-ratio simulation (libCacheSim's model): every piece of work
+    /// succeeds the moment it is issued, inside the call that issued it. Nothing is queued for
+    /// [`Engine::drain_work`] and no completion is expected; the counters still count the work.
+    /// Switch it on before the first access.
+    pub fn set_instant(&mut self, on: bool) {
+        self.instant = on;
     }
 
     fn ctx(&mut self) -> (Ctx<'_>, &mut AnyArch) {
         let now = self.clock.now();
-        (Ctx { now, seq: self.seq, works: &mut self.works, out: &mut self.out, stats: &mut self.stats }, &mut self.arch)
+        let deferred = if self.instant {
+            Some(&mut self.deferred)
+        } else {
+            None
+        };
+        (
+            Ctx {
+                now,
+                seq: self.seq,
+                works: &mut self.works,
+                out: &mut self.out,
+                stats: &mut self.stats,
+                deferred,
+            },
+            &mut self.arch,
+        )
+    }
+
+    /// Instant mode: completes the work issued by the call that just returned (and any work
+    /// those completions issue).
+    #[inline]
+    fn run_deferred(cx: &mut Ctx<'_>, arch: &mut AnyArch) {
+        let mut i = 0;
+        while let Some(w) = cx.deferred.as_deref().and_then(|d| d.get(i)).copied() {
+            i += 1;
+            arch.complete(cx, &w, Outcome::Done);
+        }
+        if let Some(d) = cx.deferred.as_deref_mut() {
+            d.clear();
+        }
     }
 
     /// Tells the engine about one access and returns how to serve it. Background work decided
@@ -196,6 +259,9 @@ impl<C: Clock> Engine<C> {
         self.seq += 1;
         let (mut cx, arch) = self.ctx();
         let served = arch.access(&mut cx, req);
+        if cx.deferred.as_ref().is_some_and(|d| !d.is_empty()) {
+            Self::run_deferred(&mut cx, arch);
+        }
         let st = &mut self.stats;
         match req.op {
             Op::Read => {
@@ -213,6 +279,13 @@ impl<C: Clock> Engine<C> {
             _ => st.metadata_ops += 1,
         }
         served
+    }
+
+    /// A hint that `obj` will be accessed soon; lets the architecture prefetch its metadata
+    /// (the simulator calls it a few requests ahead).
+    #[inline]
+    pub fn prefetch(&self, obj: ObjectId) {
+        self.arch.prefetch(obj);
     }
 
     /// Work queued since the last drain, in the order it must be applied.
@@ -240,6 +313,7 @@ impl<C: Clock> Engine<C> {
         }
         let (mut cx, arch) = self.ctx();
         arch.complete(&mut cx, &work, outcome);
+        Self::run_deferred(&mut cx, arch);
         Ok(())
     }
 
@@ -247,6 +321,7 @@ impl<C: Clock> Engine<C> {
     pub fn tick(&mut self) {
         let (mut cx, arch) = self.ctx();
         arch.tick(&mut cx);
+        Self::run_deferred(&mut cx, arch);
     }
 
     /// When [`Engine::tick`] next has something to do.
@@ -258,6 +333,7 @@ impl<C: Clock> Engine<C> {
     pub fn flush(&mut self) {
         let (mut cx, arch) = self.ctx();
         arch.flush(&mut cx);
+        Self::run_deferred(&mut cx, arch);
     }
 
     /// Tells the engine about an object that already exists on `level` (a front end adopting
@@ -266,6 +342,7 @@ impl<C: Clock> Engine<C> {
         self.seq += 1;
         let (mut cx, arch) = self.ctx();
         arch.adopt(&mut cx, obj, level, size, dirty);
+        Self::run_deferred(&mut cx, arch);
     }
 
     /// Where an object is now.
@@ -337,7 +414,10 @@ mod tests {
         assert!(t.take(a).is_none(), "double completion is refused");
         let b = t.insert(w);
         assert_ne!(a, b, "a reused slot gets a new generation");
-        assert!(t.take(a).is_none(), "a stale id does not complete the new work");
+        assert!(
+            t.take(a).is_none(),
+            "a stale id does not complete the new work"
+        );
         assert!(t.take(b).is_some());
         assert!(t.take(WorkId(12345)).is_none());
     }

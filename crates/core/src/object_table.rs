@@ -3,10 +3,13 @@
 //! once it has grown, and collectors can keep their per-object state in plain vectors indexed by
 //! slot.
 //!
-//! Memory: the hash index stores only a 4-byte slot per bucket (the id lives in the entry), so
-//! an entry costs `8 + size_of::<M>()` bytes plus about 6 bytes of index.
-
-use hashbrown::HashTable;
+//! The index is an open-addressing, linear-probing table of 8-byte words, each holding 32 bits
+//! of the id's hash (the tag) and the slot. A probe reads one cache line; the entry is read only
+//! when the tag matches, so a miss rarely touches the entries, and a hit reads exactly the index
+//! word and the entry it needs anyway. Deletion shifts later words back (no tombstones). The load
+//! factor stays at or below 3/4.
+//!
+//! Memory: about 11 bytes of index per object on average, plus `8 + size_of::<M>()` per entry.
 
 use crate::{ObjectId, Slot};
 
@@ -19,7 +22,9 @@ struct Entry<M> {
 /// A slot-indexed object table.
 #[derive(Clone, Debug)]
 pub struct ObjectTable<M> {
-    index: HashTable<u32>,
+    /// Any length >= 16; a hash maps to a bucket by multiply-shift, so the index can grow by
+    /// half rather than double.
+    index: Vec<u64>,
     entries: Vec<Entry<M>>,
     free: Vec<u32>,
     live: usize,
@@ -27,16 +32,44 @@ pub struct ObjectTable<M> {
 
 impl<M> Default for ObjectTable<M> {
     fn default() -> Self {
-        ObjectTable { index: HashTable::new(), entries: Vec::new(), free: Vec::new(), live: 0 }
+        ObjectTable::with_capacity(0)
     }
 }
 
 /// Hash of an object id. Ids are often multiples of a block size or sector count, so the low
-/// bits are mixed with the high ones (hashbrown takes the bucket from the low bits).
+/// bits are mixed with the high ones.
 #[inline]
 pub fn hash_id(id: ObjectId) -> u64 {
     let x = id.0.wrapping_mul(0x9E37_79B9_7F4A_7C15);
     x ^ (x >> 29) ^ (x >> 47)
+}
+
+/// The index word for an id's hash and a slot: never zero (zero marks an empty bucket).
+#[inline]
+fn word(hash: u64, slot: u32) -> u64 {
+    ((hash >> 32) | 1) << 32 | u64::from(slot)
+}
+
+#[inline]
+fn tag_of(hash: u64) -> u64 {
+    (hash >> 32) | 1
+}
+
+/// Issues a cache prefetch for `p`. A hint only: it never faults and reads nothing into the
+/// program, so it is sound for any address.
+#[inline(always)]
+pub fn prefetch<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    #[expect(
+        unsafe_code,
+        reason = "_mm_prefetch is a hint with no effect on memory safety"
+    )]
+    // SAFETY: prefetching an address never faults and has no observable effect on memory.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }
 
 impl<M> ObjectTable<M> {
@@ -47,7 +80,13 @@ impl<M> ObjectTable<M> {
 
     /// An empty table with room for `n` objects.
     pub fn with_capacity(n: usize) -> Self {
-        ObjectTable { index: HashTable::with_capacity(n), entries: Vec::with_capacity(n), free: Vec::new(), live: 0 }
+        let buckets = (n * 4 / 3 + 1).max(16);
+        ObjectTable {
+            index: vec![0; buckets],
+            entries: Vec::with_capacity(n),
+            free: Vec::new(),
+            live: 0,
+        }
     }
 
     /// Number of live objects.
@@ -65,16 +104,75 @@ impl<M> ObjectTable<M> {
         self.entries.len()
     }
 
+    /// The home bucket of a hash.
+    #[inline]
+    fn home(&self, h: u64) -> usize {
+        ((u128::from(h) * self.index.len() as u128) >> 64) as usize
+    }
+
+    #[inline]
+    fn next(&self, i: usize) -> usize {
+        if i + 1 == self.index.len() { 0 } else { i + 1 }
+    }
+
+    /// Prefetches the index bucket of `id` (call a few accesses ahead of the lookup).
+    #[inline]
+    pub fn prefetch(&self, id: ObjectId) {
+        let i = self.home(hash_id(id));
+        prefetch(self.index.as_ptr().wrapping_add(i));
+    }
+
+    /// Position of `id` in the index, and its slot.
+    #[inline]
+    fn find(&self, id: ObjectId) -> Option<(usize, u32)> {
+        let h = hash_id(id);
+        let tag = tag_of(h);
+        let mut i = self.home(h);
+        loop {
+            let w = self.index[i];
+            if w == 0 {
+                return None;
+            }
+            if w >> 32 == tag {
+                let s = w as u32;
+                if self.entries[s as usize].id == id {
+                    return Some((i, s));
+                }
+            }
+            i = self.next(i);
+        }
+    }
+
     /// Finds the slot of `id`.
     #[inline]
     pub fn get(&self, id: ObjectId) -> Option<Slot> {
-        let entries = &self.entries;
-        self.index.find(hash_id(id), |&s| entries[s as usize].id == id).map(|&s| Slot(s))
+        self.find(id).map(|(_, s)| Slot(s))
+    }
+
+    fn place(&mut self, h: u64, slot: u32) {
+        let mut i = self.home(h);
+        while self.index[i] != 0 {
+            i = self.next(i);
+        }
+        self.index[i] = word(h, slot);
+    }
+
+    #[cold]
+    fn grow(&mut self) {
+        let buckets = self.index.len() + self.index.len() / 2;
+        let old = std::mem::replace(&mut self.index, vec![0; buckets]);
+        for w in old.into_iter().filter(|&w| w != 0) {
+            let s = w as u32;
+            self.place(hash_id(self.entries[s as usize].id), s);
+        }
     }
 
     /// Inserts `id`, which MUST be absent, and returns its new slot.
     pub fn insert(&mut self, id: ObjectId, meta: M) -> Slot {
         debug_assert!(self.get(id).is_none(), "object {id:?} inserted twice");
+        if (self.live + 1) * 4 > self.index.len() * 3 {
+            self.grow();
+        }
         let slot = match self.free.pop() {
             Some(s) => {
                 self.entries[s as usize] = Entry { id, meta };
@@ -83,39 +181,65 @@ impl<M> ObjectTable<M> {
             None => {
                 let s = u32::try_from(self.entries.len()).unwrap_or(u32::MAX);
                 assert!(s < u32::MAX, "object table is limited to 2^32-1 objects");
+                if self.entries.len() == self.entries.capacity() {
+                    // Grow by a quarter: memory per object matters more than the rare copy.
+                    let extra = (self.entries.capacity() / 4).max(64);
+                    self.entries.reserve_exact(extra);
+                }
                 self.entries.push(Entry { id, meta });
                 s
             }
         };
-        let entries = &self.entries;
-        self.index.insert_unique(hash_id(id), slot, |&s| hash_id(entries[s as usize].id));
+        self.place(hash_id(id), slot);
         self.live += 1;
         Slot(slot)
+    }
+
+    /// Deletes the index word at `pos`, shifting later words of the cluster back.
+    fn delete_at(&mut self, mut pos: usize) {
+        let mut j = pos;
+        loop {
+            j = self.next(j);
+            let w = self.index[j];
+            if w == 0 {
+                break;
+            }
+            let home = self.home(hash_id(self.entries[w as u32 as usize].id));
+            // Move w back to pos when pos lies cyclically in [home, j).
+            let between = if pos <= j {
+                home <= pos || home > j
+            } else {
+                home <= pos && home > j
+            };
+            if between {
+                self.index[pos] = w;
+                pos = j;
+            }
+        }
+        self.index[pos] = 0;
     }
 
     /// Removes the object in `slot` (which MUST be live); the slot is recycled.
     pub fn remove(&mut self, slot: Slot) {
         let id = self.entries[slot.idx()].id;
-        let entries = &self.entries;
-        if let Ok(e) = self.index.find_entry(hash_id(id), |&s| entries[s as usize].id == id) {
-            e.remove();
-            self.free.push(slot.0);
-            self.live -= 1;
-        } else {
-            debug_assert!(false, "removing a slot that is not live");
+        match self.find(id) {
+            Some((pos, s)) if s == slot.0 => {
+                self.delete_at(pos);
+                self.free.push(slot.0);
+                self.live -= 1;
+            }
+            _ => debug_assert!(false, "removing a slot that is not live"),
         }
     }
 
     /// Re-keys a live slot to a new id (which MUST be absent), keeping its metadata.
     pub fn rekey(&mut self, slot: Slot, new_id: ObjectId) {
         let old = self.entries[slot.idx()].id;
-        let entries = &self.entries;
-        if let Ok(e) = self.index.find_entry(hash_id(old), |&s| entries[s as usize].id == old) {
-            e.remove();
+        if let Some((pos, _)) = self.find(old) {
+            self.delete_at(pos);
         }
         self.entries[slot.idx()].id = new_id;
-        let entries = &self.entries;
-        self.index.insert_unique(hash_id(new_id), slot.0, |&s| hash_id(entries[s as usize].id));
+        self.place(hash_id(new_id), slot.0);
     }
 
     /// The id in a live slot.
@@ -138,12 +262,15 @@ impl<M> ObjectTable<M> {
 
     /// Iterates live slots (order unspecified).
     pub fn slots(&self) -> impl Iterator<Item = Slot> + '_ {
-        self.index.iter().map(|&s| Slot(s))
+        self.index
+            .iter()
+            .filter(|&&w| w != 0)
+            .map(|&w| Slot(w as u32))
     }
 
     /// Heap bytes held.
     pub fn memory_bytes(&self) -> usize {
-        self.index.capacity() * (std::mem::size_of::<u32>() + 1)
+        self.index.capacity() * 8
             + self.entries.capacity() * std::mem::size_of::<Entry<M>>()
             + self.free.capacity() * 4
     }
@@ -151,6 +278,10 @@ impl<M> ObjectTable<M> {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::HashMap;
+
+    use proptest::prelude::*;
+
     use super::*;
 
     #[test]
@@ -181,6 +312,38 @@ mod tests {
         for i in 0..100_000u64 {
             assert!(t.get(ObjectId(i * 8)).is_some());
             assert!(t.get(ObjectId(i * 8 + 1)).is_none());
+        }
+        let per_object = t.memory_bytes() as f64 / 100_000.0;
+        assert!(per_object < 40.0, "{per_object}");
+    }
+
+    proptest! {
+        /// The index agrees with a HashMap under random inserts and removes (exercising the
+        /// backward-shift deletion across wrap-around clusters in a small table).
+        #[test]
+        fn matches_a_hashmap(ops in proptest::collection::vec((0u64..64, any::<bool>()), 1..2000)) {
+            let mut t: ObjectTable<u64> = ObjectTable::with_capacity(4);
+            let mut m: HashMap<u64, Slot> = HashMap::new();
+            for (id, insert) in ops {
+                match (insert, m.get(&id).copied()) {
+                    (true, None) => {
+                        let s = t.insert(ObjectId(id), id);
+                        m.insert(id, s);
+                    }
+                    (false, Some(s)) => {
+                        t.remove(s);
+                        m.remove(&id);
+                    }
+                    _ => {}
+                }
+                prop_assert_eq!(t.len(), m.len());
+                for probe in 0..64u64 {
+                    prop_assert_eq!(t.get(ObjectId(probe)), m.get(&probe).copied());
+                }
+                for (&id, &s) in &m {
+                    prop_assert_eq!(*t.meta(s), id);
+                }
+            }
         }
     }
 }

@@ -31,7 +31,10 @@ impl SsdSize {
             return Err(format!("SSD size `{s}`: must be positive"));
         }
         if let Some(p) = t.strip_suffix('%') {
-            let v: f64 = p.trim().parse().map_err(|_| format!("SSD size `{s}`: expected a percentage like 25%"))?;
+            let v: f64 = p
+                .trim()
+                .parse()
+                .map_err(|_| format!("SSD size `{s}`: expected a percentage like 25%"))?;
             return Self::fraction(v / 100.0, s);
         }
         if let Ok(v) = t.parse::<f64>()
@@ -48,7 +51,9 @@ impl SsdSize {
 
     fn fraction(v: f64, s: &str) -> Result<SsdSize, String> {
         if !(v > 0.0 && v <= 1.0) {
-            return Err(format!("SSD size `{s}`: a share of the footprint must be above 0% and at most 100%"));
+            return Err(format!(
+                "SSD size `{s}`: a share of the footprint must be above 0% and at most 100%"
+            ));
         }
         Ok(SsdSize::Fraction(v))
     }
@@ -127,7 +132,7 @@ pub enum CompareError {
         size: String,
         /// Cause.
         #[source]
-        source: SimError,
+        source: Box<SimError>,
     },
     /// A bad size or architecture list.
     #[error("{0}")]
@@ -146,14 +151,24 @@ fn validate_archs(cfg: &CompareConfig, object_size: u64, ssd: u64) -> Result<(),
         return Err(CompareError::Input("no architectures to compare".into()));
     }
     for a in &cfg.archs {
-        let setup = Setup { fast_capacity: ssd.max(object_size).max(1), slow_capacity: 0, object_size };
-        tierwise_core::build_arch(a, &setup).map_err(|e| CompareError::Input(format!("architecture `{a}`: {e}")))?;
+        let setup = Setup {
+            fast_capacity: ssd.max(object_size).max(1),
+            slow_capacity: 0,
+            object_size,
+        };
+        tierwise_core::build_arch(a, &setup)
+            .map_err(|e| CompareError::Input(format!("architecture `{a}`: {e}")))?;
     }
     Ok(())
 }
 
 /// Runs the comparison.
-pub fn compare(path: &Path, open: &OpenOptions, cfg: &CompareConfig, progress: &dyn ProgressFactory) -> Result<Comparison, CompareError> {
+pub fn compare(
+    path: &Path,
+    open: &OpenOptions,
+    cfg: &CompareConfig,
+    progress: &dyn ProgressFactory,
+) -> Result<Comparison, CompareError> {
     if cfg.sizes.is_empty() {
         return Err(CompareError::Input("no SSD sizes given".into()));
     }
@@ -162,7 +177,10 @@ pub fn compare(path: &Path, open: &OpenOptions, cfg: &CompareConfig, progress: &
     let mode = crate::objects::Mapper::new(cfg.base.objects, object_trace).mode();
     let (objects, fp) = footprint(&mut t, mode)?;
     if fp == 0 {
-        return Err(CompareError::Input(format!("{}: the trace has no requests with data", path.display())));
+        return Err(CompareError::Input(format!(
+            "{}: the trace has no requests with data",
+            path.display()
+        )));
     }
     // With `lcs:ignore-size` every object has size 1, so the footprint is the object count and
     // sizes are in objects.
@@ -189,7 +207,8 @@ pub fn compare(path: &Path, open: &OpenOptions, cfg: &CompareConfig, progress: &
         }
     }
     validate_archs(cfg, object_size, jobs.first().map_or(1, |j| j.1))?;
-    let results: Mutex<Vec<Option<Result<SimReport, CompareError>>>> = Mutex::new((0..jobs.len()).map(|_| None).collect());
+    let results: Mutex<Vec<Option<Result<SimReport, CompareError>>>> =
+        Mutex::new((0..jobs.len()).map(|_| None).collect());
     let next = AtomicUsize::new(0);
     let path_buf: PathBuf = path.to_path_buf();
     std::thread::scope(|scope| {
@@ -197,7 +216,9 @@ pub fn compare(path: &Path, open: &OpenOptions, cfg: &CompareConfig, progress: &
             scope.spawn(|| {
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some((size, bytes, arch)) = jobs.get(i) else { break };
+                    let Some((size, bytes, arch)) = jobs.get(i) else {
+                        break;
+                    };
                     let label = format!("{arch} @ {}", size.label());
                     let mut p = progress.make(&label);
                     let mut run = || -> Result<SimReport, CompareError> {
@@ -209,7 +230,7 @@ pub fn compare(path: &Path, open: &OpenOptions, cfg: &CompareConfig, progress: &
                         simulate(&mut trace, &sc, p.as_mut()).map_err(|source| CompareError::Run {
                             arch: arch.clone(),
                             size: size.label(),
-                            source,
+                            source: Box::new(source),
                         })
                     };
                     let r = run();
@@ -220,13 +241,24 @@ pub fn compare(path: &Path, open: &OpenOptions, cfg: &CompareConfig, progress: &
             });
         }
     });
-    let results = results.into_inner().map_err(|_| CompareError::Input("a worker panicked".into()))?;
+    let results = results
+        .into_inner()
+        .map_err(|_| CompareError::Input("a worker panicked".into()))?;
     let mut rows = Vec::with_capacity(jobs.len());
     for ((size, bytes, _), r) in jobs.iter().zip(results) {
         let report = r.ok_or_else(|| CompareError::Input("a run did not finish".into()))??;
-        rows.push(CompareRow { size_label: size.label(), size_fraction: *bytes as f64 / fp_units as f64, report });
+        rows.push(CompareRow {
+            size_label: size.label(),
+            size_fraction: *bytes as f64 / fp_units as f64,
+            report,
+        });
     }
-    Ok(Comparison { trace: path.display().to_string(), objects, footprint_bytes: fp, rows })
+    Ok(Comparison {
+        trace: path.display().to_string(),
+        objects,
+        footprint_bytes: fp,
+        rows,
+    })
 }
 
 #[cfg(test)]
@@ -242,6 +274,10 @@ mod tests {
             assert!(SsdSize::parse(bad).is_err(), "{bad}");
         }
         assert_eq!(SsdSize::Fraction(0.5).resolve(10_000, 4096), 4096);
-        assert_eq!(SsdSize::Fraction(0.0001).resolve(10_000, 4096), 4096, "at least one object");
+        assert_eq!(
+            SsdSize::Fraction(0.0001).resolve(10_000, 4096),
+            4096,
+            "at least one object"
+        );
     }
 }

@@ -15,39 +15,94 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::objects::{Mapper, ObjectMode};
-use crate::sim::{FoldHash, Progress};
-use crate::trace::{Trace, TraceError, TraceRecord};
+use tierwise_core::object_table::ObjectTable;
 
-/// A Fenwick tree of byte counts over time positions 1..=n.
-struct Fenwick {
-    tree: Vec<u64>,
+use crate::objects::{Mapper, ObjectMode};
+use crate::sim::Progress;
+use crate::trace::{Trace, TraceError};
+
+/// The weight a Fenwick tree sums: object counts (u32, when every object has one size) or
+/// bytes (u64).
+pub trait Weight: Copy + Default + Send {
+    /// a + b (wrapping).
+    fn add(self, b: Self) -> Self;
+    /// a - b (wrapping).
+    fn sub(self, b: Self) -> Self;
+    /// As u64.
+    fn get(self) -> u64;
+    /// From u64 (truncating; callers keep values in range).
+    fn from_u64(v: u64) -> Self;
 }
 
-impl Fenwick {
-    fn new(n: usize) -> Fenwick {
-        Fenwick { tree: vec![0; n + 1] }
+impl Weight for u32 {
+    #[inline]
+    fn add(self, b: Self) -> Self {
+        self.wrapping_add(b)
     }
     #[inline]
-    fn add(&mut self, mut i: usize, v: u64) {
+    fn sub(self, b: Self) -> Self {
+        self.wrapping_sub(b)
+    }
+    #[inline]
+    fn get(self) -> u64 {
+        u64::from(self)
+    }
+    #[inline]
+    fn from_u64(v: u64) -> Self {
+        v as u32
+    }
+}
+
+impl Weight for u64 {
+    #[inline]
+    fn add(self, b: Self) -> Self {
+        self.wrapping_add(b)
+    }
+    #[inline]
+    fn sub(self, b: Self) -> Self {
+        self.wrapping_sub(b)
+    }
+    #[inline]
+    fn get(self) -> u64 {
+        self
+    }
+    #[inline]
+    fn from_u64(v: u64) -> Self {
+        v
+    }
+}
+
+/// A Fenwick tree over time positions 1..=n.
+struct Fenwick<W> {
+    tree: Vec<W>,
+}
+
+impl<W: Weight> Fenwick<W> {
+    fn new(n: usize) -> Fenwick<W> {
+        Fenwick {
+            tree: vec![W::default(); n + 1],
+        }
+    }
+    #[inline]
+    fn add(&mut self, mut i: usize, v: W) {
         while i < self.tree.len() {
-            self.tree[i] = self.tree[i].wrapping_add(v);
+            self.tree[i] = self.tree[i].add(v);
             i += i & i.wrapping_neg();
         }
     }
     #[inline]
-    fn sub(&mut self, mut i: usize, v: u64) {
+    fn sub(&mut self, mut i: usize, v: W) {
         while i < self.tree.len() {
-            self.tree[i] = self.tree[i].wrapping_sub(v);
+            self.tree[i] = self.tree[i].sub(v);
             i += i & i.wrapping_neg();
         }
     }
     /// Sum of positions 1..=i.
     #[inline]
-    fn prefix(&self, mut i: usize) -> u64 {
-        let mut s = 0u64;
+    fn prefix(&self, mut i: usize) -> W {
+        let mut s = W::default();
         while i > 0 {
-            s = s.wrapping_add(self.tree[i]);
+            s = s.add(self.tree[i]);
             i &= i - 1;
         }
         s
@@ -85,61 +140,107 @@ pub struct Mrc {
 
 /// Computes the LRU miss-ratio curve at `sizes` (bytes, any order) in one pass. Every access
 /// counts, writes included (LRU with allocation on every access).
-pub fn lru_mrc(trace: &mut Trace, mode: ObjectMode, sizes: &[u64], progress: &mut dyn Progress) -> Result<Mrc, TraceError> {
+pub fn lru_mrc(
+    trace: &mut Trace,
+    mode: ObjectMode,
+    sizes: &[u64],
+    progress: &mut dyn Progress,
+) -> Result<Mrc, TraceError> {
     let mut sizes: Vec<u64> = sizes.to_vec();
     sizes.sort_unstable();
     sizes.dedup();
     let mapper = Mapper::new(mode, trace.info().object_trace);
-    let fixed = mapper.mode().object_size();
-    // Per object: (position, size).
-    let mut last: hashbrown::HashMap<u64, (u32, u64), FoldHash> = hashbrown::HashMap::with_hasher(FoldHash);
-    let mut who: Vec<u64> = vec![0; (1 << 16) + 1];
-    let mut tree = Fenwick::new(1 << 16);
+    let unit = match mapper.mode() {
+        ObjectMode::Blocks { size } => size,
+        ObjectMode::LibCacheSim { ignore_size: true } => 1,
+        _ => 0,
+    };
+    if unit != 0 {
+        // Every object has the same size: count objects in a compact u32 tree; a cache of C
+        // bytes holds floor(C / unit) objects.
+        let units: Vec<u64> = sizes.iter().map(|s| s / unit).collect();
+        let mut m = one_pass::<u32>(trace, &mapper, &units, |_| 1, progress)?;
+        m.footprint_bytes = m.objects * unit;
+        for (p, &s) in m.points.iter_mut().zip(&sizes) {
+            p.size_bytes = s;
+        }
+        Ok(m)
+    } else {
+        one_pass::<u64>(trace, &mapper, &sizes, |len| len, progress)
+    }
+}
+
+/// Per object: its last time position and its weight.
+#[derive(Clone, Copy, Debug, Default)]
+struct Last {
+    pos: u32,
+    weight: u32,
+}
+
+fn one_pass<W: Weight>(
+    trace: &mut Trace,
+    mapper: &Mapper,
+    sizes: &[u64],
+    weight_of: impl Fn(u64) -> u64,
+    progress: &mut dyn Progress,
+) -> Result<Mrc, TraceError> {
+    let mut last: ObjectTable<Last> = ObjectTable::new();
+    let mut who: Vec<u32> = vec![0; (1 << 16) + 1];
+    let mut tree: Fenwick<W> = Fenwick::new(1 << 16);
     let mut now: usize = 0;
     let mut total: u64 = 0;
     // hits_from[k]: accesses that hit for every size >= sizes[k].
     let mut hits_from = vec![0u64; sizes.len()];
     let mut accesses = 0u64;
     let mut cold = 0u64;
-    let mut rec = TraceRecord::default();
+    let mut footprint = 0u64;
     let mut records = 0u64;
-    while trace.next(&mut rec)? {
+    trace.for_each_ahead(u64::MAX, 8, |rec, ahead| -> Result<(), TraceError> {
         records += 1;
         if records & 0xffff == 0 {
             progress.update(records);
         }
-        mapper.split(&rec, |p| {
+        if let Some(a) = ahead {
+            last.prefetch(mapper.first_object(a));
+        }
+        mapper.split(rec, |p| {
             accesses += 1;
-            let id = p.req.obj.0;
-            let size = if fixed != 0 { fixed } else { p.req.len };
+            let weight = weight_of(p.req.len).min(u64::from(u32::MAX));
             if now + 1 > tree.capacity() {
                 compact(&mut tree, &mut who, &mut last, &mut now);
             }
             now += 1;
-            match last.get_mut(&id) {
-                Some((pos, old_size)) => {
-                    let p_old = *pos as usize;
-                    let distance = total - tree.prefix(p_old);
-                    let need = distance.saturating_add(*old_size);
+            let slot = match last.get(p.req.obj) {
+                Some(s) => {
+                    let l = *last.meta(s);
+                    let old_pos = l.pos as usize;
+                    let old_w = u64::from(l.weight);
+                    let distance = total - tree.prefix(old_pos).get();
+                    let need = distance.saturating_add(old_w);
                     let k = sizes.partition_point(|&s| s < need);
                     if k < sizes.len() {
                         hits_from[k] += 1;
                     }
-                    tree.sub(p_old, *old_size);
-                    total -= *old_size;
-                    *pos = now as u32;
-                    *old_size = size;
+                    tree.sub(old_pos, W::from_u64(old_w));
+                    total -= old_w;
+                    s
                 }
                 None => {
                     cold += 1;
-                    last.insert(id, (now as u32, size));
+                    footprint += weight;
+                    last.insert(p.req.obj, Last::default())
                 }
-            }
-            tree.add(now, size);
-            total += size;
-            who[now] = id;
+            };
+            *last.meta_mut(slot) = Last {
+                pos: now as u32,
+                weight: weight as u32,
+            };
+            tree.add(now, W::from_u64(weight));
+            total += weight;
+            who[now] = slot.0;
         });
-    }
+        Ok(())
+    })?;
     progress.update(records);
     let mut points = Vec::with_capacity(sizes.len());
     let mut hits = 0;
@@ -149,41 +250,53 @@ pub fn lru_mrc(trace: &mut Trace, mode: ObjectMode, sizes: &[u64], progress: &mu
         points.push(MrcPoint {
             size_bytes: s,
             misses,
-            miss_ratio: if accesses == 0 { 0.0 } else { misses as f64 / accesses as f64 },
+            miss_ratio: if accesses == 0 {
+                0.0
+            } else {
+                misses as f64 / accesses as f64
+            },
         });
     }
-    Ok(Mrc { accesses, objects: last.len() as u64, footprint_bytes: last.values().map(|v| v.1).sum(), cold_misses: cold, points })
+    Ok(Mrc {
+        accesses,
+        objects: last.len() as u64,
+        footprint_bytes: footprint,
+        cold_misses: cold,
+        points,
+    })
 }
 
-/// Renumbers the live markers 1..=L in time order and sizes the tree to fit twice as many.
+/// Renumbers the live markers 1..=L in time order and sizes the tree to fit half as many again.
 #[cold]
-fn compact(
-    tree: &mut Fenwick,
-    who: &mut Vec<u64>,
-    last: &mut hashbrown::HashMap<u64, (u32, u64), FoldHash>,
+fn compact<W: Weight>(
+    tree: &mut Fenwick<W>,
+    who: &mut Vec<u32>,
+    last: &mut ObjectTable<Last>,
     now: &mut usize,
 ) {
     let live = last.len();
-    let cap = (2 * live + 1024).max(1 << 16).min(u32::MAX as usize - 1);
-    let mut new_who = vec![0u64; cap + 1];
-    let mut new_tree = vec![0u64; cap + 1];
+    let cap = (live + live / 2 + 1024)
+        .max(1 << 16)
+        .min(u32::MAX as usize - 1);
+    let mut new_who = vec![0u32; cap + 1];
+    let mut new_tree = vec![W::default(); cap + 1];
     let mut n = 0usize;
-    for p in 1..=*now {
-        let id = who[p];
-        if let Some(entry) = last.get_mut(&id)
-            && entry.0 as usize == p
-        {
+    for (p, &w) in who.iter().enumerate().take(*now + 1).skip(1) {
+        let slot = tierwise_core::Slot(w);
+        // A position is live when its object's last access is still there.
+        if (slot.idx()) < last.slot_bound() && last.meta(slot).pos as usize == p {
             n += 1;
-            entry.0 = n as u32;
-            new_who[n] = id;
-            new_tree[n] = entry.1;
+            let l = last.meta_mut(slot);
+            l.pos = n as u32;
+            new_who[n] = slot.0;
+            new_tree[n] = W::from_u64(u64::from(l.weight));
         }
     }
     // Build the Fenwick tree in O(n): push each node's sum to its parent.
     for i in 1..=cap {
         let j = i + (i & i.wrapping_neg());
         if j <= cap {
-            new_tree[j] = new_tree[j].wrapping_add(new_tree[i]);
+            new_tree[j] = new_tree[j].add(new_tree[i]);
         }
     }
     tree.tree = new_tree;
@@ -198,7 +311,11 @@ pub fn log_sizes(min: u64, max: u64, count: usize, unit: u64) -> Vec<u64> {
     let (lo, hi) = (min.max(unit) as f64, max.max(min).max(unit) as f64);
     let mut v: Vec<u64> = (0..count.max(1))
         .map(|i| {
-            let f = if count <= 1 { 1.0 } else { i as f64 / (count - 1) as f64 };
+            let f = if count <= 1 {
+                1.0
+            } else {
+                i as f64 / (count - 1) as f64
+            };
             let s = lo * (hi / lo).powf(f);
             ((s / unit as f64).round() as u64).max(1) * unit
         })
@@ -213,7 +330,7 @@ mod tests {
 
     #[test]
     fn fenwick_prefix_sums() {
-        let mut f = Fenwick::new(16);
+        let mut f: Fenwick<u64> = Fenwick::new(16);
         for i in 1..=16 {
             f.add(i, i as u64);
         }

@@ -18,7 +18,11 @@ pub struct Table {
 impl Table {
     /// A table with these column headers.
     pub fn new(headers: &[&str]) -> Table {
-        Table { headers: headers.iter().map(|s| s.to_string()).collect(), rows: Vec::new(), separators: Vec::new() }
+        Table {
+            headers: headers.iter().map(|s| s.to_string()).collect(),
+            rows: Vec::new(),
+            separators: Vec::new(),
+        }
     }
 
     /// Adds a row.
@@ -109,11 +113,35 @@ pub fn comparison_table(c: &Comparison) -> String {
     let is_timed = c.rows.first().is_some_and(|r| timed(&r.report));
     let mut t = if is_timed {
         Table::new(&[
-            "SSD", "architecture", "read SSD%", "HDD%", "mean ms", "p50 ms", "p99 ms", "IOPS", "MB/s", "up", "down", "moved", "energy J", "W", "SSD eu",
-            "HDD eu", "$/IOPS",
+            "SSD",
+            "architecture",
+            "read SSD%",
+            "HDD%",
+            "mean ms",
+            "p50 ms",
+            "p99 ms",
+            "IOPS",
+            "MB/s",
+            "up",
+            "down",
+            "moved",
+            "energy J",
+            "W",
+            "SSD eu",
+            "HDD eu",
+            "$/IOPS",
         ])
     } else {
-        Table::new(&["SSD", "architecture", "read SSD%", "access SSD%", "miss ratio", "fills/promos", "writebacks/demos", "moved"])
+        Table::new(&[
+            "SSD",
+            "architecture",
+            "read SSD%",
+            "access SSD%",
+            "miss ratio",
+            "fills/promos",
+            "writebacks/demos",
+            "moved",
+        ])
     };
     let mut last = String::new();
     for row in &c.rows {
@@ -183,16 +211,48 @@ pub fn comparison_table(c: &Comparison) -> String {
 pub fn report_text(r: &SimReport) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "architecture   {}", r.arch);
-    let _ = writeln!(o, "trace          {} ({}, {} objects, {} timing)", r.trace, r.format, r.objects, r.timing);
+    let _ = writeln!(
+        o,
+        "trace          {} ({}, {} objects, {} timing)",
+        r.trace, r.format, r.objects, r.timing
+    );
     let _ = writeln!(o, "SSD            {}", Bytes(r.ssd_bytes));
     if let Some(fp) = r.footprint_bytes {
         let _ = writeln!(o, "footprint      {}", Bytes(fp));
     }
-    let _ = writeln!(o, "requests       {} ({} reads, {} writes; {} read, {} written; {} dropped, {} bad lines skipped)", r.requests, r.reads, r.writes, Bytes(r.read_bytes), Bytes(r.write_bytes), r.dropped, r.skipped_lines);
+    let _ = writeln!(
+        o,
+        "requests       {} ({} reads, {} writes; {} read, {} written; {} dropped, {} bad lines skipped)",
+        r.requests,
+        r.reads,
+        r.writes,
+        Bytes(r.read_bytes),
+        Bytes(r.write_bytes),
+        r.dropped,
+        r.skipped_lines
+    );
     let _ = writeln!(o, "accesses       {}", r.accesses);
-    let _ = writeln!(o, "reads served   RAM {}%  SSD {}%  HDD {}%", pct(r.read_hit.ram), pct(r.read_hit.ssd), pct(r.read_hit.hdd));
-    let _ = writeln!(o, "all accesses   RHR {}%  SHR {}%  DHR {}%", pct(r.access_hit.ram), pct(r.access_hit.ssd), pct(r.access_hit.hdd));
-    let _ = writeln!(o, "request misses {} of {} (miss ratio {:.4})", r.request_misses, r.request_hits + r.request_misses, r.miss_ratio());
+    let _ = writeln!(
+        o,
+        "reads served   RAM {}%  SSD {}%  HDD {}%",
+        pct(r.read_hit.ram),
+        pct(r.read_hit.ssd),
+        pct(r.read_hit.hdd)
+    );
+    let _ = writeln!(
+        o,
+        "all accesses   RHR {}%  SHR {}%  DHR {}%",
+        pct(r.access_hit.ram),
+        pct(r.access_hit.ssd),
+        pct(r.access_hit.hdd)
+    );
+    let _ = writeln!(
+        o,
+        "request misses {} of {} (miss ratio {:.4})",
+        r.request_misses,
+        r.request_hits + r.request_misses,
+        r.miss_ratio()
+    );
     let e = &r.engine;
     let _ = writeln!(
         o,
@@ -208,8 +268,22 @@ pub fn report_text(r: &SimReport) -> String {
     );
     if timed(r) {
         let l = &r.latency;
-        let _ = writeln!(o, "response       mean {} us, p50 {} us, p95 {} us, p99 {} us, max {} us", num(l.mean_us), num(l.p50_us), num(l.p95_us), num(l.p99_us), num(l.max_us));
-        let _ = writeln!(o, "throughput     {} IOPS, {} MB/s over {:.3} s simulated", si(r.iops), num(r.mb_s), r.duration_s);
+        let _ = writeln!(
+            o,
+            "response       mean {} us, p50 {} us, p95 {} us, p99 {} us, max {} us",
+            num(l.mean_us),
+            num(l.p50_us),
+            num(l.p95_us),
+            num(l.p99_us),
+            num(l.max_us)
+        );
+        let _ = writeln!(
+            o,
+            "throughput     {} IOPS, {} MB/s over {:.3} s simulated",
+            si(r.iops),
+            num(r.mb_s),
+            r.duration_s
+        );
         for (name, d) in [("HDD", &r.hdd), ("SSD", &r.ssd)] {
             let _ = writeln!(
                 o,
@@ -223,14 +297,47 @@ pub fn report_text(r: &SimReport) -> String {
                 d.spin_downs
             );
         }
-        let _ = writeln!(o, "energy         {} J, mean power {} W", num(r.energy_j), num(r.mean_power_w));
-        let _ = writeln!(o, "endurance      SSD -{} eu (reads weighted {}), HDD -{} eu", num(r.endurance.ssd_eu), r.endurance.read_weight, num(r.endurance.hdd_eu));
-        let _ = writeln!(o, "cost           ${:.2} capex, ${:.5} per IOPS", r.cost.capex_usd, r.cost.usd_per_iops);
+        let _ = writeln!(
+            o,
+            "energy         {} J, mean power {} W",
+            num(r.energy_j),
+            num(r.mean_power_w)
+        );
+        let _ = writeln!(
+            o,
+            "endurance      SSD -{} eu (reads weighted {}), HDD -{} eu",
+            num(r.endurance.ssd_eu),
+            r.endurance.read_weight,
+            num(r.endurance.hdd_eu)
+        );
+        let _ = writeln!(
+            o,
+            "cost           ${:.2} capex, ${:.5} per IOPS",
+            r.cost.capex_usd, r.cost.usd_per_iops
+        );
         let h = &r.hca;
-        let _ = writeln!(o, "HCA metrics    XCRTA {} us, HCRTA {} us, XCIOPS {}, BDRTA {} us, HCDRTA {} us", num(h.xcrta_us), num(h.hcrta_us), num(h.xciops), num(h.bdrta_us), num(h.hcdrta_us));
+        let _ = writeln!(
+            o,
+            "HCA metrics    XCRTA {} us, HCRTA {} us, XCIOPS {}, BDRTA {} us, HCDRTA {} us",
+            num(h.xcrta_us),
+            num(h.hcrta_us),
+            num(h.xciops),
+            num(h.bdrta_us),
+            num(h.hcdrta_us)
+        );
     }
-    let _ = writeln!(o, "engine         {} objects tracked, {} heap", r.objects_tracked, Bytes(r.engine_memory_bytes));
-    let _ = writeln!(o, "simulated in   {:.3} s ({} requests/s)", r.wall_s, si(r.requests as f64 / r.wall_s.max(1e-9)));
+    let _ = writeln!(
+        o,
+        "engine         {} objects tracked, {} heap",
+        r.objects_tracked,
+        Bytes(r.engine_memory_bytes)
+    );
+    let _ = writeln!(
+        o,
+        "simulated in   {:.3} s ({} requests/s)",
+        r.wall_s,
+        si(r.requests as f64 / r.wall_s.max(1e-9))
+    );
     for n in &r.notes {
         let _ = writeln!(o, "note           {n}");
     }
@@ -244,7 +351,11 @@ promotions,demotions,copies,writebacks,invalidations,bytes_moved,hdd_util,ssd_ut
 ssd_eu,hdd_eu,hdd_start_stops,capex_usd,usd_per_iops,xcrta_us,hcrta_us,xciops,bdrta_us,hcdrta_us,engine_bytes,wall_s";
 
 fn csv_escape(s: &str) -> String {
-    if s.contains([',', '"', '\n']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.to_string() }
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
 }
 
 /// One CSV row.
@@ -327,7 +438,10 @@ mod tests {
         assert!(s.contains("x   long name    1\n"), "{s}");
         assert!(s.contains("yy  z          100\n"), "{s}");
         let r = SimReport::default();
-        assert_eq!(csv_row(&r, "10%", 0.1).split(',').count(), CSV_HEADER.split(',').count());
+        assert_eq!(
+            csv_row(&r, "10%", 0.1).split(',').count(),
+            CSV_HEADER.split(',').count()
+        );
         assert_eq!(csv_escape("a,b"), "\"a,b\"");
     }
 }

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::objects::{Mapper, ObjectMode};
 use crate::sim::{FoldHash, Progress};
-use crate::trace::{IoOp, Trace, TraceError, TraceRecord};
+use crate::trace::{IoOp, Trace, TraceError};
 
 /// Statistics of a trace.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -46,12 +46,20 @@ pub struct TraceStats {
 impl TraceStats {
     /// Share of reads.
     pub fn read_fraction(&self) -> f64 {
-        if self.requests == 0 { 0.0 } else { self.reads as f64 / self.requests as f64 }
+        if self.requests == 0 {
+            0.0
+        } else {
+            self.reads as f64 / self.requests as f64
+        }
     }
 }
 
 /// Reads the whole trace once.
-pub fn trace_stats(trace: &mut Trace, mode: ObjectMode, progress: &mut dyn Progress) -> Result<TraceStats, TraceError> {
+pub fn trace_stats(
+    trace: &mut Trace,
+    mode: ObjectMode,
+    progress: &mut dyn Progress,
+) -> Result<TraceStats, TraceError> {
     let mapper = Mapper::new(mode, trace.info().object_trace);
     let fixed = mapper.mode().object_size();
     let mut s = TraceStats {
@@ -60,11 +68,11 @@ pub fn trace_stats(trace: &mut Trace, mode: ObjectMode, progress: &mut dyn Progr
         object_mode: mapper.mode().label(),
         ..TraceStats::default()
     };
-    let mut seen: hashbrown::HashMap<u64, u64, FoldHash> = hashbrown::HashMap::with_hasher(FoldHash);
+    let mut seen: hashbrown::HashMap<u64, u64, FoldHash> =
+        hashbrown::HashMap::with_hasher(FoldHash);
     let mut hist = [0u64; 65];
-    let mut rec = TraceRecord::default();
     let (mut first, mut last, mut max_vol) = (None, 0u64, None::<u32>);
-    while trace.next(&mut rec)? {
+    trace.for_each(u64::MAX, |rec| -> Result<(), TraceError> {
         s.requests += 1;
         if s.requests & 0xffff == 0 {
             progress.update(s.requests);
@@ -89,19 +97,29 @@ pub fn trace_stats(trace: &mut Trace, mode: ObjectMode, progress: &mut dyn Progr
         }
         last = last.max(rec.time_ns);
         max_vol = Some(max_vol.map_or(rec.volume, |v| v.max(rec.volume)));
-        let bucket = if rec.len <= 1 { 0 } else { 64 - (rec.len - 1).leading_zeros() as usize };
+        let bucket = if rec.len <= 1 {
+            0
+        } else {
+            64 - (rec.len - 1).leading_zeros() as usize
+        };
         hist[bucket.min(64)] += 1;
-        mapper.split(&rec, |p| {
+        mapper.split(rec, |p| {
             let size = if fixed != 0 { fixed } else { p.req.len };
             seen.entry(p.req.obj.0).or_insert(size);
         });
-    }
+        Ok(())
+    })?;
     progress.update(s.requests);
     s.volumes = max_vol.map_or(0, |v| v + 1);
     s.duration_s = first.map_or(0.0, |f| (last - f) as f64 / 1e9);
     s.objects = seen.len() as u64;
     s.footprint_bytes = seen.values().sum();
-    s.size_histogram = hist.iter().enumerate().filter(|(_, c)| **c > 0).map(|(b, c)| (1u64.checked_shl(b as u32).unwrap_or(u64::MAX), *c)).collect();
+    s.size_histogram = hist
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| **c > 0)
+        .map(|(b, c)| (1u64.checked_shl(b as u32).unwrap_or(u64::MAX), *c))
+        .collect();
     s.skipped = trace.skipped().0;
     Ok(s)
 }

@@ -6,28 +6,44 @@ use crate::list::{Link, Linked, List};
 use crate::params::{ConfigError, ParamSpec, Params};
 use crate::{Nanos, ObjectId, Slot, Tier};
 
-const SLOW_BIT: u64 = 1 << 63;
+const SLOW_BIT: u32 = 1 << 31;
+const STAMP_MASK: u32 = SLOW_BIT - 1;
 
-/// Per-object state: list links and the last access sequence, with the tier in the top bit.
+/// Per-object state (12 bytes): list links, and the low 31 bits of the last access sequence
+/// with the tier in the top bit. Stamps compare with wrapping arithmetic, exact while the two
+/// accesses are within 2^30 of each other (list order, which the ranking queries use, is exact
+/// regardless).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct LruState {
     link: Link,
-    stamp_and_tier: u64,
+    stamp_and_tier: u32,
 }
 
 impl LruState {
     #[inline]
     fn tier(&self) -> Tier {
-        if self.stamp_and_tier & SLOW_BIT != 0 { Tier::Slow } else { Tier::Fast }
+        if self.stamp_and_tier & SLOW_BIT != 0 {
+            Tier::Slow
+        } else {
+            Tier::Fast
+        }
     }
     #[inline]
-    fn stamp(&self) -> u64 {
-        self.stamp_and_tier & !SLOW_BIT
+    fn stamp(&self) -> u32 {
+        self.stamp_and_tier & STAMP_MASK
     }
     #[inline]
     fn set(&mut self, tier: Tier, stamp: u64) {
-        self.stamp_and_tier = (stamp & !SLOW_BIT) | if tier == Tier::Slow { SLOW_BIT } else { 0 };
+        self.stamp_and_tier =
+            (stamp as u32 & STAMP_MASK) | if tier == Tier::Slow { SLOW_BIT } else { 0 };
     }
+}
+
+/// Whether 31-bit stamp `a` is more recent than `b`.
+#[inline]
+fn newer(a: u32, b: u32) -> bool {
+    let d = a.wrapping_sub(b) & STAMP_MASK;
+    d != 0 && d < 1 << 30
 }
 
 impl Linked for LruState {
@@ -56,16 +72,27 @@ pub struct Lru {
 impl Lru {
     /// An empty LRU.
     pub fn new() -> Lru {
-        Lru { nodes: Vec::new(), lists: [List::default(); 2], reorder_fast_on_touch: true, latest: 0 }
+        Lru {
+            nodes: Vec::new(),
+            lists: [List::default(); 2],
+            reorder_fast_on_touch: true,
+            latest: 0,
+        }
     }
 
     pub(crate) fn fifo() -> Lru {
-        Lru { reorder_fast_on_touch: false, ..Lru::new() }
+        Lru {
+            reorder_fast_on_touch: false,
+            ..Lru::new()
+        }
     }
 
     /// Slots on `tier` from hottest to coldest (tests, diagnostics).
     pub fn order(&self, tier: Tier) -> Vec<Slot> {
-        self.lists[tier.index()].iter(&self.nodes).map(Slot).collect()
+        self.lists[tier.index()]
+            .iter(&self.nodes)
+            .map(Slot)
+            .collect()
     }
 }
 
@@ -125,7 +152,7 @@ impl Collector for Lru {
     }
 
     fn hotter(&self, a: Slot, b: Slot) -> bool {
-        self.nodes[a.idx()].stamp() > self.nodes[b.idx()].stamp()
+        newer(self.nodes[a.idx()].stamp(), self.nodes[b.idx()].stamp())
     }
 
     fn len(&self, tier: Tier) -> usize {

@@ -46,7 +46,12 @@ pub struct Touch {
 impl Touch {
     /// A touch of one page at `seq` (tests and simple callers).
     pub fn at(seq: u64) -> Touch {
-        Touch { now: Nanos(seq), seq, pages: 1, write: false }
+        Touch {
+            now: Nanos(seq),
+            seq,
+            pages: 1,
+            write: false,
+        }
     }
 }
 
@@ -249,16 +254,23 @@ impl Collector for AnyCollector {
 
 /// Looks a collector up by name.
 pub fn collector_info(name: &str) -> Result<&'static CollectorInfo, ConfigError> {
-    COLLECTORS.iter().find(|c| c.name.eq_ignore_ascii_case(name)).ok_or_else(|| ConfigError::UnknownName {
-        kind: "collector",
-        name: name.to_string(),
-        allowed: COLLECTORS.iter().map(|c| c.name.to_string()).collect(),
-    })
+    COLLECTORS
+        .iter()
+        .find(|c| c.name.eq_ignore_ascii_case(name))
+        .ok_or_else(|| ConfigError::UnknownName {
+            kind: "collector",
+            name: name.to_string(),
+            allowed: COLLECTORS.iter().map(|c| c.name.to_string()).collect(),
+        })
 }
 
 /// Builds the collector `name`, taking its knobs from `params` (which may hold other keys for
 /// the architecture; unknown-key checking is the caller's).
-pub fn build_collector(name: &str, params: &mut Params, cx: &CollectorContext) -> Result<AnyCollector, ConfigError> {
+pub fn build_collector(
+    name: &str,
+    params: &mut Params,
+    cx: &CollectorContext,
+) -> Result<AnyCollector, ConfigError> {
     (collector_info(name)?.create)(params, cx)
 }
 

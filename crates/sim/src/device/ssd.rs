@@ -85,7 +85,13 @@ impl Ssd {
             ns_per_byte: [1e3 / spec.read_mb_s, 1e3 / spec.write_mb_s],
             slot_ns: [1e9 / spec.read_iops, 1e9 / spec.write_iops],
             latency_ns: [spec.read_latency_us * 1e3, spec.write_latency_us * 1e3],
-            power: Power { active_w: spec.active_w, idle_w: spec.idle_w, standby_w: spec.idle_w, spin_up: Nanos::ZERO, spin_up_w: 0.0 },
+            power: Power {
+                active_w: spec.active_w,
+                idle_w: spec.idle_w,
+                standby_w: spec.idle_w,
+                spin_up: Nanos::ZERO,
+                spin_up_w: 0.0,
+            },
             usd_per_gb: spec.usd_per_gb,
         })
     }
@@ -98,7 +104,10 @@ impl Model for Ssd {
         let xfer = len as f64 * self.ns_per_byte[i];
         let occupancy = xfer.max(self.slot_ns[i]);
         let latency = occupancy.max(self.latency_ns[i] + xfer);
-        Service { occupancy: Nanos(occupancy as u64), latency: Nanos(latency as u64) }
+        Service {
+            occupancy: Nanos(occupancy as u64),
+            latency: Nanos(latency as u64),
+        }
     }
     fn power(&self) -> Power {
         self.power

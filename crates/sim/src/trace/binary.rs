@@ -20,7 +20,16 @@ pub struct Records {
 impl Records {
     /// Records of `record_size` bytes from `reader` (the decompressed file at `path`).
     pub fn new(reader: Box<dyn Read + Send>, record_size: usize, path: Arc<str>) -> Records {
-        Records { reader, buf: vec![0; 1 << 20], pos: 0, end: 0, record_size, index: 0, eof: false, path }
+        Records {
+            reader,
+            buf: vec![0; 1 << 20],
+            pos: 0,
+            end: 0,
+            record_size,
+            index: 0,
+            eof: false,
+            path,
+        }
     }
 
     /// Makes at least `n` bytes available (fewer only at end of file); returns them.
@@ -38,7 +47,12 @@ impl Records {
                 match self.reader.read(&mut self.buf[self.end..]) {
                     Ok(g) => break g,
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    Err(source) => return Err(TraceError::Io { path: self.path.to_string(), source }),
+                    Err(source) => {
+                        return Err(TraceError::Io {
+                            path: self.path.to_string(),
+                            source,
+                        });
+                    }
                 }
             };
             if got == 0 {
@@ -57,7 +71,7 @@ impl Records {
 
     /// The next record, or `None` at a clean end.
     #[inline]
-    pub fn next(&mut self) -> Result<Option<&[u8]>, TraceError> {
+    pub fn next_record(&mut self) -> Result<Option<&[u8]>, TraceError> {
         let n = self.record_size;
         if self.end - self.pos < n {
             let avail = self.peek(n)?.len();
@@ -66,13 +80,43 @@ impl Records {
             }
             if avail < n {
                 self.pos = self.end;
-                return Err(TraceError::Truncated { path: self.path.to_string(), trailing: avail, record_size: n });
+                return Err(TraceError::Truncated {
+                    path: self.path.to_string(),
+                    trailing: avail,
+                    record_size: n,
+                });
             }
         }
         let r = &self.buf[self.pos..self.pos + n];
         self.pos += n;
         self.index += 1;
         Ok(Some(r))
+    }
+
+    /// Up to `max` whole records as one slice (refilling the buffer once if it holds none);
+    /// empty at a clean end.
+    #[inline]
+    pub fn next_many(&mut self, max: usize) -> Result<&[u8], TraceError> {
+        let n = self.record_size;
+        if self.end - self.pos < n {
+            let avail = self.peek(n)?.len();
+            if avail == 0 {
+                return Ok(&[]);
+            }
+            if avail < n {
+                self.pos = self.end;
+                return Err(TraceError::Truncated {
+                    path: self.path.to_string(),
+                    trailing: avail,
+                    record_size: n,
+                });
+            }
+        }
+        let whole = ((self.end - self.pos) / n).min(max);
+        let r = &self.buf[self.pos..self.pos + whole * n];
+        self.pos += whole * n;
+        self.index += whole as u64;
+        Ok(r)
     }
 
     /// Index of the record last returned.

@@ -119,7 +119,10 @@ pub enum TraceError {
 impl TraceError {
     /// Whether skipping the offending line/record and going on is meaningful.
     pub fn is_skippable(&self) -> bool {
-        matches!(self, TraceError::Malformed { .. } | TraceError::BadRecord { .. })
+        matches!(
+            self,
+            TraceError::Malformed { .. } | TraceError::BadRecord { .. }
+        )
     }
 }
 
@@ -130,6 +133,19 @@ impl TraceError {
 pub trait TraceReader: Send {
     /// Reads the next record into `rec`; `Ok(false)` at the end of the trace.
     fn read(&mut self, rec: &mut TraceRecord) -> Result<bool, TraceError>;
+
+    /// Appends up to `max` records to `out`; `Ok(false)` once the end is reached (records may
+    /// still have been appended). Binary formats override this with a tight decoding loop.
+    fn read_batch(&mut self, out: &mut Vec<TraceRecord>, max: usize) -> Result<bool, TraceError> {
+        let mut rec = TraceRecord::default();
+        for _ in 0..max {
+            if !self.read(&mut rec)? {
+                return Ok(false);
+            }
+            out.push(rec);
+        }
+        Ok(true)
+    }
 }
 
 /// Static facts about a format.
@@ -147,16 +163,66 @@ pub struct FormatInfo {
 
 /// Every supported format.
 pub const FORMATS: &[FormatInfo] = &[
-    FormatInfo { name: "msr", help: "MSR Cambridge CSV: Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime", object_trace: false, has_time: true },
-    FormatInfo { name: "spc", help: "SPC (Financial, WebSearch): ASU,LBA(sectors),Size(bytes),Opcode,Timestamp(s)", object_trace: false, has_time: true },
-    FormatInfo { name: "fiu", help: "FIU SRCMap/IODedup: ts(ns) pid proc lba(sectors) size(sectors) op major minor md5", object_trace: false, has_time: true },
-    FormatInfo { name: "blkparse", help: "blkparse default text output (queue events; blkparse:action=D for dispatches)", object_trace: false, has_time: true },
-    FormatInfo { name: "vscsi", help: "CloudPhysics VMware vSCSI binary (v1 32-byte or v2 40-byte records)", object_trace: false, has_time: true },
-    FormatInfo { name: "oracle-general", help: "libCacheSim oracleGeneral binary: u32 time, u64 id, u32 size, i64 next access", object_trace: true, has_time: true },
-    FormatInfo { name: "csv", help: "libCacheSim-style CSV with a column spec (csv:time-col=1,obj-id-col=2,obj-size-col=3,...)", object_trace: true, has_time: true },
-    FormatInfo { name: "mqsim", help: "MQSim/DiskSim ascii: time(ns) device lba(sectors) size(sectors) type(1=read)", object_trace: false, has_time: true },
-    FormatInfo { name: "arc-lis", help: "ARC paper .lis: start_block num_blocks ignore request_no (512-byte blocks)", object_trace: false, has_time: false },
-    FormatInfo { name: "systor", help: "SNIA SYSTOR'17 VDI CSV: Timestamp,Response,IOType,LUN,Offset,Size", object_trace: false, has_time: true },
+    FormatInfo {
+        name: "msr",
+        help: "MSR Cambridge CSV: Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime",
+        object_trace: false,
+        has_time: true,
+    },
+    FormatInfo {
+        name: "spc",
+        help: "SPC (Financial, WebSearch): ASU,LBA(sectors),Size(bytes),Opcode,Timestamp(s)",
+        object_trace: false,
+        has_time: true,
+    },
+    FormatInfo {
+        name: "fiu",
+        help: "FIU SRCMap/IODedup: ts(ns) pid proc lba(sectors) size(sectors) op major minor md5",
+        object_trace: false,
+        has_time: true,
+    },
+    FormatInfo {
+        name: "blkparse",
+        help: "blkparse default text output (queue events; blkparse:action=D for dispatches)",
+        object_trace: false,
+        has_time: true,
+    },
+    FormatInfo {
+        name: "vscsi",
+        help: "CloudPhysics VMware vSCSI binary (v1 32-byte or v2 40-byte records)",
+        object_trace: false,
+        has_time: true,
+    },
+    FormatInfo {
+        name: "oracle-general",
+        help: "libCacheSim oracleGeneral binary: u32 time, u64 id, u32 size, i64 next access",
+        object_trace: true,
+        has_time: true,
+    },
+    FormatInfo {
+        name: "csv",
+        help: "libCacheSim-style CSV with a column spec (csv:time-col=1,obj-id-col=2,obj-size-col=3,...)",
+        object_trace: true,
+        has_time: true,
+    },
+    FormatInfo {
+        name: "mqsim",
+        help: "MQSim/DiskSim ascii: time(ns) device lba(sectors) size(sectors) type(1=read)",
+        object_trace: false,
+        has_time: true,
+    },
+    FormatInfo {
+        name: "arc-lis",
+        help: "ARC paper .lis: start_block num_blocks ignore request_no (512-byte blocks)",
+        object_trace: false,
+        has_time: false,
+    },
+    FormatInfo {
+        name: "systor",
+        help: "SNIA SYSTOR'17 VDI CSV: Timestamp,Response,IOType,LUN,Offset,Size",
+        object_trace: false,
+        has_time: true,
+    },
 ];
 
 /// Looks a format up by name.
@@ -175,7 +241,12 @@ pub struct Lines {
 impl Lines {
     /// Wraps a buffered reader of the (decompressed) file at `path`.
     pub fn new(reader: Box<dyn BufRead + Send>, path: Arc<str>) -> Lines {
-        Lines { reader, buf: Vec::with_capacity(256), line: 0, path }
+        Lines {
+            reader,
+            buf: Vec::with_capacity(256),
+            line: 0,
+            path,
+        }
     }
 
     /// Moves to the next line; `false` at the end.
@@ -185,7 +256,10 @@ impl Lines {
         let n = self
             .reader
             .read_until(b'\n', &mut self.buf)
-            .map_err(|source| TraceError::Io { path: self.path.to_string(), source })?;
+            .map_err(|source| TraceError::Io {
+                path: self.path.to_string(),
+                source,
+            })?;
         if n == 0 {
             return Ok(false);
         }
@@ -224,7 +298,13 @@ impl Lines {
             text.truncate(cut);
             text.push('…');
         }
-        TraceError::Malformed { path: self.path.to_string(), line: self.line, field, problem: problem.into(), text }
+        TraceError::Malformed {
+            path: self.path.to_string(),
+            line: self.line,
+            field,
+            problem: problem.into(),
+            text,
+        }
     }
 }
 
@@ -241,8 +321,21 @@ pub struct Trace {
 
 impl Trace {
     /// Wraps a reader.
-    pub fn new(reader: Box<dyn TraceReader>, info: FormatInfo, path: &str, skip_bad: bool) -> Trace {
-        Trace { reader, info, path: path.to_string(), skip_bad, skipped: 0, first_error: None, records: 0 }
+    pub fn new(
+        reader: Box<dyn TraceReader>,
+        info: FormatInfo,
+        path: &str,
+        skip_bad: bool,
+    ) -> Trace {
+        Trace {
+            reader,
+            info,
+            path: path.to_string(),
+            skip_bad,
+            skipped: 0,
+            first_error: None,
+            records: 0,
+        }
     }
 
     /// The next record, skipping (and counting) malformed ones when asked to.
@@ -264,6 +357,74 @@ impl Trace {
                 Err(e) => return Err(e),
             }
         }
+    }
+
+    /// Appends up to `max` records to `out` (clearing it first), skipping (and counting)
+    /// malformed ones when asked to; `Ok(false)` when the trace is exhausted and `out` is empty.
+    pub fn next_batch(
+        &mut self,
+        out: &mut Vec<TraceRecord>,
+        max: usize,
+    ) -> Result<bool, TraceError> {
+        out.clear();
+        while out.len() < max {
+            match self.reader.read_batch(out, max - out.len()) {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(e) if self.skip_bad && e.is_skippable() => {
+                    self.skipped += 1;
+                    if self.first_error.is_none() {
+                        self.first_error = Some(e.to_string());
+                    }
+                }
+                Err(e) => {
+                    self.records += out.len() as u64;
+                    return Err(e);
+                }
+            }
+        }
+        self.records += out.len() as u64;
+        Ok(!out.is_empty())
+    }
+
+    /// Calls `f` with every record (at most `limit`), reading in batches; returns how many.
+    pub fn for_each<E: From<TraceError>>(
+        &mut self,
+        limit: u64,
+        mut f: impl FnMut(&TraceRecord) -> Result<(), E>,
+    ) -> Result<u64, E> {
+        self.for_each_ahead(limit, 0, |r, _| f(r))
+    }
+
+    /// Like [`Trace::for_each`], also passing the record `ahead` positions later when it is
+    /// already read (for prefetching).
+    pub fn for_each_ahead<E: From<TraceError>>(
+        &mut self,
+        limit: u64,
+        ahead: usize,
+        mut f: impl FnMut(&TraceRecord, Option<&TraceRecord>) -> Result<(), E>,
+    ) -> Result<u64, E> {
+        const BATCH: usize = 1024;
+        let mut batch = Vec::with_capacity(BATCH);
+        let mut n = 0u64;
+        while n < limit {
+            let want = (limit - n).min(BATCH as u64) as usize;
+            if !self.next_batch(&mut batch, want)? {
+                break;
+            }
+            for (i, r) in batch.iter().enumerate() {
+                f(
+                    r,
+                    if ahead > 0 {
+                        batch.get(i + ahead)
+                    } else {
+                        None
+                    },
+                )?;
+            }
+            n += batch.len() as u64;
+        }
+        Ok(n)
     }
 
     /// Facts about the format.

@@ -32,7 +32,9 @@ impl VscsiReader {
         let Some(version) = detect_version(head) else {
             return Err(TraceError::Format {
                 path: records.path().to_string(),
-                reason: "not a vscsi trace: the first two records carry neither version 1 nor version 2".into(),
+                reason:
+                    "not a vscsi trace: the first two records carry neither version 1 nor version 2"
+                        .into(),
             });
         };
         records.set_record_size(if version == 2 { 40 } else { 32 });
@@ -47,26 +49,45 @@ fn op_of(cmd: u16) -> IoOp {
     }
 }
 
-impl TraceReader for VscsiReader {
+impl VscsiReader {
+    /// Decodes a record; `None` when its sector does not fit a byte address.
     #[inline]
-    fn read(&mut self, rec: &mut TraceRecord) -> Result<bool, TraceError> {
-        let Some(r) = self.records.next()? else { return Ok(false) };
-        let (cmd, len, lbn, ts) = if self.version == 1 {
+    fn decode(version: u8, r: &[u8]) -> Option<TraceRecord> {
+        let (cmd, len, lbn, ts) = if version == 1 {
             (le_u16(r, 12), le_u32(r, 4), le_u64(r, 16), le_u64(r, 24))
         } else {
             (le_u16(r, 0), le_u32(r, 8), le_u64(r, 16), le_u64(r, 24))
         };
-        let Some(offset) = lbn.checked_mul(512) else {
-            return Err(self.records.error("lbn", format!("sector {lbn} is beyond a 64-bit byte address")));
-        };
-        *rec = TraceRecord {
+        Some(TraceRecord {
             time_ns: ts.saturating_mul(1000),
             op: op_of(cmd),
             volume: 0,
-            offset,
+            offset: lbn.checked_mul(512)?,
             len: u64::from(len),
             key: lbn,
+        })
+    }
+}
+
+impl TraceReader for VscsiReader {
+    #[inline]
+    fn read(&mut self, rec: &mut TraceRecord) -> Result<bool, TraceError> {
+        let version = self.version;
+        let Some(r) = self.records.next_record()? else {
+            return Ok(false);
         };
-        Ok(true)
+        match Self::decode(version, r) {
+            Some(d) => {
+                *rec = d;
+                Ok(true)
+            }
+            None => {
+                let lbn = le_u64(r, 16);
+                Err(self.records.error(
+                    "lbn",
+                    format!("sector {lbn} is beyond a 64-bit byte address"),
+                ))
+            }
+        }
     }
 }

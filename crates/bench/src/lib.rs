@@ -1,0 +1,539 @@
+//! The `tierwise bench` suite: each speed or memory target of the project measured on
+//! generated, seeded workloads, each beside a baseline run in the same process (figures on a
+//! shared machine are noisy; ratios measured in one run are what to compare).
+//!
+//! Workload files are generated once into a work directory and reused.
+
+use std::fs;
+use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use tierwise_sim::mrc::{log_sizes, lru_mrc};
+use tierwise_sim::objects::ObjectMode;
+use tierwise_sim::sim::NoProgress;
+use tierwise_sim::synth::{ZipfWorkload, write_oracle_general};
+use tierwise_sim::trace::{OpenOptions, open_trace};
+use tierwise_sim::{SimConfig, Timing, simulate};
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct BenchOpts {
+    /// Requests in the Zipf trace.
+    pub requests: u64,
+    /// Distinct objects in it.
+    pub objects: u64,
+    /// Lines in the generated MSR CSV.
+    pub csv_lines: u64,
+    /// Where generated workloads live.
+    pub dir: PathBuf,
+    /// A libCacheSim `cachesim` binary to run on the same trace, if any.
+    pub cachesim: Option<PathBuf>,
+    /// Repetitions; the best is kept.
+    pub repeat: usize,
+}
+
+impl Default for BenchOpts {
+    fn default() -> Self {
+        BenchOpts {
+            requests: 10_000_000,
+            objects: 1_000_000,
+            csv_lines: 5_000_000,
+            dir: std::env::temp_dir().join("tierwise-bench"),
+            cachesim: None,
+            repeat: 3,
+        }
+    }
+}
+
+/// One measured figure.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct BenchResult {
+    /// What was measured.
+    pub name: String,
+    /// The figure.
+    pub value: f64,
+    /// Its unit.
+    pub unit: String,
+    /// The project's target, as text.
+    pub target: String,
+    /// Whether the target is met.
+    pub met: Option<bool>,
+    /// The baseline figure measured in the same process, if any.
+    pub baseline: Option<f64>,
+    /// What the baseline is.
+    pub baseline_name: String,
+    /// value / baseline.
+    pub ratio: Option<f64>,
+}
+
+/// Peak resident memory of this process (VmHWM), bytes.
+pub fn peak_rss() -> u64 {
+    fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb * 1024)
+}
+
+fn best<T>(n: usize, mut f: impl FnMut() -> Result<(f64, T), String>) -> Result<(f64, T), String> {
+    let mut best: Option<(f64, T)> = None;
+    for _ in 0..n.max(1) {
+        let (secs, v) = f()?;
+        if best.as_ref().is_none_or(|b| secs < b.0) {
+            best = Some((secs, v));
+        }
+    }
+    best.ok_or_else(|| "no run".to_string())
+}
+
+/// Generates (once) the Zipf(1.0) oracleGeneral trace.
+pub fn zipf_trace(o: &BenchOpts) -> Result<PathBuf, String> {
+    fs::create_dir_all(&o.dir).map_err(|e| format!("{}: {e}", o.dir.display()))?;
+    let path = o.dir.join(format!(
+        "zipf1.0-{}req-{}obj.oracleGeneral",
+        o.requests, o.objects
+    ));
+    if !path.exists() {
+        let w = ZipfWorkload {
+            requests: o.requests,
+            objects: o.objects,
+            alpha: 1.0,
+            size: 4096,
+            write_fraction: 0.0,
+            rate: 10_000.0,
+            seed: 1,
+        };
+        let mut recs = Vec::with_capacity(o.requests as usize);
+        w.generate(|r| recs.push(((r.time_ns / 1_000_000_000) as u32, r.key, 4096)));
+        let tmp = path.with_extension("tmp");
+        let mut f = BufWriter::new(fs::File::create(&tmp).map_err(|e| e.to_string())?);
+        write_oracle_general(&recs, &mut f).map_err(|e| e.to_string())?;
+        f.flush().map_err(|e| e.to_string())?;
+        drop(f);
+        fs::rename(&tmp, &path).map_err(|e| e.to_string())?;
+    }
+    Ok(path)
+}
+
+/// Generates (once) an MSR CSV of `lines` lines by repeating the bundled hm_0 excerpt with
+/// shifted timestamps.
+pub fn msr_csv(o: &BenchOpts, excerpt: &Path) -> Result<PathBuf, String> {
+    let path = o.dir.join(format!("msr-{}lines.csv", o.csv_lines));
+    if path.exists() {
+        return Ok(path);
+    }
+    let text = fs::read_to_string(excerpt).map_err(|e| format!("{}: {e}", excerpt.display()))?;
+    let lines: Vec<&str> = text.lines().collect();
+    let tmp = path.with_extension("tmp");
+    let mut f = BufWriter::new(fs::File::create(&tmp).map_err(|e| e.to_string())?);
+    let mut n = 0u64;
+    let mut round = 0u64;
+    while n < o.csv_lines {
+        for l in &lines {
+            if n >= o.csv_lines {
+                break;
+            }
+            let (ts, rest) = l.split_once(',').ok_or("bad excerpt")?;
+            let ts: u64 = ts.parse().map_err(|_| "bad excerpt")?;
+            writeln!(f, "{},{rest}", ts + round * 1_300_000_000).map_err(|e| e.to_string())?;
+            n += 1;
+        }
+        round += 1;
+    }
+    f.flush().map_err(|e| e.to_string())?;
+    drop(f);
+    fs::rename(&tmp, &path).map_err(|e| e.to_string())?;
+    Ok(path)
+}
+
+/// A textbook LRU (std `HashMap` with the default hasher, index-linked list), the baseline the
+/// engine's LRU is compared with.
+pub struct BaselineLru {
+    map: std::collections::HashMap<u64, u32>,
+    nodes: Vec<(u64, u32, u32)>,
+    head: u32,
+    tail: u32,
+    cap: usize,
+}
+
+const NIL: u32 = u32::MAX;
+
+impl BaselineLru {
+    /// An LRU of `cap` objects.
+    pub fn new(cap: usize) -> Self {
+        BaselineLru {
+            map: std::collections::HashMap::new(),
+            nodes: Vec::new(),
+            head: NIL,
+            tail: NIL,
+            cap,
+        }
+    }
+    fn unlink(&mut self, i: u32) {
+        let (_, p, n) = self.nodes[i as usize];
+        if p != NIL {
+            self.nodes[p as usize].2 = n
+        } else {
+            self.head = n
+        }
+        if n != NIL {
+            self.nodes[n as usize].1 = p
+        } else {
+            self.tail = p
+        }
+    }
+    fn push_front(&mut self, i: u32) {
+        self.nodes[i as usize].1 = NIL;
+        self.nodes[i as usize].2 = self.head;
+        if self.head != NIL {
+            self.nodes[self.head as usize].1 = i
+        } else {
+            self.tail = i
+        }
+        self.head = i;
+    }
+    /// One request; true on a hit.
+    pub fn access(&mut self, key: u64) -> bool {
+        if let Some(&i) = self.map.get(&key) {
+            self.unlink(i);
+            self.push_front(i);
+            return true;
+        }
+        let i = if self.map.len() >= self.cap {
+            let v = self.tail;
+            self.unlink(v);
+            self.map.remove(&self.nodes[v as usize].0);
+            self.nodes[v as usize].0 = key;
+            v
+        } else {
+            self.nodes.push((key, NIL, NIL));
+            (self.nodes.len() - 1) as u32
+        };
+        self.map.insert(key, i);
+        self.push_front(i);
+        false
+    }
+}
+
+fn sim_run(
+    path: &Path,
+    arch: &str,
+    ssd: u64,
+    mode: ObjectMode,
+    timing: Timing,
+    max: Option<u64>,
+) -> Result<(f64, tierwise_sim::metrics::SimReport), String> {
+    let mut t = open_trace(path, &OpenOptions::default()).map_err(|e| e.to_string())?;
+    let mut cfg = SimConfig::new(arch, ssd);
+    cfg.objects = mode;
+    cfg.timing = timing;
+    cfg.max_requests = max;
+    let start = Instant::now();
+    let r = simulate(&mut t, &cfg, &mut NoProgress).map_err(|e| e.to_string())?;
+    Ok((start.elapsed().as_secs_f64(), r))
+}
+
+fn result(
+    name: &str,
+    value: f64,
+    unit: &str,
+    target: &str,
+    met: Option<bool>,
+    baseline: Option<(f64, &str)>,
+) -> BenchResult {
+    BenchResult {
+        name: name.into(),
+        value,
+        unit: unit.into(),
+        target: target.into(),
+        met,
+        baseline: baseline.map(|b| b.0),
+        baseline_name: baseline.map_or(String::new(), |b| b.1.to_string()),
+        ratio: baseline.and_then(|b| (b.0 > 0.0).then(|| value / b.0)),
+    }
+}
+
+/// Runs libCacheSim's `cachesim` on an oracleGeneral trace, LRU, object mode; returns its
+/// requests per second measured around the process (includes its start-up).
+fn run_cachesim(bin: &Path, trace: &Path, cache_objects: u64) -> Result<f64, String> {
+    let start = Instant::now();
+    let out = std::process::Command::new(bin)
+        .args([
+            trace.to_string_lossy().as_ref(),
+            "oracleGeneral",
+            "lru",
+            &cache_objects.to_string(),
+            "--ignore_obj_size",
+            "1",
+        ])
+        .output()
+        .map_err(|e| format!("{}: {e}", bin.display()))?;
+    let secs = start.elapsed().as_secs_f64();
+    if !out.status.success() {
+        return Err(format!(
+            "cachesim failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(secs)
+}
+
+/// Runs the suite; `log` receives one line per step.
+pub fn run(
+    o: &BenchOpts,
+    repo: &Path,
+    log: &mut dyn FnMut(&str),
+) -> Result<Vec<BenchResult>, String> {
+    let mut out = Vec::new();
+    let n = o.requests as f64;
+    log(&format!(
+        "generating workloads in {} (once)",
+        o.dir.display()
+    ));
+    let zipf = zipf_trace(o)?;
+    let csv = msr_csv(o, &repo.join("data/traces/msr_hm_0.excerpt1000.csv"))?;
+    let lcs = ObjectMode::LibCacheSim { ignore_size: true };
+    let cache = o.objects / 10;
+
+    // 1. Reading the binary trace alone.
+    log("oracleGeneral read");
+    let (read_s, _) = best(o.repeat, || {
+        let mut t = open_trace(&zipf, &OpenOptions::default()).map_err(|e| e.to_string())?;
+        let start = Instant::now();
+        let mut k = 0u64;
+        t.for_each(
+            u64::MAX,
+            |r| -> Result<(), tierwise_sim::trace::TraceError> {
+                k = k.wrapping_add(r.key);
+                Ok(())
+            },
+        )
+        .map_err(|e| e.to_string())?;
+        Ok((start.elapsed().as_secs_f64(), k))
+    })?;
+
+    // 2. LRU through the engine vs the textbook LRU, both reading the same trace.
+    log("LRU (engine) vs textbook LRU");
+    let (ours_s, ours) = best(o.repeat, || {
+        sim_run(
+            &zipf,
+            "cache:mode=read-only,collector=lru",
+            cache,
+            lcs,
+            Timing::None,
+            None,
+        )
+    })?;
+    let (base_s, base_misses) = best(o.repeat, || {
+        let mut t = open_trace(&zipf, &OpenOptions::default()).map_err(|e| e.to_string())?;
+        let mut lru = BaselineLru::new(cache as usize);
+        let start = Instant::now();
+        let mut misses = 0u64;
+        t.for_each(
+            u64::MAX,
+            |r| -> Result<(), tierwise_sim::trace::TraceError> {
+                misses += u64::from(!lru.access(r.key));
+                Ok(())
+            },
+        )
+        .map_err(|e| e.to_string())?;
+        Ok((start.elapsed().as_secs_f64(), misses))
+    })?;
+    if base_misses != ours.request_misses {
+        return Err(format!(
+            "LRU disagreement: engine {} misses, textbook {base_misses}",
+            ours.request_misses
+        ));
+    }
+    let rate = n / ours_s;
+    out.push(result(
+        "LRU, Zipf(1.0) oracleGeneral, object mode, incl. reading",
+        rate,
+        "req/s",
+        ">= 8M req/s (libCacheSim cachesim: 4.2-6.2M here)",
+        Some(rate >= 8e6),
+        Some((n / base_s, "textbook LRU (std HashMap) on the same records")),
+    ));
+    out.push(result(
+        "oracleGeneral reading alone",
+        n / read_s,
+        "req/s",
+        "",
+        None,
+        None,
+    ));
+    if let Some(bin) = &o.cachesim {
+        log("libCacheSim cachesim");
+        match best(o.repeat, || {
+            run_cachesim(bin, &zipf, cache).map(|s| (s, ()))
+        }) {
+            Ok((s, ())) => out.push(result(
+                "libCacheSim cachesim LRU, same trace (process wall time)",
+                n / s,
+                "req/s",
+                "reference",
+                None,
+                Some((rate, "tierwise LRU")),
+            )),
+            Err(e) => log(&format!("cachesim skipped: {e}")),
+        }
+    }
+
+    // 3. Memory per tracked object: a cache large enough to hold every object.
+    log("memory per object");
+    let (_, full) = sim_run(
+        &zipf,
+        "cache:mode=read-only,collector=lru",
+        o.objects,
+        lcs,
+        Timing::None,
+        None,
+    )?;
+    let per_obj = full.engine_memory_bytes as f64 / full.objects_tracked.max(1) as f64;
+    out.push(result(
+        "engine memory per tracked object (LRU cache)",
+        per_obj,
+        "bytes",
+        "<= 48 bytes",
+        Some(per_obj <= 48.0),
+        None,
+    ));
+
+    // 4. One-pass MRC for 64 sizes vs one LRU run.
+    log("MRC, 64 sizes");
+    let sizes = log_sizes(1, o.objects, 64, 1);
+    let (mrc_s, _) = best(o.repeat, || {
+        let mut t = open_trace(&zipf, &OpenOptions::default()).map_err(|e| e.to_string())?;
+        let start = Instant::now();
+        let m = lru_mrc(&mut t, lcs, &sizes, &mut NoProgress).map_err(|e| e.to_string())?;
+        Ok((start.elapsed().as_secs_f64(), m))
+    })?;
+    out.push(result(
+        "one-pass MRC, 64 sizes: time vs one LRU run",
+        mrc_s / ours_s,
+        "x",
+        "<= 2x",
+        Some(mrc_s / ours_s <= 2.0),
+        None,
+    ));
+
+    // 5. CSV parsing.
+    log("MSR CSV parsing");
+    let lines = o.csv_lines as f64;
+    let (csv_s, _) = best(o.repeat, || {
+        let mut t = open_trace(&csv, &OpenOptions::default()).map_err(|e| e.to_string())?;
+        let start = Instant::now();
+        let mut k = 0u64;
+        t.for_each(
+            u64::MAX,
+            |r| -> Result<(), tierwise_sim::trace::TraceError> {
+                k = k.wrapping_add(r.offset);
+                Ok(())
+            },
+        )
+        .map_err(|e| e.to_string())?;
+        Ok((start.elapsed().as_secs_f64(), k))
+    })?;
+    let (lines_s, _) = best(o.repeat, || {
+        let f = fs::File::open(&csv).map_err(|e| e.to_string())?;
+        let mut rd = BufReader::with_capacity(1 << 20, f);
+        let mut buf = Vec::new();
+        let start = Instant::now();
+        let mut k = 0usize;
+        while rd.read_until(b'\n', &mut buf).map_err(|e| e.to_string())? > 0 {
+            k += buf.len();
+            buf.clear();
+        }
+        Ok((start.elapsed().as_secs_f64(), k))
+    })?;
+    out.push(result(
+        "MSR CSV parsing",
+        lines / csv_s,
+        "lines/s",
+        ">= 5M lines/s",
+        Some(lines / csv_s >= 5e6),
+        Some((lines / lines_s, "splitting lines only, no parsing")),
+    ));
+
+    // 6. A full hybrid simulation with device timing.
+    log("timed hybrid simulation");
+    let ssd = o.objects / 10 * 4096;
+    let blocks = ObjectMode::Blocks { size: 4096 };
+    let (timed_s, _) = best(o.repeat, || {
+        sim_run(
+            &zipf,
+            "cache:mode=write-back",
+            ssd,
+            blocks,
+            Timing::Closed { depth: 32 },
+            None,
+        )
+    })?;
+    let (untimed_s, _) = best(o.repeat, || {
+        sim_run(
+            &zipf,
+            "cache:mode=write-back",
+            ssd,
+            blocks,
+            Timing::None,
+            None,
+        )
+    })?;
+    out.push(result(
+        "hybrid simulation with device timing (write-back cache, closed loop)",
+        n / timed_s,
+        "req/s",
+        ">= 3M req/s",
+        Some(n / timed_s >= 3e6),
+        Some((n / untimed_s, "the same run without device timing")),
+    ));
+    out.push(result(
+        "peak resident memory",
+        peak_rss() as f64 / (1u64 << 20) as f64,
+        "MiB",
+        "",
+        None,
+        None,
+    ));
+    Ok(out)
+}
+
+/// Renders results as a table.
+pub fn render(results: &[BenchResult]) -> String {
+    let mut s = String::new();
+    for r in results {
+        let v = if r.value >= 1e6 {
+            format!("{:.2}M", r.value / 1e6)
+        } else {
+            format!("{:.2}", r.value)
+        };
+        let met = match r.met {
+            Some(true) => "met",
+            Some(false) => "NOT met",
+            None => "",
+        };
+        s.push_str(&format!(
+            "{:<70} {:>10} {:<8} {:<48} {}\n",
+            r.name, v, r.unit, r.target, met
+        ));
+        if let (Some(b), Some(ratio)) = (r.baseline, r.ratio) {
+            let bv = if b >= 1e6 {
+                format!("{:.2}M", b / 1e6)
+            } else {
+                format!("{b:.2}")
+            };
+            s.push_str(&format!(
+                "{:<70} {:>10} {:<8} ratio {ratio:.2}\n",
+                format!("  baseline: {}", r.baseline_name),
+                bv,
+                r.unit
+            ));
+        }
+    }
+    s
+}
