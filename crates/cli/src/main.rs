@@ -173,7 +173,7 @@ struct SimArgs {
     #[arg(long, short)]
     arch: String,
     /// SSD size: bytes (64MiB) or a share of the footprint (10%).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     ssd: String,
     #[command(flatten)]
     trace_opts: TraceOpts,
@@ -205,7 +205,12 @@ struct CompareArgs {
     #[arg(long = "arch", short)]
     archs: Vec<String>,
     /// SSD sizes, comma-separated: shares of the footprint (10%) or bytes (64MiB).
-    #[arg(long, default_value = "5%,10%,25%,50%", value_delimiter = ',')]
+    #[arg(
+        long,
+        default_value = "5%,10%,25%,50%",
+        value_delimiter = ',',
+        allow_hyphen_values = true
+    )]
     ssd: Vec<String>,
     #[command(flatten)]
     trace_opts: TraceOpts,
@@ -233,7 +238,7 @@ struct MrcArgs {
     objects: String,
     /// Cache sizes, comma-separated (bytes or % of the footprint); default: --points sizes on a
     /// log scale from one object to the footprint.
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
     sizes: Vec<String>,
     /// Number of log-spaced sizes when --sizes is not given.
     #[arg(long, default_value_t = 64)]

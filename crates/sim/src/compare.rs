@@ -50,6 +50,9 @@ impl SsdSize {
     }
 
     fn fraction(v: f64, s: &str) -> Result<SsdSize, String> {
+        if v == 0.0 {
+            return Err(format!("SSD size `{s}`: must be above zero"));
+        }
         if !(v > 0.0 && v <= 1.0) {
             return Err(format!(
                 "SSD size `{s}`: a share of the footprint must be above 0% and at most 100%"

@@ -44,11 +44,18 @@ fn io_err(path: &str) -> impl Fn(std::io::Error) -> TraceError + '_ {
 /// decompressed stream with its first bytes already read into `head`.
 fn open_stream(path: &Path) -> Result<(Vec<u8>, Box<dyn Read + Send>), TraceError> {
     let name = path.display().to_string();
-    let mut file = File::open(path).map_err(io_err(&name))?;
+    let file = File::open(path).map_err(io_err(&name))?;
+    decompress(&name, Box::new(file))
+}
+
+fn decompress(
+    name: &str,
+    mut file: Box<dyn Read + Send>,
+) -> Result<(Vec<u8>, Box<dyn Read + Send>), TraceError> {
     let mut magic = [0u8; 4];
     let mut got = 0;
     while got < 4 {
-        let n = file.read(&mut magic[got..]).map_err(io_err(&name))?;
+        let n = file.read(&mut magic[got..]).map_err(io_err(name))?;
         if n == 0 {
             break;
         }
@@ -179,8 +186,24 @@ fn unknown_format(path: &str, why: &str) -> TraceError {
 
 /// Opens `path` as a trace.
 pub fn open_trace(path: &Path, opts: &OpenOptions) -> Result<Trace, TraceError> {
-    let name = path.display().to_string();
     let (head, stream) = open_stream(path)?;
+    open_from(path, head, stream, opts)
+}
+
+/// Reads a trace held in memory, named `name` (the name drives format detection like a file
+/// name). For fuzzing and tests.
+pub fn open_bytes(name: &str, bytes: Vec<u8>, opts: &OpenOptions) -> Result<Trace, TraceError> {
+    let (head, stream) = decompress(name, Box::new(Cursor::new(bytes)))?;
+    open_from(Path::new(name), head, stream, opts)
+}
+
+fn open_from(
+    path: &Path,
+    head: Vec<u8>,
+    stream: Box<dyn Read + Send>,
+    opts: &OpenOptions,
+) -> Result<Trace, TraceError> {
+    let name = path.display().to_string();
     let spec = match &opts.format {
         Some(f) => f.clone(),
         None => match detect_by_name(&base_name(path)) {

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Runs the whole test suite as CI does, installing what it needs first.
+# Usage: ./scripts/test-all.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+say() { printf '\n== %s\n' "$*"; }
+
+# --- toolchain -----------------------------------------------------------------------------
+if ! command -v cargo >/dev/null 2>&1; then
+  if [ -x "$HOME/.cargo/bin/cargo" ]; then
+    export PATH="$HOME/.cargo/bin:$PATH"
+  else
+    echo "error: Rust is not installed. Install it with rustup (https://rustup.rs), then re-run." >&2
+    exit 1
+  fi
+fi
+need="1.85"
+have=$(rustc --version | awk '{print $2}')
+if [ "$(printf '%s\n%s\n' "$need" "$have" | sort -V | head -1)" != "$need" ]; then
+  echo "error: rustc $have is older than $need; run 'rustup update stable'." >&2
+  exit 1
+fi
+
+# --- system packages (Debian/Ubuntu) -----------------------------------------------------
+# The simulator and CLI need only a C compiler (zstd is built from source by its crate).
+need_pkgs=()
+command -v cc >/dev/null 2>&1 || need_pkgs+=(build-essential)
+command -v pkg-config >/dev/null 2>&1 || need_pkgs+=(pkg-config)
+if [ ${#need_pkgs[@]} -gt 0 ]; then
+  say "installing ${need_pkgs[*]}"
+  if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_pkgs[@]}"
+fi
+
+rustup component add clippy rustfmt >/dev/null 2>&1 || true
+
+# --- checks --------------------------------------------------------------------------------
+say "format"
+cargo fmt --all -- --check
+
+say "clippy (warnings are errors)"
+cargo clippy --workspace --all-targets --release --locked -- -D warnings
+
+say "tests (release build: the differential and property tests replay real traces)"
+cargo test --workspace --release --locked
+
+say "all tests passed"
