@@ -1,10 +1,7 @@
 //! Micro-benchmarks of the engine's hot path: a cache hit and a miss with eviction, per
 //! collector. Run with `cargo bench -p tierwise-bench`.
 
-#![expect(
-    clippy::unwrap_used,
-    reason = "a failing setup should stop the test loudly"
-)]
+#![expect(clippy::unwrap_used, reason = "a failing setup should stop the test loudly")]
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::hint::black_box;
@@ -12,19 +9,8 @@ use tierwise_core::collector::COLLECTORS;
 use tierwise_core::{Engine, ManualClock, ObjectId, Outcome, Request, Setup, WorkKind, build_arch};
 
 fn engine(collector: &str, objects: u64) -> Engine<ManualClock> {
-    let setup = Setup {
-        fast_capacity: objects * 4096,
-        slow_capacity: 0,
-        object_size: 4096,
-    };
-    Engine::new(
-        build_arch(
-            &format!("cache:mode=read-only,collector={collector}"),
-            &setup,
-        )
-        .unwrap(),
-        ManualClock::new(),
-    )
+    let setup = Setup { fast_capacity: objects * 4096, slow_capacity: 0, object_size: 4096 };
+    Engine::new(build_arch(&format!("cache:mode=read-only,collector={collector}"), &setup).unwrap(), ManualClock::new())
 }
 
 fn settle(e: &mut Engine<ManualClock>) {

@@ -14,7 +14,7 @@ use tierwise_sim::mrc::{log_sizes, lru_mrc};
 use tierwise_sim::objects::ObjectMode;
 use tierwise_sim::sim::NoProgress;
 use tierwise_sim::synth::{ZipfWorkload, write_oracle_general};
-use tierwise_sim::trace::{OpenOptions, open_trace};
+use tierwise_sim::trace::{OpenOptions, TraceError, TraceRecord, open_trace};
 use tierwise_sim::{SimConfig, Timing, simulate};
 
 /// What to run.
@@ -42,7 +42,7 @@ impl Default for BenchOpts {
             csv_lines: 5_000_000,
             dir: std::env::temp_dir().join("tierwise-bench"),
             cachesim: None,
-            repeat: 3,
+            repeat: 5,
         }
     }
 }
@@ -73,31 +73,15 @@ pub fn peak_rss() -> u64 {
     fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+            s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
         })
         .map_or(0, |kb| kb * 1024)
-}
-
-fn best<T>(n: usize, mut f: impl FnMut() -> Result<(f64, T), String>) -> Result<(f64, T), String> {
-    let mut best: Option<(f64, T)> = None;
-    for _ in 0..n.max(1) {
-        let (secs, v) = f()?;
-        if best.as_ref().is_none_or(|b| secs < b.0) {
-            best = Some((secs, v));
-        }
-    }
-    best.ok_or_else(|| "no run".to_string())
 }
 
 /// Generates (once) the Zipf(1.0) oracleGeneral trace.
 pub fn zipf_trace(o: &BenchOpts) -> Result<PathBuf, String> {
     fs::create_dir_all(&o.dir).map_err(|e| format!("{}: {e}", o.dir.display()))?;
-    let path = o.dir.join(format!(
-        "zipf1.0-{}req-{}obj.oracleGeneral",
-        o.requests, o.objects
-    ));
+    let path = o.dir.join(format!("zipf1.0-{}req-{}obj.oracleGeneral", o.requests, o.objects));
     if !path.exists() {
         let w = ZipfWorkload {
             requests: o.requests,
@@ -166,13 +150,7 @@ const NIL: u32 = u32::MAX;
 impl BaselineLru {
     /// An LRU of `cap` objects.
     pub fn new(cap: usize) -> Self {
-        BaselineLru {
-            map: std::collections::HashMap::new(),
-            nodes: Vec::new(),
-            head: NIL,
-            tail: NIL,
-            cap,
-        }
+        BaselineLru { map: std::collections::HashMap::new(), nodes: Vec::new(), head: NIL, tail: NIL, cap }
     }
     fn unlink(&mut self, i: u32) {
         let (_, p, n) = self.nodes[i as usize];
@@ -181,11 +159,7 @@ impl BaselineLru {
         } else {
             self.head = n
         }
-        if n != NIL {
-            self.nodes[n as usize].1 = p
-        } else {
-            self.tail = p
-        }
+        if n != NIL { self.nodes[n as usize].1 = p } else { self.tail = p }
     }
     fn push_front(&mut self, i: u32) {
         self.nodes[i as usize].1 = NIL;
@@ -258,142 +232,127 @@ fn result(
     }
 }
 
-/// Runs libCacheSim's `cachesim` on an oracleGeneral trace, LRU, object mode; returns its
-/// requests per second measured around the process (includes its start-up).
-fn run_cachesim(bin: &Path, trace: &Path, cache_objects: u64) -> Result<f64, String> {
-    let start = Instant::now();
+/// Runs libCacheSim's `cachesim` on an oracleGeneral trace, LRU, object mode; returns the
+/// requests per second it reports ("throughput N MQPS") and its miss ratio.
+fn run_cachesim(bin: &Path, trace: &Path, cache_objects: u64) -> Result<(f64, f64), String> {
     let out = std::process::Command::new(bin)
         .args([
             trace.to_string_lossy().as_ref(),
             "oracleGeneral",
             "lru",
             &cache_objects.to_string(),
-            "--ignore_obj_size",
+            "--ignore-obj-size",
             "1",
         ])
         .output()
         .map_err(|e| format!("{}: {e}", bin.display()))?;
-    let secs = start.elapsed().as_secs_f64();
+    let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
     if !out.status.success() {
-        return Err(format!(
-            "cachesim failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        ));
+        return Err(format!("cachesim failed: {text}"));
     }
-    Ok(secs)
+    let after = |key: &str| -> Option<f64> {
+        let i = text.rfind(key)? + key.len();
+        text[i..].split_whitespace().next()?.trim_end_matches(',').parse().ok()
+    };
+    let mqps = after("throughput").ok_or_else(|| format!("no throughput in cachesim output: {text}"))?;
+    Ok((mqps * 1e6, after("miss ratio").unwrap_or(f64::NAN)))
+}
+
+/// Best (shortest) times of two measurements taken alternately, so that load changes on a
+/// shared machine hit both alike.
+fn paired<A, B>(
+    n: usize,
+    mut a: impl FnMut() -> Result<(f64, A), String>,
+    mut b: impl FnMut() -> Result<(f64, B), String>,
+) -> Result<((f64, A), (f64, B)), String> {
+    let (mut ba, mut bb): (Option<(f64, A)>, Option<(f64, B)>) = (None, None);
+    for _ in 0..n.max(1) {
+        let x = a()?;
+        if ba.as_ref().is_none_or(|v| x.0 < v.0) {
+            ba = Some(x);
+        }
+        let y = b()?;
+        if bb.as_ref().is_none_or(|v| y.0 < v.0) {
+            bb = Some(y);
+        }
+    }
+    Ok((ba.ok_or("no run")?, bb.ok_or("no run")?))
+}
+
+fn read_all(path: &Path, mut f: impl FnMut(&TraceRecord)) -> Result<f64, String> {
+    let mut t = open_trace(path, &OpenOptions::default()).map_err(|e| e.to_string())?;
+    let start = Instant::now();
+    t.for_each(u64::MAX, |r| -> Result<(), TraceError> {
+        f(r);
+        Ok(())
+    })
+    .map_err(|e| e.to_string())?;
+    Ok(start.elapsed().as_secs_f64())
 }
 
 /// Runs the suite; `log` receives one line per step.
-pub fn run(
-    o: &BenchOpts,
-    repo: &Path,
-    log: &mut dyn FnMut(&str),
-) -> Result<Vec<BenchResult>, String> {
+pub fn run(o: &BenchOpts, repo: &Path, log: &mut dyn FnMut(&str)) -> Result<Vec<BenchResult>, String> {
     let mut out = Vec::new();
     let n = o.requests as f64;
-    log(&format!(
-        "generating workloads in {} (once)",
-        o.dir.display()
-    ));
+    log(&format!("generating workloads in {} (once)", o.dir.display()));
     let zipf = zipf_trace(o)?;
     let csv = msr_csv(o, &repo.join("data/traces/msr_hm_0.excerpt1000.csv"))?;
     let lcs = ObjectMode::LibCacheSim { ignore_size: true };
     let cache = o.objects / 10;
+    // Every LRU run below is the same simulation; the best of all of them is reported.
+    let best_lru = std::cell::Cell::new(f64::MAX);
+    let lru = || {
+        let r = sim_run(&zipf, "cache:mode=read-only,collector=lru", cache, lcs, Timing::None, None)?;
+        best_lru.set(best_lru.get().min(r.0));
+        Ok(r)
+    };
 
-    // 1. Reading the binary trace alone.
-    log("oracleGeneral read");
-    let (read_s, _) = best(o.repeat, || {
-        let mut t = open_trace(&zipf, &OpenOptions::default()).map_err(|e| e.to_string())?;
-        let start = Instant::now();
-        let mut k = 0u64;
-        t.for_each(
-            u64::MAX,
-            |r| -> Result<(), tierwise_sim::trace::TraceError> {
-                k = k.wrapping_add(r.key);
-                Ok(())
-            },
-        )
-        .map_err(|e| e.to_string())?;
-        Ok((start.elapsed().as_secs_f64(), k))
-    })?;
-
-    // 2. LRU through the engine vs the textbook LRU, both reading the same trace.
+    // 1. LRU through the engine vs a textbook LRU, both reading the same trace, alternately.
     log("LRU (engine) vs textbook LRU");
-    let (ours_s, ours) = best(o.repeat, || {
-        sim_run(
-            &zipf,
-            "cache:mode=read-only,collector=lru",
-            cache,
-            lcs,
-            Timing::None,
-            None,
-        )
-    })?;
-    let (base_s, base_misses) = best(o.repeat, || {
-        let mut t = open_trace(&zipf, &OpenOptions::default()).map_err(|e| e.to_string())?;
-        let mut lru = BaselineLru::new(cache as usize);
-        let start = Instant::now();
+    let ((_, ours), (base_s, base_misses)) = paired(o.repeat, lru, || {
+        let mut cache_lru = BaselineLru::new(cache as usize);
         let mut misses = 0u64;
-        t.for_each(
-            u64::MAX,
-            |r| -> Result<(), tierwise_sim::trace::TraceError> {
-                misses += u64::from(!lru.access(r.key));
-                Ok(())
-            },
-        )
-        .map_err(|e| e.to_string())?;
-        Ok((start.elapsed().as_secs_f64(), misses))
+        let s = read_all(&zipf, |r| misses += u64::from(!cache_lru.access(r.key)))?;
+        Ok((s, misses))
     })?;
     if base_misses != ours.request_misses {
-        return Err(format!(
-            "LRU disagreement: engine {} misses, textbook {base_misses}",
-            ours.request_misses
-        ));
+        return Err(format!("LRU disagreement: engine {} misses, textbook {base_misses}", ours.request_misses));
     }
-    let rate = n / ours_s;
-    out.push(result(
-        "LRU, Zipf(1.0) oracleGeneral, object mode, incl. reading",
-        rate,
-        "req/s",
-        ">= 8M req/s (libCacheSim cachesim: 4.2-6.2M here)",
-        Some(rate >= 8e6),
-        Some((n / base_s, "textbook LRU (std HashMap) on the same records")),
-    ));
-    out.push(result(
-        "oracleGeneral reading alone",
-        n / read_s,
-        "req/s",
-        "",
-        None,
-        None,
-    ));
+    let lru_result_at = out.len();
+    let read_s = (0..o.repeat.max(1))
+        .map(|_| {
+            let mut k = 0u64;
+            read_all(&zipf, |r| k = k.wrapping_add(r.key))
+        })
+        .collect::<Result<Vec<f64>, String>>()?
+        .into_iter()
+        .fold(f64::MAX, f64::min);
+    out.push(result("oracleGeneral reading alone", n / read_s, "req/s", "", None, None));
     if let Some(bin) = &o.cachesim {
-        log("libCacheSim cachesim");
-        match best(o.repeat, || {
-            run_cachesim(bin, &zipf, cache).map(|s| (s, ()))
-        }) {
-            Ok((s, ())) => out.push(result(
-                "libCacheSim cachesim LRU, same trace (process wall time)",
-                n / s,
-                "req/s",
-                "reference",
-                None,
-                Some((rate, "tierwise LRU")),
-            )),
+        log("libCacheSim cachesim, alternately with ours");
+        let cs = paired(o.repeat, || run_cachesim(bin, &zipf, cache).map(|(r, m)| (1.0 / r, m)), lru);
+        match cs {
+            Ok(((inv_rate, miss), (ours2_s, _))) => {
+                let ours_miss = ours.request_misses as f64 / n;
+                if (miss - ours_miss).abs() > 1e-4 {
+                    log(&format!("note: cachesim miss ratio {miss:.4}, ours {ours_miss:.4}"));
+                }
+                out.push(result(
+                    "libCacheSim cachesim LRU on the same trace (its own figure)",
+                    1.0 / inv_rate,
+                    "req/s",
+                    "reference",
+                    None,
+                    Some((n / ours2_s, "tierwise LRU, measured alternately")),
+                ));
+            }
             Err(e) => log(&format!("cachesim skipped: {e}")),
         }
     }
 
-    // 3. Memory per tracked object: a cache large enough to hold every object.
+    // 2. Memory per tracked object: a cache large enough to hold every object.
     log("memory per object");
-    let (_, full) = sim_run(
-        &zipf,
-        "cache:mode=read-only,collector=lru",
-        o.objects,
-        lcs,
-        Timing::None,
-        None,
-    )?;
+    let (_, full) = sim_run(&zipf, "cache:mode=read-only,collector=lru", o.objects, lcs, Timing::None, None)?;
     let per_obj = full.engine_memory_bytes as f64 / full.objects_tracked.max(1) as f64;
     out.push(result(
         "engine memory per tracked object (LRU cache)",
@@ -404,53 +363,63 @@ pub fn run(
         None,
     ));
 
-    // 4. One-pass MRC for 64 sizes vs one LRU run.
+    // 3. One-pass MRC for 64 sizes vs one LRU run, alternately.
     log("MRC, 64 sizes");
     let sizes = log_sizes(1, o.objects, 64, 1);
-    let (mrc_s, _) = best(o.repeat, || {
-        let mut t = open_trace(&zipf, &OpenOptions::default()).map_err(|e| e.to_string())?;
-        let start = Instant::now();
-        let m = lru_mrc(&mut t, lcs, &sizes, &mut NoProgress).map_err(|e| e.to_string())?;
-        Ok((start.elapsed().as_secs_f64(), m))
-    })?;
+    let ((mrc_s, _), (lru_s, _)) = paired(
+        o.repeat,
+        || {
+            let mut t = open_trace(&zipf, &OpenOptions::default()).map_err(|e| e.to_string())?;
+            let start = Instant::now();
+            let m = lru_mrc(&mut t, lcs, &sizes, &mut NoProgress).map_err(|e| e.to_string())?;
+            Ok((start.elapsed().as_secs_f64(), m))
+        },
+        lru,
+    )?;
     out.push(result(
         "one-pass MRC, 64 sizes: time vs one LRU run",
-        mrc_s / ours_s,
+        mrc_s / lru_s,
         "x",
         "<= 2x",
-        Some(mrc_s / ours_s <= 2.0),
+        Some(mrc_s / lru_s <= 2.0),
         None,
     ));
 
-    // 5. CSV parsing.
+    let rate = n / best_lru.get();
+    out.insert(
+        lru_result_at,
+        result(
+            "LRU, Zipf(1.0) oracleGeneral, object mode, incl. reading",
+            rate,
+            "req/s",
+            ">= 8M req/s (libCacheSim cachesim: 4.2-6.2M here)",
+            Some(rate >= 8e6),
+            Some((n / base_s, "textbook LRU (std HashMap) on the same records, best of its runs")),
+        ),
+    );
+
+    // 4. CSV parsing vs splitting lines only, alternately.
     log("MSR CSV parsing");
     let lines = o.csv_lines as f64;
-    let (csv_s, _) = best(o.repeat, || {
-        let mut t = open_trace(&csv, &OpenOptions::default()).map_err(|e| e.to_string())?;
-        let start = Instant::now();
-        let mut k = 0u64;
-        t.for_each(
-            u64::MAX,
-            |r| -> Result<(), tierwise_sim::trace::TraceError> {
-                k = k.wrapping_add(r.offset);
-                Ok(())
-            },
-        )
-        .map_err(|e| e.to_string())?;
-        Ok((start.elapsed().as_secs_f64(), k))
-    })?;
-    let (lines_s, _) = best(o.repeat, || {
-        let f = fs::File::open(&csv).map_err(|e| e.to_string())?;
-        let mut rd = BufReader::with_capacity(1 << 20, f);
-        let mut buf = Vec::new();
-        let start = Instant::now();
-        let mut k = 0usize;
-        while rd.read_until(b'\n', &mut buf).map_err(|e| e.to_string())? > 0 {
-            k += buf.len();
-            buf.clear();
-        }
-        Ok((start.elapsed().as_secs_f64(), k))
-    })?;
+    let ((csv_s, _), (lines_s, _)) = paired(
+        o.repeat,
+        || {
+            let mut k = 0u64;
+            Ok((read_all(&csv, |r| k = k.wrapping_add(r.offset))?, k))
+        },
+        || {
+            let f = fs::File::open(&csv).map_err(|e| e.to_string())?;
+            let mut rd = BufReader::with_capacity(1 << 20, f);
+            let mut buf = Vec::new();
+            let start = Instant::now();
+            let mut k = 0usize;
+            while rd.read_until(b'\n', &mut buf).map_err(|e| e.to_string())? > 0 {
+                k += buf.len();
+                buf.clear();
+            }
+            Ok((start.elapsed().as_secs_f64(), k))
+        },
+    )?;
     out.push(result(
         "MSR CSV parsing",
         lines / csv_s,
@@ -460,30 +429,15 @@ pub fn run(
         Some((lines / lines_s, "splitting lines only, no parsing")),
     ));
 
-    // 6. A full hybrid simulation with device timing.
+    // 5. A full hybrid simulation with device timing vs the same run without, alternately.
     log("timed hybrid simulation");
     let ssd = o.objects / 10 * 4096;
     let blocks = ObjectMode::Blocks { size: 4096 };
-    let (timed_s, _) = best(o.repeat, || {
-        sim_run(
-            &zipf,
-            "cache:mode=write-back",
-            ssd,
-            blocks,
-            Timing::Closed { depth: 32 },
-            None,
-        )
-    })?;
-    let (untimed_s, _) = best(o.repeat, || {
-        sim_run(
-            &zipf,
-            "cache:mode=write-back",
-            ssd,
-            blocks,
-            Timing::None,
-            None,
-        )
-    })?;
+    let ((timed_s, _), (untimed_s, _)) = paired(
+        o.repeat,
+        || sim_run(&zipf, "cache:mode=write-back", ssd, blocks, Timing::Closed { depth: 32 }, None),
+        || sim_run(&zipf, "cache:mode=write-back", ssd, blocks, Timing::None, None),
+    )?;
     out.push(result(
         "hybrid simulation with device timing (write-back cache, closed loop)",
         n / timed_s,
@@ -492,14 +446,7 @@ pub fn run(
         Some(n / timed_s >= 3e6),
         Some((n / untimed_s, "the same run without device timing")),
     ));
-    out.push(result(
-        "peak resident memory",
-        peak_rss() as f64 / (1u64 << 20) as f64,
-        "MiB",
-        "",
-        None,
-        None,
-    ));
+    out.push(result("peak resident memory", peak_rss() as f64 / (1u64 << 20) as f64, "MiB", "", None, None));
     Ok(out)
 }
 
@@ -507,26 +454,15 @@ pub fn run(
 pub fn render(results: &[BenchResult]) -> String {
     let mut s = String::new();
     for r in results {
-        let v = if r.value >= 1e6 {
-            format!("{:.2}M", r.value / 1e6)
-        } else {
-            format!("{:.2}", r.value)
-        };
+        let v = if r.value >= 1e6 { format!("{:.2}M", r.value / 1e6) } else { format!("{:.2}", r.value) };
         let met = match r.met {
             Some(true) => "met",
             Some(false) => "NOT met",
             None => "",
         };
-        s.push_str(&format!(
-            "{:<70} {:>10} {:<8} {:<48} {}\n",
-            r.name, v, r.unit, r.target, met
-        ));
+        s.push_str(&format!("{:<70} {:>10} {:<8} {:<48} {}\n", r.name, v, r.unit, r.target, met));
         if let (Some(b), Some(ratio)) = (r.baseline, r.ratio) {
-            let bv = if b >= 1e6 {
-                format!("{:.2}M", b / 1e6)
-            } else {
-                format!("{b:.2}")
-            };
+            let bv = if b >= 1e6 { format!("{:.2}M", b / 1e6) } else { format!("{b:.2}") };
             s.push_str(&format!(
                 "{:<70} {:>10} {:<8} ratio {ratio:.2}\n",
                 format!("  baseline: {}", r.baseline_name),

@@ -67,19 +67,10 @@ struct TraceOpts {
 
 impl TraceOpts {
     fn open(&self, path: &Path) -> Result<Trace> {
-        Ok(open_trace(
-            path,
-            &OpenOptions {
-                format: self.format.clone(),
-                skip_bad_lines: self.skip_bad_lines,
-            },
-        )?)
+        Ok(open_trace(path, &OpenOptions { format: self.format.clone(), skip_bad_lines: self.skip_bad_lines })?)
     }
     fn options(&self) -> OpenOptions {
-        OpenOptions {
-            format: self.format.clone(),
-            skip_bad_lines: self.skip_bad_lines,
-        }
+        OpenOptions { format: self.format.clone(), skip_bad_lines: self.skip_bad_lines }
     }
 }
 
@@ -122,16 +113,11 @@ struct ModelOpts {
 
 impl ModelOpts {
     fn base(&self) -> Result<SimConfig> {
-        let objects = ObjectMode::parse(&self.objects)
-            .map_err(anyhow::Error::msg)
-            .context("--objects")?;
-        let timing = Timing::parse(&self.timing)
-            .map_err(anyhow::Error::msg)
-            .context("--timing")?;
+        let objects = ObjectMode::parse(&self.objects).map_err(anyhow::Error::msg).context("--objects")?;
+        let timing = Timing::parse(&self.timing).map_err(anyhow::Error::msg).context("--timing")?;
         let presets = match &self.devices {
             Some(p) => {
-                let text =
-                    fs::read_to_string(p).with_context(|| format!("--devices {}", p.display()))?;
+                let text = fs::read_to_string(p).with_context(|| format!("--devices {}", p.display()))?;
                 Presets::with_overrides(&text, &p.display().to_string())?
             }
             None => Presets::builtin(),
@@ -140,17 +126,10 @@ impl ModelOpts {
         let spin_down = match self.spin_down.as_deref() {
             None => None,
             Some("preset") => Some(Nanos::from_secs_f64(devices.hdd.spin_down_after_s)),
-            Some(d) => Some(
-                parse_duration(d)
-                    .map_err(anyhow::Error::msg)
-                    .context("--spin-down")?,
-            ),
+            Some(d) => Some(parse_duration(d).map_err(anyhow::Error::msg).context("--spin-down")?),
         };
         if !(self.read_weight >= 0.0 && self.read_weight <= 1.0) {
-            bail!(
-                "--read-weight {}: expected a number from 0 to 1 (GreenDM used 0.1 and 0.01)",
-                self.read_weight
-            );
+            bail!("--read-weight {}: expected a number from 0 to 1 (GreenDM used 0.1 and 0.01)", self.read_weight);
         }
         let mut c = SimConfig::new("hdd-only", 1);
         c.objects = objects;
@@ -205,12 +184,7 @@ struct CompareArgs {
     #[arg(long = "arch", short)]
     archs: Vec<String>,
     /// SSD sizes, comma-separated: shares of the footprint (10%) or bytes (64MiB).
-    #[arg(
-        long,
-        default_value = "5%,10%,25%,50%",
-        value_delimiter = ',',
-        allow_hyphen_values = true
-    )]
+    #[arg(long, default_value = "5%,10%,25%,50%", value_delimiter = ',', allow_hyphen_values = true)]
     ssd: Vec<String>,
     #[command(flatten)]
     trace_opts: TraceOpts,
@@ -265,8 +239,8 @@ struct BenchArgs {
     /// A libCacheSim `cachesim` binary to time on the same trace.
     #[arg(long)]
     cachesim: Option<PathBuf>,
-    /// Repetitions per measurement (the best is kept).
-    #[arg(long, default_value_t = 3)]
+    /// Repetitions per measurement (the best is kept; compared pairs run alternately).
+    #[arg(long, default_value_t = 5)]
     repeat: usize,
     /// Also write the results as JSON here.
     #[arg(long)]
@@ -360,13 +334,18 @@ fn write_file(path: &Path, content: &[u8]) -> Result<()> {
 fn cmd_sim(a: SimArgs, bars: &Bars) -> Result<()> {
     let mut cfg = a.model.base()?;
     cfg.arch = a.arch.clone();
-    let size = SsdSize::parse(&a.ssd)
-        .map_err(anyhow::Error::msg)
-        .context("--ssd")?;
+    let size = SsdSize::parse(&a.ssd).map_err(anyhow::Error::msg).context("--ssd")?;
     let mut t = a.trace_opts.open(&a.trace)?;
     let mode = Mapper::new(cfg.objects, t.info().object_trace).mode();
-    let (_, fp) = footprint(&mut t, mode)?;
-    cfg.footprint_bytes = Some(fp);
+    // The footprint costs a pass over the trace: needed for a relative size and for the cost
+    // figures of timed runs.
+    let fp = if matches!(size, SsdSize::Fraction(_)) || cfg.timing != Timing::None {
+        let (_, fp) = footprint(&mut t, mode)?;
+        cfg.footprint_bytes = Some(fp);
+        fp
+    } else {
+        0
+    };
     cfg.ssd_bytes = size.resolve(fp, mode.object_size().max(1));
     let mut t = a.trace_opts.open(&a.trace)?;
     let mut spinner = Spinner::new(bars, &format!("{} @ {}", cfg.arch, size.label()));
@@ -377,20 +356,8 @@ fn cmd_sim(a: SimArgs, bars: &Bars) -> Result<()> {
         write_file(&p, serde_json::to_string_pretty(&r)?.as_bytes())?;
     }
     if let Some(p) = a.csv {
-        let frac = if fp > 0 {
-            cfg.ssd_bytes as f64 / fp as f64
-        } else {
-            0.0
-        };
-        write_file(
-            &p,
-            format!(
-                "{}\n{}\n",
-                report::CSV_HEADER,
-                report::csv_row(&r, &size.label(), frac)
-            )
-            .as_bytes(),
-        )?;
+        let frac = if fp > 0 { cfg.ssd_bytes as f64 / fp as f64 } else { 0.0 };
+        write_file(&p, format!("{}\n{}\n", report::CSV_HEADER, report::csv_row(&r, &size.label(), frac)).as_bytes())?;
     }
     Ok(())
 }
@@ -405,72 +372,38 @@ fn cmd_compare(a: CompareArgs, bars: &Bars) -> Result<()> {
         .context("--ssd")?;
     let archs: Vec<String> = if a.archs.is_empty() {
         let probe = a.trace_opts.open(&a.trace)?;
-        let fixed = Mapper::new(base.objects, probe.info().object_trace)
-            .mode()
-            .object_size()
-            != 0;
-        DEFAULT_ARCHS
-            .iter()
-            .filter(|s| fixed || **s != "linear")
-            .map(|s| s.to_string())
-            .collect()
+        let fixed = Mapper::new(base.objects, probe.info().object_trace).mode().object_size() != 0;
+        DEFAULT_ARCHS.iter().filter(|s| fixed || **s != "linear").map(|s| s.to_string()).collect()
     } else {
         a.archs.clone()
     };
-    let threads = a
-        .threads
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
-    let cfg = CompareConfig {
-        archs,
-        sizes,
-        base,
-        threads,
-        allow_oversize: a.allow_oversize,
-    };
+    let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+    let cfg = CompareConfig { archs, sizes, base, threads, allow_oversize: a.allow_oversize };
     let c = compare(&a.trace, &a.trace_opts.options(), &cfg, bars)?;
     bars.clear();
     print!("{}", report::comparison_table(&c));
     fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
-    let (json, csv, png) = (
-        a.out.join("compare.json"),
-        a.out.join("compare.csv"),
-        a.out.join("compare.png"),
-    );
+    let (json, csv, png) = (a.out.join("compare.json"), a.out.join("compare.csv"), a.out.join("compare.png"));
     write_file(&json, serde_json::to_string_pretty(&c)?.as_bytes())?;
     write_file(&csv, report::comparison_csv(&c).as_bytes())?;
     plot::comparison_chart(&c, &png).map_err(anyhow::Error::msg)?;
-    println!(
-        "wrote {}, {}, {}",
-        json.display(),
-        csv.display(),
-        png.display()
-    );
+    println!("wrote {}, {}, {}", json.display(), csv.display(), png.display());
     Ok(())
 }
 
 fn cmd_mrc(a: MrcArgs, bars: &Bars) -> Result<()> {
-    let mode = ObjectMode::parse(&a.objects)
-        .map_err(anyhow::Error::msg)
-        .context("--objects")?;
+    let mode = ObjectMode::parse(&a.objects).map_err(anyhow::Error::msg).context("--objects")?;
     let mut t = a.trace_opts.open(&a.trace)?;
     let mode = Mapper::new(mode, t.info().object_trace).mode();
     let unit = mode.object_size().max(1);
     let needs_fp = a.sizes.is_empty() || a.sizes.iter().any(|s| s.contains('%'));
-    let fp = if needs_fp {
-        footprint(&mut t, mode)?.1
-    } else {
-        0
-    };
+    let fp = if needs_fp { footprint(&mut t, mode)?.1 } else { 0 };
     let sizes: Vec<u64> = if a.sizes.is_empty() {
         log_sizes(unit, fp, a.points.max(2), unit)
     } else {
         a.sizes
             .iter()
-            .map(|s| {
-                SsdSize::parse(s)
-                    .map(|x| x.resolve(fp, unit))
-                    .map_err(anyhow::Error::msg)
-            })
+            .map(|s| SsdSize::parse(s).map(|x| x.resolve(fp, unit)).map_err(anyhow::Error::msg))
             .collect::<Result<Vec<_>>>()
             .context("--sizes")?
     };
@@ -503,21 +436,11 @@ fn cmd_mrc(a: MrcArgs, bars: &Bars) -> Result<()> {
     fs::create_dir_all(&a.out)?;
     let mut csv = String::from("size_bytes,miss_ratio,misses\n");
     for p in &m.points {
-        csv.push_str(&format!(
-            "{},{:.6},{}\n",
-            p.size_bytes, p.miss_ratio, p.misses
-        ));
+        csv.push_str(&format!("{},{:.6},{}\n", p.size_bytes, p.miss_ratio, p.misses));
     }
     write_file(&a.out.join("mrc.csv"), csv.as_bytes())?;
-    write_file(
-        &a.out.join("mrc.json"),
-        serde_json::to_string_pretty(&m)?.as_bytes(),
-    )?;
-    let label = a
-        .trace
-        .file_name()
-        .map(|n| n.to_string_lossy().to_string())
-        .unwrap_or_default();
+    write_file(&a.out.join("mrc.json"), serde_json::to_string_pretty(&m)?.as_bytes())?;
+    let label = a.trace.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
     plot::mrc_chart(&m, &label, &a.out.join("mrc.png")).map_err(anyhow::Error::msg)?;
     println!("wrote {}/mrc.csv, mrc.json, mrc.png", a.out.display());
     Ok(())
@@ -525,15 +448,8 @@ fn cmd_mrc(a: MrcArgs, bars: &Bars) -> Result<()> {
 
 fn cmd_trace(t: TraceCommand, bars: &Bars) -> Result<()> {
     match t {
-        TraceCommand::Stat {
-            trace,
-            trace_opts,
-            objects,
-            json,
-        } => {
-            let mode = ObjectMode::parse(&objects)
-                .map_err(anyhow::Error::msg)
-                .context("--objects")?;
+        TraceCommand::Stat { trace, trace_opts, objects, json } => {
+            let mode = ObjectMode::parse(&objects).map_err(anyhow::Error::msg).context("--objects")?;
             let mut tr = trace_opts.open(&trace)?;
             let mut spinner = Spinner::new(bars, "reading");
             let s = tierwise_sim::stat::trace_stats(&mut tr, mode, &mut spinner)?;
@@ -551,17 +467,8 @@ fn cmd_trace(t: TraceCommand, bars: &Bars) -> Result<()> {
                 s.read_fraction() * 100.0,
                 s.writes
             );
-            println!(
-                "bytes          {} read, {} written",
-                Bytes(s.read_bytes),
-                Bytes(s.write_bytes)
-            );
-            println!(
-                "footprint      {} in {} objects ({})",
-                Bytes(s.footprint_bytes),
-                s.objects,
-                s.object_mode
-            );
+            println!("bytes          {} read, {} written", Bytes(s.read_bytes), Bytes(s.write_bytes));
+            println!("footprint      {} in {} objects ({})", Bytes(s.footprint_bytes), s.objects, s.object_mode);
             println!(
                 "duration       {:.3} s{}",
                 s.duration_s,
@@ -582,79 +489,35 @@ fn cmd_trace(t: TraceCommand, bars: &Bars) -> Result<()> {
             let max = s.size_histogram.iter().map(|x| x.1).max().unwrap_or(1);
             for (upper, count) in &s.size_histogram {
                 let bar = "#".repeat(((*count as f64 / max as f64) * 40.0).ceil() as usize);
-                println!(
-                    "  <= {:>9}  {:>10}  {bar}",
-                    Bytes(*upper).to_string(),
-                    count
-                );
+                println!("  <= {:>9}  {:>10}  {bar}", Bytes(*upper).to_string(), count);
             }
             Ok(())
         }
-        TraceCommand::Convert {
-            trace,
-            output,
-            trace_opts,
-            objects,
-        } => {
-            let mode = ObjectMode::parse(&objects)
-                .map_err(anyhow::Error::msg)
-                .context("--objects")?;
+        TraceCommand::Convert { trace, output, trace_opts, objects } => {
+            let mode = ObjectMode::parse(&objects).map_err(anyhow::Error::msg).context("--objects")?;
             let mut tr = trace_opts.open(&trace)?;
             let mapper = Mapper::new(mode, tr.info().object_trace);
             let recs = collect_objects(&mut tr, &mapper)?;
-            let f = fs::File::create(&output)
-                .with_context(|| format!("creating {}", output.display()))?;
+            let f = fs::File::create(&output).with_context(|| format!("creating {}", output.display()))?;
             let mut w = BufWriter::new(f);
             write_oracle_general(&recs, &mut w)?;
             w.flush()?;
-            println!(
-                "wrote {} oracleGeneral records ({}) to {}",
-                recs.len(),
-                mapper.mode().label(),
-                output.display()
-            );
+            println!("wrote {} oracleGeneral records ({}) to {}", recs.len(), mapper.mode().label(), output.display());
             Ok(())
         }
-        TraceCommand::Gen {
-            output,
-            requests,
-            objects,
-            alpha,
-            size,
-            write_fraction,
-            rate,
-            seed,
-        } => {
+        TraceCommand::Gen { output, requests, objects, alpha, size, write_fraction, rate, seed } => {
             if objects == 0 || size == 0 || !(0.0..=1.0).contains(&write_fraction) || alpha < 0.0 {
-                bail!(
-                    "--objects and --size must be positive, --write-fraction within 0..=1, --alpha >= 0"
-                );
+                bail!("--objects and --size must be positive, --write-fraction within 0..=1, --alpha >= 0");
             }
-            let w = ZipfWorkload {
-                requests,
-                objects,
-                alpha,
-                size,
-                write_fraction,
-                rate,
-                seed,
-            };
-            let f = fs::File::create(&output)
-                .with_context(|| format!("creating {}", output.display()))?;
+            let w = ZipfWorkload { requests, objects, alpha, size, write_fraction, rate, seed };
+            let f = fs::File::create(&output).with_context(|| format!("creating {}", output.display()))?;
             let mut out = BufWriter::new(f);
             let name = output.to_string_lossy().to_lowercase();
             if name.contains("mqsim") {
                 let mut err = None;
                 w.generate(|r| {
                     let ty = u8::from(r.op == tierwise_sim::trace::IoOp::Read);
-                    if let Err(e) = writeln!(
-                        out,
-                        "{} 0 {} {} {}",
-                        r.time_ns,
-                        r.offset / 512,
-                        r.len.div_ceil(512),
-                        ty
-                    ) {
+                    if let Err(e) = writeln!(out, "{} 0 {} {} {}", r.time_ns, r.offset / 512, r.len.div_ceil(512), ty) {
                         err.get_or_insert(e);
                     }
                 });
@@ -664,11 +527,7 @@ fn cmd_trace(t: TraceCommand, bars: &Bars) -> Result<()> {
             } else {
                 let mut recs = Vec::with_capacity(requests as usize);
                 w.generate(|r| {
-                    recs.push((
-                        (r.time_ns / 1_000_000_000) as u32,
-                        r.key,
-                        size.min(u64::from(u32::MAX)) as u32,
-                    ))
+                    recs.push(((r.time_ns / 1_000_000_000) as u32, r.key, size.min(u64::from(u32::MAX)) as u32))
                 });
                 write_oracle_general(&recs, &mut out)?;
             }
@@ -698,8 +557,7 @@ fn cmd_bench(a: BenchArgs) -> Result<()> {
         bail!("--requests, --objects and --csv-lines must be positive");
     }
     let repo = repo_root();
-    let results = tierwise_bench::run(&o, &repo, &mut |s| eprintln!("bench: {s}"))
-        .map_err(anyhow::Error::msg)?;
+    let results = tierwise_bench::run(&o, &repo, &mut |s| eprintln!("bench: {s}")).map_err(anyhow::Error::msg)?;
     print!("{}", tierwise_bench::render(&results));
     if let Some(p) = a.json {
         write_file(&p, serde_json::to_string_pretty(&results)?.as_bytes())?;
@@ -732,10 +590,7 @@ fn cmd_list(what: Option<&str>) -> Result<()> {
                 println!("      {:<18} default {:<14} {}", p.name, p.default, p.help);
             }
             if a.uses_collector {
-                println!(
-                    "      {:<18} default {:<14} any collector below, with its knobs",
-                    "collector", "lru"
-                );
+                println!("      {:<18} default {:<14} any collector below, with its knobs", "collector", "lru");
             }
         }
         println!();

@@ -16,15 +16,8 @@ pub struct Bars {
 impl Bars {
     /// Bars, or none when `quiet`.
     pub fn new(quiet: bool) -> Bars {
-        let target = if quiet {
-            ProgressDrawTarget::hidden()
-        } else {
-            ProgressDrawTarget::stderr()
-        };
-        Bars {
-            multi: MultiProgress::with_draw_target(target),
-            quiet,
-        }
+        let target = if quiet { ProgressDrawTarget::hidden() } else { ProgressDrawTarget::stderr() };
+        Bars { multi: MultiProgress::with_draw_target(target), quiet }
     }
 
     /// Removes all bars from the screen.
@@ -41,15 +34,10 @@ pub struct Spinner {
 impl Spinner {
     /// A spinner labelled `label`.
     pub fn new(bars: &Bars, label: &str) -> Spinner {
-        let bar = if bars.quiet {
-            ProgressBar::hidden()
-        } else {
-            bars.multi.add(ProgressBar::new_spinner())
-        };
-        let style = ProgressStyle::with_template(
-            "{spinner} {prefix:<48} {human_pos:>12} requests  {per_sec:>14}  {elapsed}",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_spinner());
+        let bar = if bars.quiet { ProgressBar::hidden() } else { bars.multi.add(ProgressBar::new_spinner()) };
+        let style =
+            ProgressStyle::with_template("{spinner} {prefix:<48} {human_pos:>12} requests  {per_sec:>14}  {elapsed}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner());
         bar.set_style(style);
         bar.set_prefix(label.to_string());
         bar.enable_steady_tick(Duration::from_millis(200));

@@ -2,10 +2,7 @@
 //! of bad input getting a clear message (never a panic): unknown policy or knob, SSD sizes that
 //! are zero, negative or larger than the footprint, malformed trace lines, unknown flags.
 
-#![expect(
-    clippy::unwrap_used,
-    reason = "a failing setup should stop the test loudly"
-)]
+#![expect(clippy::unwrap_used, reason = "a failing setup should stop the test loudly")]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -19,20 +16,12 @@ fn trace(name: &str) -> String {
 }
 
 fn tierwise(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tierwise"))
-        .args(["--quiet"])
-        .args(args)
-        .output()
-        .unwrap()
+    Command::new(env!("CARGO_BIN_EXE_tierwise")).args(["--quiet"]).args(args).output().unwrap()
 }
 
 fn ok(args: &[&str]) -> String {
     let o = tierwise(args);
-    assert!(
-        o.status.success(),
-        "{args:?} failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert!(o.status.success(), "{args:?} failed: {}", String::from_utf8_lossy(&o.stderr));
     String::from_utf8_lossy(&o.stdout).to_string()
 }
 
@@ -50,14 +39,7 @@ fn fails(args: &[&str], want: &[&str]) {
 fn compare_writes_table_json_csv_and_png() {
     let out = tempfile::tempdir().unwrap();
     let dir = out.path().display().to_string();
-    let s = ok(&[
-        "compare",
-        &trace("msr_hm_0.excerpt1000.csv"),
-        "--ssd",
-        "10%,50%",
-        "--out",
-        &dir,
-    ]);
+    let s = ok(&["compare", &trace("msr_hm_0.excerpt1000.csv"), "--ssd", "10%,50%", "--out", &dir]);
     for arch in ["hdd-only", "linear", "cache:mode=write-back", "ssd-only"] {
         assert!(s.contains(arch), "{s}");
     }
@@ -88,14 +70,7 @@ fn sim_reports_metrics_and_writes_json() {
         &json,
         "--spin-down",
     ]);
-    for w in [
-        "reads served",
-        "response",
-        "energy",
-        "endurance",
-        "HCA metrics",
-        "requests       24783",
-    ] {
+    for w in ["reads served", "response", "energy", "endurance", "HCA metrics", "requests       24783"] {
         assert!(s.contains(w), "{w}: {s}");
     }
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
@@ -106,14 +81,8 @@ fn sim_reports_metrics_and_writes_json() {
 #[test]
 fn trace_stat_matches_provenance() {
     let s = ok(&["trace", "stat", &trace("msr_hm_0.excerpt1000.csv")]);
-    assert!(
-        s.contains("requests       1000 (508 reads = 50.8%, 492 writes)"),
-        "{s}"
-    );
-    assert!(
-        s.contains("1917 objects"),
-        "4 KiB pages touched, per PROVENANCE.md: {s}"
-    );
+    assert!(s.contains("requests       1000 (508 reads = 50.8%, 492 writes)"), "{s}");
+    assert!(s.contains("1917 objects"), "4 KiB pages touched, per PROVENANCE.md: {s}");
     assert!(s.contains("duration       127.2"), "{s}");
 }
 
@@ -121,13 +90,7 @@ fn trace_stat_matches_provenance() {
 fn convert_round_trips_in_libcachesim_mode() {
     let out = tempfile::tempdir().unwrap();
     let og = out.path().join("cp.oracleGeneral").display().to_string();
-    ok(&[
-        "trace",
-        "convert",
-        &trace("cloudphysics_libcachesim.sample.vscsi.gz"),
-        "-o",
-        &og,
-    ]);
+    ok(&["trace", "convert", &trace("cloudphysics_libcachesim.sample.vscsi.gz"), "-o", &og]);
     let a = ok(&[
         "sim",
         &trace("cloudphysics_libcachesim.sample.vscsi.gz"),
@@ -152,40 +115,18 @@ fn convert_round_trips_in_libcachesim_mode() {
         "--timing",
         "none",
     ]);
-    let misses = |s: &str| {
-        s.lines()
-            .find(|l| l.starts_with("request misses"))
-            .unwrap()
-            .to_string()
-    };
+    let misses = |s: &str| s.lines().find(|l| l.starts_with("request misses")).unwrap().to_string();
     assert_eq!(misses(&a), misses(&b));
-    assert!(
-        misses(&a).contains("94823"),
-        "libCacheSim's LRU count: {}",
-        misses(&a)
-    );
+    assert!(misses(&a).contains("94823"), "libCacheSim's LRU count: {}", misses(&a));
 }
 
 #[test]
 fn mrc_writes_curve() {
     let out = tempfile::tempdir().unwrap();
     let dir = out.path().display().to_string();
-    let s = ok(&[
-        "mrc",
-        &trace("msr_hm_0.excerpt1000.csv"),
-        "--points",
-        "8",
-        "--out",
-        &dir,
-    ]);
+    let s = ok(&["mrc", &trace("msr_hm_0.excerpt1000.csv"), "--points", "8", "--out", &dir]);
     assert!(s.contains("one pass"), "{s}");
-    assert_eq!(
-        std::fs::read_to_string(out.path().join("mrc.csv"))
-            .unwrap()
-            .lines()
-            .count(),
-        1 + 8
-    );
+    assert_eq!(std::fs::read_to_string(out.path().join("mrc.csv")).unwrap().lines().count(), 1 + 8);
     assert!(out.path().join("mrc.png").exists());
 }
 
@@ -193,18 +134,7 @@ fn mrc_writes_curve() {
 fn gen_writes_a_readable_trace() {
     let out = tempfile::tempdir().unwrap();
     let p = out.path().join("z.mqsim").display().to_string();
-    ok(&[
-        "trace",
-        "gen",
-        "-o",
-        &p,
-        "--requests",
-        "1000",
-        "--objects",
-        "100",
-        "--write-fraction",
-        "0.3",
-    ]);
+    ok(&["trace", "gen", "-o", &p, "--requests", "1000", "--objects", "100", "--write-fraction", "0.3"]);
     let s = ok(&["trace", "stat", &p]);
     assert!(s.contains("requests       1000"), "{s}");
 }
@@ -229,119 +159,39 @@ fn list_shows_every_registry() {
     ] {
         assert!(s.contains(w), "{w}");
     }
-    fails(
-        &["list", "gadgets"],
-        &["architectures, collectors, formats, devices"],
-    );
+    fails(&["list", "gadgets"], &["architectures, collectors, formats, devices"]);
 }
 
 #[test]
 fn bad_policies_and_knobs_list_the_valid_ones() {
     let t = trace("msr_hm_0.excerpt1000.csv");
+    fails(&["sim", &t, "--arch", "cachez", "--ssd", "10%"], &["unknown architecture `cachez`", "hdd-only", "cache"]);
+    fails(&["sim", &t, "--arch", "cache:collector=lruu", "--ssd", "10%"], &["unknown collector `lruu`", "lfu", "arc"]);
+    fails(&["sim", &t, "--arch", "cache:colour=red", "--ssd", "10%"], &["no parameter `colour`", "mode", "dirty-high"]);
+    fails(&["sim", &t, "--arch", "cache:mode=sideways", "--ssd", "10%"], &["mode", "write-back"]);
+    fails(&["sim", &t, "--arch", "cache:dirty-high=10,dirty-low=20", "--ssd", "10%"], &["dirty-low", "dirty-high"]);
+    fails(&["compare", &t, "--arch", "hdd-only", "--arch", "cache:collector=nope", "--ssd", "10%"], &["nope", "lru"]);
     fails(
-        &["sim", &t, "--arch", "cachez", "--ssd", "10%"],
-        &["unknown architecture `cachez`", "hdd-only", "cache"],
-    );
-    fails(
-        &["sim", &t, "--arch", "cache:collector=lruu", "--ssd", "10%"],
-        &["unknown collector `lruu`", "lfu", "arc"],
-    );
-    fails(
-        &["sim", &t, "--arch", "cache:colour=red", "--ssd", "10%"],
-        &["no parameter `colour`", "mode", "dirty-high"],
-    );
-    fails(
-        &["sim", &t, "--arch", "cache:mode=sideways", "--ssd", "10%"],
-        &["mode", "write-back"],
-    );
-    fails(
-        &[
-            "sim",
-            &t,
-            "--arch",
-            "cache:dirty-high=10,dirty-low=20",
-            "--ssd",
-            "10%",
-        ],
-        &["dirty-low", "dirty-high"],
-    );
-    fails(
-        &[
-            "compare",
-            &t,
-            "--arch",
-            "hdd-only",
-            "--arch",
-            "cache:collector=nope",
-            "--ssd",
-            "10%",
-        ],
-        &["nope", "lru"],
-    );
-    fails(
-        &[
-            "sim", &t, "--arch", "cache", "--ssd", "10%", "--timing", "sideways",
-        ],
+        &["sim", &t, "--arch", "cache", "--ssd", "10%", "--timing", "sideways"],
         &["none, open[:SPEEDUP] or closed[:DEPTH]"],
     );
+    fails(&["sim", &t, "--arch", "cache", "--ssd", "10%", "--objects", "bricks"], &["blocks[:SIZE], requests, lcs"]);
     fails(
-        &[
-            "sim",
-            &t,
-            "--arch",
-            "cache",
-            "--ssd",
-            "10%",
-            "--objects",
-            "bricks",
-        ],
-        &["blocks[:SIZE], requests, lcs"],
-    );
-    fails(
-        &[
-            "sim", &t, "--arch", "cache", "--ssd", "10%", "--hdd", "floppy",
-        ],
+        &["sim", &t, "--arch", "cache", "--ssd", "10%", "--hdd", "floppy"],
         &["unknown hdd preset `floppy`", "wd5000aaks"],
     );
-    fails(
-        &[
-            "sim",
-            &t,
-            "--arch",
-            "cache",
-            "--ssd",
-            "10%",
-            "--read-weight",
-            "7",
-        ],
-        &["--read-weight"],
-    );
+    fails(&["sim", &t, "--arch", "cache", "--ssd", "10%", "--read-weight", "7"], &["--read-weight"]);
     fails(&["sim", &t, "--frobnicate"], &["--frobnicate"]);
 }
 
 #[test]
 fn bad_ssd_sizes_are_refused_clearly() {
     let t = trace("msr_hm_0.excerpt1000.csv");
-    fails(
-        &["sim", &t, "--arch", "cache", "--ssd", "0"],
-        &["must be above zero"],
-    );
-    fails(
-        &["sim", &t, "--arch", "cache", "--ssd", "-5%"],
-        &["must be positive"],
-    );
-    fails(
-        &["sim", &t, "--arch", "cache", "--ssd", "150%"],
-        &["at most 100%"],
-    );
-    fails(
-        &["sim", &t, "--arch", "cache", "--ssd", "lots"],
-        &["SSD size `lots`"],
-    );
-    fails(
-        &["compare", &t, "--ssd", "1TiB"],
-        &["not smaller than the trace's footprint", "--allow-oversize"],
-    );
+    fails(&["sim", &t, "--arch", "cache", "--ssd", "0"], &["must be above zero"]);
+    fails(&["sim", &t, "--arch", "cache", "--ssd", "-5%"], &["must be positive"]);
+    fails(&["sim", &t, "--arch", "cache", "--ssd", "150%"], &["at most 100%"]);
+    fails(&["sim", &t, "--arch", "cache", "--ssd", "lots"], &["SSD size `lots`"]);
+    fails(&["compare", &t, "--ssd", "1TiB"], &["not smaller than the trace's footprint", "--allow-oversize"]);
     ok(&[
         "compare",
         &t,
@@ -364,32 +214,13 @@ fn malformed_trace_lines_name_file_line_and_field() {
     std::fs::write(&p, "128166385295514663,hm,0,Write,9056014336,2048,2833\n128166385295514878,hm,0,Wrong,11855351808,512,2617\n128166385295515175,hm,0,Read,5548077056,4096,2320\n").unwrap();
     let ps = p.display().to_string();
     fails(
-        &[
-            "sim", &ps, "--format", "msr", "--arch", "hdd-only", "--ssd", "50%",
-        ],
+        &["sim", &ps, "--format", "msr", "--arch", "hdd-only", "--ssd", "50%"],
         &["bad.csv:2", "`Type`", "Read or Write"],
     );
-    let s = ok(&[
-        "sim",
-        &ps,
-        "--format",
-        "msr",
-        "--arch",
-        "hdd-only",
-        "--ssd",
-        "50%",
-        "--skip-bad-lines",
-    ]);
+    let s = ok(&["sim", &ps, "--format", "msr", "--arch", "hdd-only", "--ssd", "50%", "--skip-bad-lines"]);
     assert!(s.contains("1 bad lines skipped"), "{s}");
     fails(
-        &[
-            "sim",
-            "/nonexistent/x.csv",
-            "--arch",
-            "hdd-only",
-            "--ssd",
-            "10%",
-        ],
+        &["sim", "/nonexistent/x.csv", "--arch", "hdd-only", "--ssd", "10%"],
         &["/nonexistent/x.csv", "No such file"],
     );
 }

@@ -53,11 +53,7 @@ mod tests {
         a.set(Nanos(10));
         assert_eq!(b.now(), Nanos(10));
         b.set(Nanos(5));
-        assert_eq!(
-            a.now(),
-            Nanos(10),
-            "setting an earlier time must not move the clock back"
-        );
+        assert_eq!(a.now(), Nanos(10), "setting an earlier time must not move the clock back");
         b.advance(Nanos(3));
         assert_eq!(a.now(), Nanos(13));
     }

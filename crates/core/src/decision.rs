@@ -30,22 +30,12 @@ pub struct Served {
 impl Served {
     /// Served by one level only.
     pub fn by(level: Level) -> Served {
-        Served {
-            level,
-            touches: Levels::one(level),
-            slow_addr: LOGICAL_ADDR,
-            fast_addr: LOGICAL_ADDR,
-        }
+        Served { level, touches: Levels::one(level), slow_addr: LOGICAL_ADDR, fast_addr: LOGICAL_ADDR }
     }
     /// Written to several levels; the slowest acknowledges.
     pub fn written_to(touches: Levels) -> Served {
         let level = touches.slowest().unwrap_or(Level::Slow);
-        Served {
-            level,
-            touches,
-            slow_addr: LOGICAL_ADDR,
-            fast_addr: LOGICAL_ADDR,
-        }
+        Served { level, touches, slow_addr: LOGICAL_ADDR, fast_addr: LOGICAL_ADDR }
     }
     /// Sets the slow-device address.
     pub fn at_slow(mut self, addr: u64) -> Served {
@@ -59,12 +49,7 @@ impl Served {
     }
     /// A metadata-only operation (create, delete, rename, stat) touches no data device.
     pub fn metadata() -> Served {
-        Served {
-            level: Level::Ram,
-            touches: Levels::NONE,
-            slow_addr: LOGICAL_ADDR,
-            fast_addr: LOGICAL_ADDR,
-        }
+        Served { level: Level::Ram, touches: Levels::NONE, slow_addr: LOGICAL_ADDR, fast_addr: LOGICAL_ADDR }
     }
 }
 

@@ -13,10 +13,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::arch::{AnyArch, Architecture, Placement, Usage};
-use crate::{
-    Clock, Level, ManualClock, Nanos, ObjectId, Op, Outcome, Request, Served, Work, WorkId,
-    WorkKind,
-};
+use crate::{Clock, Level, ManualClock, Nanos, ObjectId, Op, Outcome, Request, Served, Work, WorkId, WorkKind};
 
 /// Completion problems. The engine's state is unchanged when one is returned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -150,6 +147,9 @@ pub struct Ctx<'a> {
     stats: &'a mut EngineStats,
     /// Instant mode: work completes successfully as soon as the current call returns.
     deferred: Option<&'a mut Vec<Work>>,
+    /// Whether invalidations are queued for the front end (a simulator without a physical SSD
+    /// layout has nothing to do with them).
+    report_invalidations: bool,
 }
 
 impl Ctx<'_> {
@@ -172,6 +172,9 @@ impl Ctx<'_> {
         } else {
             work.id = WorkId(u64::MAX);
             self.stats.done[EngineStats::kind_index(work.kind)] += 1;
+            if !self.report_invalidations {
+                return work.id;
+            }
         }
         self.out.push(work);
         work.id
@@ -193,6 +196,7 @@ pub struct Engine<C: Clock = ManualClock> {
     seq: u64,
     instant: bool,
     deferred: Vec<Work>,
+    report_invalidations: bool,
 }
 
 impl<C: Clock> Engine<C> {
@@ -207,7 +211,14 @@ impl<C: Clock> Engine<C> {
             seq: 0,
             instant: false,
             deferred: Vec::with_capacity(64),
+            report_invalidations: true,
         }
+    }
+
+    /// Whether invalidations are queued for [`Engine::drain_work`] (default: yes). A front end
+    /// that keeps no copies itself — the simulator — turns this off.
+    pub fn set_report_invalidations(&mut self, on: bool) {
+        self.report_invalidations = on;
     }
 
     /// Instant mode, for hit-ratio simulation (libCacheSim's model): every piece of work
@@ -220,22 +231,18 @@ impl<C: Clock> Engine<C> {
 
     fn ctx(&mut self) -> (Ctx<'_>, &mut AnyArch) {
         let now = self.clock.now();
-        let deferred = if self.instant {
-            Some(&mut self.deferred)
-        } else {
-            None
+        let deferred = if self.instant { Some(&mut self.deferred) } else { None };
+        let report_invalidations = self.report_invalidations;
+        let cx = Ctx {
+            now,
+            seq: self.seq,
+            works: &mut self.works,
+            out: &mut self.out,
+            stats: &mut self.stats,
+            deferred,
+            report_invalidations,
         };
-        (
-            Ctx {
-                now,
-                seq: self.seq,
-                works: &mut self.works,
-                out: &mut self.out,
-                stats: &mut self.stats,
-                deferred,
-            },
-            &mut self.arch,
-        )
+        (cx, &mut self.arch)
     }
 
     /// Instant mode: completes the work issued by the call that just returned (and any work
@@ -281,11 +288,12 @@ impl<C: Clock> Engine<C> {
         served
     }
 
-    /// A hint that `obj` will be accessed soon; lets the architecture prefetch its metadata
-    /// (the simulator calls it a few requests ahead).
+    /// A hint that `obj` will be accessed soon; lets the architecture prefetch its metadata.
+    /// The simulator calls it twice per access: `deep == false` about eight accesses ahead,
+    /// `deep == true` about four ahead.
     #[inline]
-    pub fn prefetch(&self, obj: ObjectId) {
-        self.arch.prefetch(obj);
+    pub fn prefetch(&self, obj: ObjectId, deep: bool) {
+        self.arch.prefetch(obj, deep);
     }
 
     /// Work queued since the last drain, in the order it must be applied.
@@ -414,10 +422,7 @@ mod tests {
         assert!(t.take(a).is_none(), "double completion is refused");
         let b = t.insert(w);
         assert_ne!(a, b, "a reused slot gets a new generation");
-        assert!(
-            t.take(a).is_none(),
-            "a stale id does not complete the new work"
-        );
+        assert!(t.take(a).is_none(), "a stale id does not complete the new work");
         assert!(t.take(b).is_some());
         assert!(t.take(WorkId(12345)).is_none());
     }

@@ -25,15 +25,9 @@ pub use clock::{Clock, ManualClock};
 pub use decision::{LOGICAL_ADDR, Outcome, Served, Work, WorkKind};
 pub use engine::{CompleteError, Engine, EngineStats};
 pub use params::ConfigError;
-pub use types::{
-    Bytes, Level, Levels, Nanos, ObjectClass, ObjectId, ObjectKind, Op, Request, Slot, Tier, WorkId,
-};
+pub use types::{Bytes, Level, Levels, Nanos, ObjectClass, ObjectId, ObjectKind, Op, Request, Slot, Tier, WorkId};
 
 /// Builds an engine from an architecture spec (e.g. `cache:mode=write-back,collector=arc`).
-pub fn engine_from_spec<C: Clock>(
-    spec: &str,
-    setup: &Setup,
-    clock: C,
-) -> Result<Engine<C>, ConfigError> {
+pub fn engine_from_spec<C: Clock>(spec: &str, setup: &Setup, clock: C) -> Result<Engine<C>, ConfigError> {
     Ok(Engine::new(build_arch(spec, setup)?, clock))
 }

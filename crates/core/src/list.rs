@@ -16,10 +16,7 @@ pub struct Link {
 
 impl Default for Link {
     fn default() -> Self {
-        Link {
-            prev: NIL,
-            next: NIL,
-        }
+        Link { prev: NIL, next: NIL }
     }
 }
 
@@ -41,11 +38,7 @@ pub struct List {
 
 impl Default for List {
     fn default() -> Self {
-        List {
-            head: NIL,
-            tail: NIL,
-            len: 0,
-        }
+        List { head: NIL, tail: NIL, len: 0 }
     }
 }
 
@@ -74,10 +67,7 @@ impl List {
     /// Links `s` at the head. Caller guarantees `s` is in no list.
     #[inline]
     pub fn push_front<N: Linked>(&mut self, nodes: &mut [N], s: u32) {
-        *nodes[s as usize].link_mut() = Link {
-            prev: NIL,
-            next: self.head,
-        };
+        *nodes[s as usize].link_mut() = Link { prev: NIL, next: self.head };
         if self.head != NIL {
             nodes[self.head as usize].link_mut().prev = s;
         } else {
@@ -90,10 +80,7 @@ impl List {
     /// Links `s` at the tail. Caller guarantees `s` is in no list.
     #[inline]
     pub fn push_back<N: Linked>(&mut self, nodes: &mut [N], s: u32) {
-        *nodes[s as usize].link_mut() = Link {
-            prev: self.tail,
-            next: NIL,
-        };
+        *nodes[s as usize].link_mut() = Link { prev: self.tail, next: NIL };
         if self.tail != NIL {
             nodes[self.tail as usize].link_mut().next = s;
         } else {

@@ -60,10 +60,7 @@ fn tag_of(hash: u64) -> u64 {
 #[inline(always)]
 pub fn prefetch<T>(p: *const T) {
     #[cfg(target_arch = "x86_64")]
-    #[expect(
-        unsafe_code,
-        reason = "_mm_prefetch is a hint with no effect on memory safety"
-    )]
+    #[expect(unsafe_code, reason = "_mm_prefetch is a hint with no effect on memory safety")]
     // SAFETY: prefetching an address never faults and has no observable effect on memory.
     unsafe {
         std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast());
@@ -81,12 +78,7 @@ impl<M> ObjectTable<M> {
     /// An empty table with room for `n` objects.
     pub fn with_capacity(n: usize) -> Self {
         let buckets = (n * 4 / 3 + 1).max(16);
-        ObjectTable {
-            index: vec![0; buckets],
-            entries: Vec::with_capacity(n),
-            free: Vec::new(),
-            live: 0,
-        }
+        ObjectTable { index: vec![0; buckets], entries: Vec::with_capacity(n), free: Vec::new(), live: 0 }
     }
 
     /// Number of live objects.
@@ -104,10 +96,17 @@ impl<M> ObjectTable<M> {
         self.entries.len()
     }
 
+    /// The home bucket of a tag (multiply-shift of the 32 tag bits): computable from an index
+    /// word alone, so deletion and growth never read the entries.
+    #[inline]
+    fn home_of_tag(&self, tag: u64) -> usize {
+        ((tag * self.index.len() as u64) >> 32) as usize
+    }
+
     /// The home bucket of a hash.
     #[inline]
     fn home(&self, h: u64) -> usize {
-        ((u128::from(h) * self.index.len() as u128) >> 64) as usize
+        self.home_of_tag(tag_of(h))
     }
 
     #[inline]
@@ -120,6 +119,30 @@ impl<M> ObjectTable<M> {
     pub fn prefetch(&self, id: ObjectId) {
         let i = self.home(hash_id(id));
         prefetch(self.index.as_ptr().wrapping_add(i));
+    }
+
+    /// Second prefetch stage (call after [`ObjectTable::prefetch`] had time to land): reads the
+    /// index words of `id`'s cluster, and for the first tag match prefetches that entry and
+    /// returns its slot. Unverified — the id is not compared, so the slot MAY be another
+    /// object's (only ever used for prefetching).
+    #[inline]
+    pub fn prefetch_entry(&self, id: ObjectId) -> Option<Slot> {
+        let h = hash_id(id);
+        let tag = tag_of(h);
+        let mut i = self.home(h);
+        for _ in 0..8 {
+            let w = self.index[i];
+            if w == 0 {
+                return None;
+            }
+            if w >> 32 == tag {
+                let s = w as u32;
+                prefetch(self.entries.as_ptr().wrapping_add(s as usize));
+                return Some(Slot(s));
+            }
+            i = self.next(i);
+        }
+        None
     }
 
     /// Position of `id` in the index, and its slot.
@@ -162,8 +185,11 @@ impl<M> ObjectTable<M> {
         let buckets = self.index.len() + self.index.len() / 2;
         let old = std::mem::replace(&mut self.index, vec![0; buckets]);
         for w in old.into_iter().filter(|&w| w != 0) {
-            let s = w as u32;
-            self.place(hash_id(self.entries[s as usize].id), s);
+            let mut i = self.home_of_tag(w >> 32);
+            while self.index[i] != 0 {
+                i = self.next(i);
+            }
+            self.index[i] = w;
         }
     }
 
@@ -204,13 +230,9 @@ impl<M> ObjectTable<M> {
             if w == 0 {
                 break;
             }
-            let home = self.home(hash_id(self.entries[w as u32 as usize].id));
+            let home = self.home_of_tag(w >> 32);
             // Move w back to pos when pos lies cyclically in [home, j).
-            let between = if pos <= j {
-                home <= pos || home > j
-            } else {
-                home <= pos && home > j
-            };
+            let between = if pos <= j { home <= pos || home > j } else { home <= pos && home > j };
             if between {
                 self.index[pos] = w;
                 pos = j;
@@ -262,17 +284,12 @@ impl<M> ObjectTable<M> {
 
     /// Iterates live slots (order unspecified).
     pub fn slots(&self) -> impl Iterator<Item = Slot> + '_ {
-        self.index
-            .iter()
-            .filter(|&&w| w != 0)
-            .map(|&w| Slot(w as u32))
+        self.index.iter().filter(|&&w| w != 0).map(|&w| Slot(w as u32))
     }
 
     /// Heap bytes held.
     pub fn memory_bytes(&self) -> usize {
-        self.index.capacity() * 8
-            + self.entries.capacity() * std::mem::size_of::<Entry<M>>()
-            + self.free.capacity() * 4
+        self.index.capacity() * 8 + self.entries.capacity() * std::mem::size_of::<Entry<M>>() + self.free.capacity() * 4
     }
 }
 

@@ -91,10 +91,7 @@ impl Params {
             None => (spec, ""),
         };
         if name.is_empty() {
-            return Err(ConfigError::Malformed {
-                spec: spec.to_string(),
-                reason: "empty name".into(),
-            });
+            return Err(ConfigError::Malformed { spec: spec.to_string(), reason: "empty name".into() });
         }
         let mut params = Params::new(name);
         if !rest.is_empty() {
@@ -117,11 +114,7 @@ impl Params {
 
     /// Empty parameters owned by `owner` (used in error messages).
     pub fn new(owner: &str) -> Params {
-        Params {
-            owner: owner.to_string(),
-            pairs: Vec::new(),
-            used: Vec::new(),
-        }
+        Params { owner: owner.to_string(), pairs: Vec::new(), used: Vec::new() }
     }
 
     /// Adds or replaces a pair.
@@ -152,10 +145,7 @@ impl Params {
 
     /// The raw value of a key, without marking it consumed.
     pub fn peek(&self, key: &str) -> Option<&str> {
-        self.pairs
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
+        self.pairs.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
     }
 
     /// The raw value of a key, marking it consumed.
@@ -179,9 +169,7 @@ impl Params {
         let Some(raw) = self.take_raw(key) else {
             return Ok(default);
         };
-        let v: u64 = raw
-            .parse()
-            .map_err(|_| self.invalid(key, &raw, format!("an integer in {min}..={max}")))?;
+        let v: u64 = raw.parse().map_err(|_| self.invalid(key, &raw, format!("an integer in {min}..={max}")))?;
         if v < min || v > max {
             return Err(self.invalid(key, &raw, format!("an integer in {min}..={max}")));
         }
@@ -193,9 +181,7 @@ impl Params {
         let Some(raw) = self.take_raw(key) else {
             return Ok(default);
         };
-        let v: f64 = raw
-            .parse()
-            .map_err(|_| self.invalid(key, &raw, format!("a number in {min}..={max}")))?;
+        let v: f64 = raw.parse().map_err(|_| self.invalid(key, &raw, format!("a number in {min}..={max}")))?;
         if !(v >= min && v <= max) {
             return Err(self.invalid(key, &raw, format!("a number in {min}..={max}")));
         }
@@ -203,20 +189,12 @@ impl Params {
     }
 
     /// A percentage written as `50` or `50%`, in `[min, max]`, returned as a fraction 0..=1.
-    pub fn percent(
-        &mut self,
-        key: &str,
-        default_pct: f64,
-        min: f64,
-        max: f64,
-    ) -> Result<f64, ConfigError> {
+    pub fn percent(&mut self, key: &str, default_pct: f64, min: f64, max: f64) -> Result<f64, ConfigError> {
         let Some(raw) = self.take_raw(key) else {
             return Ok(default_pct / 100.0);
         };
         let t = raw.trim_end_matches('%');
-        let v: f64 = t
-            .parse()
-            .map_err(|_| self.invalid(key, &raw, format!("a percentage in {min}..={max}")))?;
+        let v: f64 = t.parse().map_err(|_| self.invalid(key, &raw, format!("a percentage in {min}..={max}")))?;
         if !(v >= min && v <= max) {
             return Err(self.invalid(key, &raw, format!("a percentage in {min}..={max}")));
         }
@@ -224,13 +202,7 @@ impl Params {
     }
 
     /// A byte size (`4096`, `4k`, `64MiB`, `1GB`) in `[min, max]`.
-    pub fn size(
-        &mut self,
-        key: &str,
-        default: u64,
-        min: u64,
-        max: u64,
-    ) -> Result<u64, ConfigError> {
+    pub fn size(&mut self, key: &str, default: u64, min: u64, max: u64) -> Result<u64, ConfigError> {
         let Some(raw) = self.take_raw(key) else {
             return Ok(default);
         };
@@ -242,13 +214,7 @@ impl Params {
     }
 
     /// A duration (`5s`, `200ms`, `24h`; a bare number is seconds) in `[min, max]`.
-    pub fn duration(
-        &mut self,
-        key: &str,
-        default: Nanos,
-        min: Nanos,
-        max: Nanos,
-    ) -> Result<Nanos, ConfigError> {
+    pub fn duration(&mut self, key: &str, default: Nanos, min: Nanos, max: Nanos) -> Result<Nanos, ConfigError> {
         let Some(raw) = self.take_raw(key) else {
             return Ok(default);
         };
@@ -272,12 +238,7 @@ impl Params {
     }
 
     /// One of a fixed set of words; returns its index in `choices`.
-    pub fn choice(
-        &mut self,
-        key: &str,
-        default: usize,
-        choices: &[&str],
-    ) -> Result<usize, ConfigError> {
+    pub fn choice(&mut self, key: &str, default: usize, choices: &[&str]) -> Result<usize, ConfigError> {
         let Some(raw) = self.take_raw(key) else {
             return Ok(default);
         };
@@ -299,11 +260,7 @@ impl Params {
                 return Err(ConfigError::UnknownParam {
                     owner: self.owner.clone(),
                     key: k.clone(),
-                    allowed: allowed
-                        .iter()
-                        .flat_map(|s| s.iter())
-                        .map(|p| p.name.to_string())
-                        .collect(),
+                    allowed: allowed.iter().flat_map(|s| s.iter()).map(|p| p.name.to_string()).collect(),
                 });
             }
         }
@@ -312,10 +269,7 @@ impl Params {
 
     /// An inconsistency error owned by these parameters.
     pub fn inconsistent(&self, message: impl Into<String>) -> ConfigError {
-        ConfigError::Inconsistent {
-            owner: self.owner.clone(),
-            message: message.into(),
-        }
+        ConfigError::Inconsistent { owner: self.owner.clone(), message: message.into() }
     }
 }
 
@@ -334,9 +288,7 @@ impl fmt::Display for Params {
 /// `KB/MB/GB/TB` decimal, `B` or none bytes. Fractions are allowed (`1.5GiB`).
 pub fn parse_size(s: &str) -> Result<u64, String> {
     let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
     let unit = unit.trim();
     let mult: f64 = match unit.to_ascii_lowercase().as_str() {
@@ -350,14 +302,10 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         "gb" => 1e9,
         "tb" => 1e12,
         _ => {
-            return Err(format!(
-                "a size like 4096, 4k, 64MiB or 1GB (unknown unit `{unit}`)"
-            ));
+            return Err(format!("a size like 4096, 4k, 64MiB or 1GB (unknown unit `{unit}`)"));
         }
     };
-    let v: f64 = num
-        .parse()
-        .map_err(|_| "a size like 4096, 4k, 64MiB or 1GB".to_string())?;
+    let v: f64 = num.parse().map_err(|_| "a size like 4096, 4k, 64MiB or 1GB".to_string())?;
     let bytes = v * mult;
     if !bytes.is_finite() || bytes < 0.0 || bytes > u64::MAX as f64 {
         return Err("a size that fits in 64 bits".to_string());
@@ -368,9 +316,7 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
 /// Parses a duration: `ns`, `us`, `ms`, `s`, `m`, `h`, `d` suffixes; a bare number is seconds.
 pub fn parse_duration(s: &str) -> Result<Nanos, String> {
     let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
     let mult: f64 = match unit.trim() {
         "ns" => 1.0,
@@ -381,14 +327,10 @@ pub fn parse_duration(s: &str) -> Result<Nanos, String> {
         "h" => 3600e9,
         "d" => 86400e9,
         u => {
-            return Err(format!(
-                "a duration like 5s, 200ms or 24h (unknown unit `{u}`)"
-            ));
+            return Err(format!("a duration like 5s, 200ms or 24h (unknown unit `{u}`)"));
         }
     };
-    let v: f64 = num
-        .parse()
-        .map_err(|_| "a duration like 5s, 200ms or 24h".to_string())?;
+    let v: f64 = num.parse().map_err(|_| "a duration like 5s, 200ms or 24h".to_string())?;
     let ns = v * mult;
     if !ns.is_finite() || ns < 0.0 || ns > u64::MAX as f64 {
         return Err("a duration that fits in 64 bits of nanoseconds".to_string());
@@ -402,14 +344,9 @@ mod tests {
 
     #[test]
     fn spec_parsing_and_unknown_keys() {
-        let (name, mut p) =
-            Params::parse("cache:mode=write-back, collector=lfu,dirty_high=70").unwrap();
+        let (name, mut p) = Params::parse("cache:mode=write-back, collector=lfu,dirty_high=70").unwrap();
         assert_eq!(name, "cache");
-        assert_eq!(
-            p.choice("mode", 0, &["read-only", "write-through", "write-back"])
-                .unwrap(),
-            2
-        );
+        assert_eq!(p.choice("mode", 0, &["read-only", "write-through", "write-back"]).unwrap(), 2);
         assert_eq!(p.string("collector", "lru"), "lfu");
         assert!(p.finish(&[]).is_err(), "dirty-high was not consumed");
         assert!((p.percent("dirty-high", 50.0, 0.0, 100.0).unwrap() - 0.7).abs() < 1e-12);

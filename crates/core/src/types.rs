@@ -10,9 +10,7 @@ use serde::{Deserialize, Serialize};
 pub struct ObjectId(pub u64);
 
 /// Time in nanoseconds since an arbitrary epoch chosen by the [`crate::Clock`].
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
-)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Nanos(pub u64);
 
 impl Nanos {
@@ -35,11 +33,7 @@ impl Nanos {
     }
     /// From fractional seconds (negative and NaN map to zero).
     pub fn from_secs_f64(s: f64) -> Nanos {
-        if s.is_nan() || s <= 0.0 {
-            Nanos(0)
-        } else {
-            Nanos((s * 1e9).min(u64::MAX as f64) as u64)
-        }
+        if s.is_nan() || s <= 0.0 { Nanos(0) } else { Nanos((s * 1e9).min(u64::MAX as f64) as u64) }
     }
     /// As fractional seconds.
     pub fn as_secs_f64(self) -> f64 {
@@ -71,9 +65,7 @@ impl fmt::Display for Nanos {
 }
 
 /// A byte count.
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
-)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Bytes(pub u64);
 
 impl Bytes {
@@ -88,19 +80,11 @@ impl Bytes {
 impl fmt::Display for Bytes {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let b = self.0;
-        let units = [
-            (Bytes::GIB, "GiB"),
-            (Bytes::MIB, "MiB"),
-            (Bytes::KIB, "KiB"),
-        ];
+        let units = [(Bytes::GIB, "GiB"), (Bytes::MIB, "MiB"), (Bytes::KIB, "KiB")];
         for (unit, name) in units {
             if b >= unit {
                 let v = b as f64 / unit as f64;
-                return if b % unit == 0 {
-                    write!(f, "{}{name}", b / unit)
-                } else {
-                    write!(f, "{v:.2}{name}")
-                };
+                return if b % unit == 0 { write!(f, "{}{name}", b / unit) } else { write!(f, "{v:.2}{name}") };
             }
         }
         write!(f, "{b}B")
@@ -204,6 +188,10 @@ impl Levels {
     pub const fn with(self, l: Level) -> Levels {
         Levels(self.0 | 1 << l as u8)
     }
+    /// Both sets together.
+    pub const fn union(self, o: Levels) -> Levels {
+        Levels(self.0 | o.0)
+    }
     /// Membership test.
     pub const fn contains(self, l: Level) -> bool {
         self.0 & (1 << l as u8) != 0
@@ -288,33 +276,15 @@ pub struct Request {
 impl Request {
     /// A read of `len` bytes at `offset`.
     pub fn read(obj: ObjectId, offset: u64, len: u64) -> Request {
-        Request {
-            obj,
-            op: Op::Read,
-            offset,
-            len,
-            class: ObjectClass::default(),
-        }
+        Request { obj, op: Op::Read, offset, len, class: ObjectClass::default() }
     }
     /// A write of `len` bytes at `offset`.
     pub fn write(obj: ObjectId, offset: u64, len: u64) -> Request {
-        Request {
-            obj,
-            op: Op::Write,
-            offset,
-            len,
-            class: ObjectClass::default(),
-        }
+        Request { obj, op: Op::Write, offset, len, class: ObjectClass::default() }
     }
     /// Any operation with zero offset and length.
     pub fn op(obj: ObjectId, op: Op) -> Request {
-        Request {
-            obj,
-            op,
-            offset: 0,
-            len: 0,
-            class: ObjectClass::default(),
-        }
+        Request { obj, op, offset: 0, len: 0, class: ObjectClass::default() }
     }
     /// Sets the class.
     pub fn with_class(mut self, class: ObjectClass) -> Request {

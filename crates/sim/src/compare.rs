@@ -31,10 +31,7 @@ impl SsdSize {
             return Err(format!("SSD size `{s}`: must be positive"));
         }
         if let Some(p) = t.strip_suffix('%') {
-            let v: f64 = p
-                .trim()
-                .parse()
-                .map_err(|_| format!("SSD size `{s}`: expected a percentage like 25%"))?;
+            let v: f64 = p.trim().parse().map_err(|_| format!("SSD size `{s}`: expected a percentage like 25%"))?;
             return Self::fraction(v / 100.0, s);
         }
         if let Ok(v) = t.parse::<f64>()
@@ -54,9 +51,7 @@ impl SsdSize {
             return Err(format!("SSD size `{s}`: must be above zero"));
         }
         if !(v > 0.0 && v <= 1.0) {
-            return Err(format!(
-                "SSD size `{s}`: a share of the footprint must be above 0% and at most 100%"
-            ));
+            return Err(format!("SSD size `{s}`: a share of the footprint must be above 0% and at most 100%"));
         }
         Ok(SsdSize::Fraction(v))
     }
@@ -154,13 +149,8 @@ fn validate_archs(cfg: &CompareConfig, object_size: u64, ssd: u64) -> Result<(),
         return Err(CompareError::Input("no architectures to compare".into()));
     }
     for a in &cfg.archs {
-        let setup = Setup {
-            fast_capacity: ssd.max(object_size).max(1),
-            slow_capacity: 0,
-            object_size,
-        };
-        tierwise_core::build_arch(a, &setup)
-            .map_err(|e| CompareError::Input(format!("architecture `{a}`: {e}")))?;
+        let setup = Setup { fast_capacity: ssd.max(object_size).max(1), slow_capacity: 0, object_size };
+        tierwise_core::build_arch(a, &setup).map_err(|e| CompareError::Input(format!("architecture `{a}`: {e}")))?;
     }
     Ok(())
 }
@@ -180,10 +170,7 @@ pub fn compare(
     let mode = crate::objects::Mapper::new(cfg.base.objects, object_trace).mode();
     let (objects, fp) = footprint(&mut t, mode)?;
     if fp == 0 {
-        return Err(CompareError::Input(format!(
-            "{}: the trace has no requests with data",
-            path.display()
-        )));
+        return Err(CompareError::Input(format!("{}: the trace has no requests with data", path.display())));
     }
     // With `lcs:ignore-size` every object has size 1, so the footprint is the object count and
     // sizes are in objects.
@@ -244,24 +231,13 @@ pub fn compare(
             });
         }
     });
-    let results = results
-        .into_inner()
-        .map_err(|_| CompareError::Input("a worker panicked".into()))?;
+    let results = results.into_inner().map_err(|_| CompareError::Input("a worker panicked".into()))?;
     let mut rows = Vec::with_capacity(jobs.len());
     for ((size, bytes, _), r) in jobs.iter().zip(results) {
         let report = r.ok_or_else(|| CompareError::Input("a run did not finish".into()))??;
-        rows.push(CompareRow {
-            size_label: size.label(),
-            size_fraction: *bytes as f64 / fp_units as f64,
-            report,
-        });
+        rows.push(CompareRow { size_label: size.label(), size_fraction: *bytes as f64 / fp_units as f64, report });
     }
-    Ok(Comparison {
-        trace: path.display().to_string(),
-        objects,
-        footprint_bytes: fp,
-        rows,
-    })
+    Ok(Comparison { trace: path.display().to_string(), objects, footprint_bytes: fp, rows })
 }
 
 #[cfg(test)]
@@ -277,10 +253,6 @@ mod tests {
             assert!(SsdSize::parse(bad).is_err(), "{bad}");
         }
         assert_eq!(SsdSize::Fraction(0.5).resolve(10_000, 4096), 4096);
-        assert_eq!(
-            SsdSize::Fraction(0.0001).resolve(10_000, 4096),
-            4096,
-            "at least one object"
-        );
+        assert_eq!(SsdSize::Fraction(0.0001).resolve(10_000, 4096), 4096, "at least one object");
     }
 }

@@ -22,12 +22,7 @@ pub struct Histogram {
 
 impl Default for Histogram {
     fn default() -> Self {
-        Histogram {
-            counts: vec![0; 60 * SUB],
-            n: 0,
-            sum: 0,
-            max: 0,
-        }
+        Histogram { counts: vec![0; 60 * SUB], n: 0, sum: 0, max: 0 }
     }
 }
 
@@ -69,11 +64,7 @@ impl Histogram {
 
     /// Mean (exact).
     pub fn mean(&self) -> f64 {
-        if self.n == 0 {
-            0.0
-        } else {
-            self.sum as f64 / self.n as f64
-        }
+        if self.n == 0 { 0.0 } else { self.sum as f64 / self.n as f64 }
     }
 
     /// Maximum (exact).
@@ -157,11 +148,7 @@ impl HitRatios {
             return HitRatios::default();
         }
         let f = |c: u64| c as f64 / n as f64;
-        HitRatios {
-            ram: f(counts[0]),
-            ssd: f(counts[1]),
-            hdd: f(counts[2]),
-        }
+        HitRatios { ram: f(counts[0]), ssd: f(counts[1]), hdd: f(counts[2]) }
     }
 }
 
@@ -283,11 +270,7 @@ impl SimReport {
     /// libCacheSim-style miss ratio over requests.
     pub fn miss_ratio(&self) -> f64 {
         let n = self.request_hits + self.request_misses;
-        if n == 0 {
-            0.0
-        } else {
-            self.request_misses as f64 / n as f64
-        }
+        if n == 0 { 0.0 } else { self.request_misses as f64 / n as f64 }
     }
 
     /// Promotions + copies (data moved up).
@@ -338,10 +321,7 @@ mod tests {
         for v in [0u64, 1, 31, 32, 33, 1000, 1 << 40, u64::MAX / 2] {
             let b = bucket(v);
             let mid = bucket_value(b) as f64;
-            assert!(
-                v < 64 || (mid / v as f64 - 1.0).abs() < 0.04,
-                "{v} -> {mid}"
-            );
+            assert!(v < 64 || (mid / v as f64 - 1.0).abs() < 0.04, "{v} -> {mid}");
         }
     }
 }

@@ -79,9 +79,7 @@ struct Fenwick<W> {
 
 impl<W: Weight> Fenwick<W> {
     fn new(n: usize) -> Fenwick<W> {
-        Fenwick {
-            tree: vec![W::default(); n + 1],
-        }
+        Fenwick { tree: vec![W::default(); n + 1] }
     }
     #[inline]
     fn add(&mut self, mut i: usize, v: W) {
@@ -195,13 +193,16 @@ fn one_pass<W: Weight>(
     let mut cold = 0u64;
     let mut footprint = 0u64;
     let mut records = 0u64;
-    trace.for_each_ahead(u64::MAX, 8, |rec, ahead| -> Result<(), TraceError> {
+    trace.for_each_ahead(u64::MAX, (8, 24), |rec, near, far| -> Result<(), TraceError> {
         records += 1;
         if records & 0xffff == 0 {
             progress.update(records);
         }
-        if let Some(a) = ahead {
+        if let Some(a) = far {
             last.prefetch(mapper.first_object(a));
+        }
+        if let Some(a) = near {
+            last.prefetch_entry(mapper.first_object(a));
         }
         mapper.split(rec, |p| {
             accesses += 1;
@@ -231,10 +232,7 @@ fn one_pass<W: Weight>(
                     last.insert(p.req.obj, Last::default())
                 }
             };
-            *last.meta_mut(slot) = Last {
-                pos: now as u32,
-                weight: weight as u32,
-            };
+            *last.meta_mut(slot) = Last { pos: now as u32, weight: weight as u32 };
             tree.add(now, W::from_u64(weight));
             total += weight;
             who[now] = slot.0;
@@ -250,34 +248,17 @@ fn one_pass<W: Weight>(
         points.push(MrcPoint {
             size_bytes: s,
             misses,
-            miss_ratio: if accesses == 0 {
-                0.0
-            } else {
-                misses as f64 / accesses as f64
-            },
+            miss_ratio: if accesses == 0 { 0.0 } else { misses as f64 / accesses as f64 },
         });
     }
-    Ok(Mrc {
-        accesses,
-        objects: last.len() as u64,
-        footprint_bytes: footprint,
-        cold_misses: cold,
-        points,
-    })
+    Ok(Mrc { accesses, objects: last.len() as u64, footprint_bytes: footprint, cold_misses: cold, points })
 }
 
 /// Renumbers the live markers 1..=L in time order and sizes the tree to fit half as many again.
 #[cold]
-fn compact<W: Weight>(
-    tree: &mut Fenwick<W>,
-    who: &mut Vec<u32>,
-    last: &mut ObjectTable<Last>,
-    now: &mut usize,
-) {
+fn compact<W: Weight>(tree: &mut Fenwick<W>, who: &mut Vec<u32>, last: &mut ObjectTable<Last>, now: &mut usize) {
     let live = last.len();
-    let cap = (live + live / 2 + 1024)
-        .max(1 << 16)
-        .min(u32::MAX as usize - 1);
+    let cap = (live + live / 2 + 1024).max(1 << 16).min(u32::MAX as usize - 1);
     let mut new_who = vec![0u32; cap + 1];
     let mut new_tree = vec![W::default(); cap + 1];
     let mut n = 0usize;
@@ -311,11 +292,7 @@ pub fn log_sizes(min: u64, max: u64, count: usize, unit: u64) -> Vec<u64> {
     let (lo, hi) = (min.max(unit) as f64, max.max(min).max(unit) as f64);
     let mut v: Vec<u64> = (0..count.max(1))
         .map(|i| {
-            let f = if count <= 1 {
-                1.0
-            } else {
-                i as f64 / (count - 1) as f64
-            };
+            let f = if count <= 1 { 1.0 } else { i as f64 / (count - 1) as f64 };
             let s = lo * (hi / lo).powf(f);
             ((s / unit as f64).round() as u64).max(1) * unit
         })

@@ -49,28 +49,16 @@ impl ObjectMode {
         let (name, arg) = s.split_once(':').unwrap_or((s, ""));
         match name {
             "blocks" | "block" => {
-                let size = if arg.is_empty() {
-                    4096
-                } else {
-                    tierwise_core::params::parse_size(arg)?
-                };
+                let size = if arg.is_empty() { 4096 } else { tierwise_core::params::parse_size(arg)? };
                 if !size.is_power_of_two() || !(512..=1 << 30).contains(&size) {
-                    return Err(format!(
-                        "block size {size}: expected a power of two from 512 bytes to 1 GiB"
-                    ));
+                    return Err(format!("block size {size}: expected a power of two from 512 bytes to 1 GiB"));
                 }
                 Ok(ObjectMode::Blocks { size })
             }
             "requests" | "request" if arg.is_empty() => Ok(ObjectMode::Requests),
-            "lcs" | "libcachesim" if arg.is_empty() => {
-                Ok(ObjectMode::LibCacheSim { ignore_size: false })
-            }
-            "lcs" | "libcachesim" if arg == "ignore-size" => {
-                Ok(ObjectMode::LibCacheSim { ignore_size: true })
-            }
-            _ => Err(format!(
-                "unknown object mode `{s}`: expected blocks[:SIZE], requests, lcs or lcs:ignore-size"
-            )),
+            "lcs" | "libcachesim" if arg.is_empty() => Ok(ObjectMode::LibCacheSim { ignore_size: false }),
+            "lcs" | "libcachesim" if arg == "ignore-size" => Ok(ObjectMode::LibCacheSim { ignore_size: true }),
+            _ => Err(format!("unknown object mode `{s}`: expected blocks[:SIZE], requests, lcs or lcs:ignore-size")),
         }
     }
 
@@ -128,9 +116,7 @@ impl Mapper {
             ObjectMode::Blocks { .. } => {
                 let volume = obj.0 >> VOLUME_SHIFT;
                 let block = obj.0 & ((1 << VOLUME_SHIFT) - 1);
-                volume
-                    .wrapping_mul(VOLUME_STRIDE)
-                    .wrapping_add(block << self.shift)
+                volume.wrapping_mul(VOLUME_STRIDE).wrapping_add(block << self.shift)
             }
             // Object ids carry no address: spread objects over the disk deterministically.
             _ => tierwise_core::object_table::hash_id(obj) >> 16 << 12,
@@ -142,8 +128,7 @@ impl Mapper {
     pub fn first_object(&self, rec: &TraceRecord) -> ObjectId {
         match self.mode {
             ObjectMode::Blocks { .. } => ObjectId(
-                u64::from(rec.volume) << VOLUME_SHIFT
-                    | ((rec.offset >> self.shift) & ((1 << VOLUME_SHIFT) - 1)),
+                u64::from(rec.volume) << VOLUME_SHIFT | ((rec.offset >> self.shift) & ((1 << VOLUME_SHIFT) - 1)),
             ),
             _ => ObjectId(rec.key),
         }
@@ -153,11 +138,7 @@ impl Mapper {
     #[inline]
     pub fn split(&self, rec: &TraceRecord, mut f: impl FnMut(Piece)) -> u32 {
         let make = |obj: ObjectId, write: bool, offset: u64, len: u64| {
-            if write {
-                Request::write(obj, offset, len)
-            } else {
-                Request::read(obj, offset, len)
-            }
+            if write { Request::write(obj, offset, len) } else { Request::read(obj, offset, len) }
         };
         let write = rec.op == IoOp::Write;
         match self.mode {
@@ -189,15 +170,8 @@ impl Mapper {
                 if rec.len == 0 {
                     return 0;
                 }
-                let addr = if rec.offset == 0 {
-                    self.object_addr(ObjectId(rec.key))
-                } else {
-                    rec.offset
-                };
-                f(Piece {
-                    req: make(ObjectId(rec.key), write, 0, rec.len),
-                    addr,
-                });
+                let addr = if rec.offset == 0 { self.object_addr(ObjectId(rec.key)) } else { rec.offset };
+                f(Piece { req: make(ObjectId(rec.key), write, 0, rec.len), addr });
                 1
             }
             ObjectMode::LibCacheSim { ignore_size } => {
@@ -205,15 +179,8 @@ impl Mapper {
                     return 0;
                 }
                 let len = if ignore_size { 1 } else { rec.len };
-                let addr = if rec.offset == 0 {
-                    self.object_addr(ObjectId(rec.key))
-                } else {
-                    rec.offset
-                };
-                f(Piece {
-                    req: make(ObjectId(rec.key), false, 0, len),
-                    addr,
-                });
+                let addr = if rec.offset == 0 { self.object_addr(ObjectId(rec.key)) } else { rec.offset };
+                f(Piece { req: make(ObjectId(rec.key), false, 0, len), addr });
                 1
             }
         }
@@ -233,62 +200,33 @@ mod tests {
     #[test]
     fn block_mode_splits_at_block_boundaries() {
         let m = Mapper::new(ObjectMode::Blocks { size: 4096 }, false);
-        let rec = TraceRecord {
-            time_ns: 0,
-            op: IoOp::Write,
-            volume: 2,
-            offset: 4096 + 512,
-            len: 8192,
-            key: 9,
-        };
+        let rec = TraceRecord { time_ns: 0, op: IoOp::Write, volume: 2, offset: 4096 + 512, len: 8192, key: 9 };
         let p = pieces(&m, &rec);
         assert_eq!(p.len(), 3);
         assert_eq!(p[0].req, Request::write(ObjectId(2 << 48 | 1), 512, 3584));
         assert_eq!(p[1].req, Request::write(ObjectId(2 << 48 | 2), 0, 4096));
         assert_eq!(p[2].req, Request::write(ObjectId(2 << 48 | 3), 0, 512));
         assert_eq!(p[1].addr, 2 * VOLUME_STRIDE + 8192);
-        assert_eq!(
-            m.object_addr(ObjectId(2 << 48 | 2)),
-            2 * VOLUME_STRIDE + 8192
-        );
+        assert_eq!(m.object_addr(ObjectId(2 << 48 | 2)), 2 * VOLUME_STRIDE + 8192);
         assert_eq!(pieces(&m, &TraceRecord { len: 0, ..rec }).len(), 0);
     }
 
     #[test]
     fn lcs_mode_is_one_object_per_request() {
         let m = Mapper::new(ObjectMode::LibCacheSim { ignore_size: false }, false);
-        let rec = TraceRecord {
-            time_ns: 0,
-            op: IoOp::Write,
-            volume: 0,
-            offset: 512 * 77,
-            len: 8192,
-            key: 77,
-        };
+        let rec = TraceRecord { time_ns: 0, op: IoOp::Write, volume: 0, offset: 512 * 77, len: 8192, key: 77 };
         let p = pieces(&m, &rec);
-        assert_eq!(
-            p,
-            vec![Piece {
-                req: Request::read(ObjectId(77), 0, 8192),
-                addr: 512 * 77
-            }]
-        );
+        assert_eq!(p, vec![Piece { req: Request::read(ObjectId(77), 0, 8192), addr: 512 * 77 }]);
         let m = Mapper::new(ObjectMode::LibCacheSim { ignore_size: true }, false);
         assert_eq!(pieces(&m, &rec)[0].req.len, 1);
-        assert!(
-            pieces(&m, &TraceRecord { len: 0, ..rec }).is_empty(),
-            "size-0 requests are dropped"
-        );
+        assert!(pieces(&m, &TraceRecord { len: 0, ..rec }).is_empty(), "size-0 requests are dropped");
     }
 
     #[test]
     fn object_traces_never_split() {
         let m = Mapper::new(ObjectMode::Blocks { size: 4096 }, true);
         assert_eq!(m.mode(), ObjectMode::Requests);
-        assert_eq!(
-            ObjectMode::parse("blocks:64k").unwrap(),
-            ObjectMode::Blocks { size: 65536 }
-        );
+        assert_eq!(ObjectMode::parse("blocks:64k").unwrap(), ObjectMode::Blocks { size: 65536 });
         assert!(ObjectMode::parse("blocks:3000").is_err());
         assert!(ObjectMode::parse("lcs:what").is_err());
     }

@@ -14,11 +14,7 @@ static FONT: Once = Once::new();
 
 fn ensure_font() {
     FONT.call_once(|| {
-        let _ = plotters::style::register_font(
-            "sans-serif",
-            FontStyle::Normal,
-            dejavu::sans::regular(),
-        );
+        let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, dejavu::sans::regular());
     });
 }
 
@@ -93,12 +89,8 @@ pub fn line_chart(
                     .draw_series(LineSeries::new(s.points.iter().copied(), c.stroke_width(2)))
                     .map_err(|x| e(&x))?
                     .label(s.label.clone())
-                    .legend(move |(x, y)| {
-                        PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
-                    });
-                chart
-                    .draw_series(s.points.iter().map(|&p| Circle::new(p, 3, c.filled())))
-                    .map_err(|x| e(&x))?;
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
+                chart.draw_series(s.points.iter().map(|&p| Circle::new(p, 3, c.filled()))).map_err(|x| e(&x))?;
             }
             chart
                 .configure_series_labels()
@@ -110,23 +102,11 @@ pub fn line_chart(
         }};
     }
     let mut builder = ChartBuilder::on(&root);
-    builder
-        .caption(title, ("sans-serif", 22))
-        .margin(15)
-        .x_label_area_size(45)
-        .y_label_area_size(70);
+    builder.caption(title, ("sans-serif", 22)).margin(15).x_label_area_size(45).y_label_area_size(70);
     if log_x {
-        draw!(
-            builder
-                .build_cartesian_2d((x0.max(1e-12)..x1).log_scale(), y0..y1)
-                .map_err(|x| e(&x))?
-        );
+        draw!(builder.build_cartesian_2d((x0.max(1e-12)..x1).log_scale(), y0..y1).map_err(|x| e(&x))?);
     } else {
-        draw!(
-            builder
-                .build_cartesian_2d(x0..x1, y0..y1)
-                .map_err(|x| e(&x))?
-        );
+        draw!(builder.build_cartesian_2d(x0..x1, y0..y1).map_err(|x| e(&x))?);
     }
     root.present().map_err(|x| e(&x))?;
     Ok(())
@@ -139,57 +119,34 @@ pub fn comparison_chart(c: &Comparison, path: &Path) -> Result<(), String> {
     let mut series: Vec<Series> = Vec::new();
     for row in &c.rows {
         let r = &row.report;
-        let y = if timed {
-            r.latency.mean_us / 1e3
-        } else {
-            (r.read_hit.ssd + r.read_hit.ram) * 100.0
-        };
+        let y = if timed { r.latency.mean_us / 1e3 } else { (r.read_hit.ssd + r.read_hit.ram) * 100.0 };
         let x = row.size_fraction * 100.0;
         match series.iter_mut().find(|s| s.label == r.arch) {
             Some(s) => s.points.push((x, y)),
-            None => series.push(Series {
-                label: r.arch.clone(),
-                points: vec![(x, y)],
-            }),
+            None => series.push(Series { label: r.arch.clone(), points: vec![(x, y)] }),
         }
     }
     for s in &mut series {
         s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
     }
-    let name = Path::new(&c.trace)
-        .file_name()
-        .map(|n| n.to_string_lossy().to_string())
-        .unwrap_or_default();
+    let name = Path::new(&c.trace).file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
     let (title, y) = if timed {
-        (
-            format!("Mean response time by SSD size — {name}"),
-            "mean response time (ms)",
-        )
+        (format!("Mean response time by SSD size — {name}"), "mean response time (ms)")
     } else {
-        (
-            format!("Reads served without the HDD by SSD size — {name}"),
-            "reads served by SSD or RAM (%)",
-        )
+        (format!("Reads served without the HDD by SSD size — {name}"), "reads served by SSD or RAM (%)")
     };
     line_chart(path, &title, "SSD size (% of footprint)", y, &series, false)
 }
 
 /// An MRC as a chart.
 pub fn mrc_chart(m: &Mrc, label: &str, path: &Path) -> Result<(), String> {
-    let pts = m
-        .points
-        .iter()
-        .map(|p| (p.size_bytes as f64 / (1u64 << 20) as f64, p.miss_ratio))
-        .collect();
+    let pts = m.points.iter().map(|p| (p.size_bytes as f64 / (1u64 << 20) as f64, p.miss_ratio)).collect();
     line_chart(
         path,
         &format!("LRU miss-ratio curve — {label}"),
         "cache size (MiB, log scale)",
         "miss ratio",
-        &[Series {
-            label: "LRU".into(),
-            points: pts,
-        }],
+        &[Series { label: "LRU".into(), points: pts }],
         true,
     )
 }

@@ -18,11 +18,7 @@ pub struct Table {
 impl Table {
     /// A table with these column headers.
     pub fn new(headers: &[&str]) -> Table {
-        Table {
-            headers: headers.iter().map(|s| s.to_string()).collect(),
-            rows: Vec::new(),
-            separators: Vec::new(),
-        }
+        Table { headers: headers.iter().map(|s| s.to_string()).collect(), rows: Vec::new(), separators: Vec::new() }
     }
 
     /// Adds a row.
@@ -211,11 +207,7 @@ pub fn comparison_table(c: &Comparison) -> String {
 pub fn report_text(r: &SimReport) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "architecture   {}", r.arch);
-    let _ = writeln!(
-        o,
-        "trace          {} ({}, {} objects, {} timing)",
-        r.trace, r.format, r.objects, r.timing
-    );
+    let _ = writeln!(o, "trace          {} ({}, {} objects, {} timing)", r.trace, r.format, r.objects, r.timing);
     let _ = writeln!(o, "SSD            {}", Bytes(r.ssd_bytes));
     if let Some(fp) = r.footprint_bytes {
         let _ = writeln!(o, "footprint      {}", Bytes(fp));
@@ -297,12 +289,7 @@ pub fn report_text(r: &SimReport) -> String {
                 d.spin_downs
             );
         }
-        let _ = writeln!(
-            o,
-            "energy         {} J, mean power {} W",
-            num(r.energy_j),
-            num(r.mean_power_w)
-        );
+        let _ = writeln!(o, "energy         {} J, mean power {} W", num(r.energy_j), num(r.mean_power_w));
         let _ = writeln!(
             o,
             "endurance      SSD -{} eu (reads weighted {}), HDD -{} eu",
@@ -310,11 +297,7 @@ pub fn report_text(r: &SimReport) -> String {
             r.endurance.read_weight,
             num(r.endurance.hdd_eu)
         );
-        let _ = writeln!(
-            o,
-            "cost           ${:.2} capex, ${:.5} per IOPS",
-            r.cost.capex_usd, r.cost.usd_per_iops
-        );
+        let _ = writeln!(o, "cost           ${:.2} capex, ${:.5} per IOPS", r.cost.capex_usd, r.cost.usd_per_iops);
         let h = &r.hca;
         let _ = writeln!(
             o,
@@ -326,18 +309,8 @@ pub fn report_text(r: &SimReport) -> String {
             num(h.hcdrta_us)
         );
     }
-    let _ = writeln!(
-        o,
-        "engine         {} objects tracked, {} heap",
-        r.objects_tracked,
-        Bytes(r.engine_memory_bytes)
-    );
-    let _ = writeln!(
-        o,
-        "simulated in   {:.3} s ({} requests/s)",
-        r.wall_s,
-        si(r.requests as f64 / r.wall_s.max(1e-9))
-    );
+    let _ = writeln!(o, "engine         {} objects tracked, {} heap", r.objects_tracked, Bytes(r.engine_memory_bytes));
+    let _ = writeln!(o, "simulated in   {:.3} s ({} requests/s)", r.wall_s, si(r.requests as f64 / r.wall_s.max(1e-9)));
     for n in &r.notes {
         let _ = writeln!(o, "note           {n}");
     }
@@ -351,11 +324,7 @@ promotions,demotions,copies,writebacks,invalidations,bytes_moved,hdd_util,ssd_ut
 ssd_eu,hdd_eu,hdd_start_stops,capex_usd,usd_per_iops,xcrta_us,hcrta_us,xciops,bdrta_us,hcdrta_us,engine_bytes,wall_s";
 
 fn csv_escape(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
+    if s.contains([',', '"', '\n']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.to_string() }
 }
 
 /// One CSV row.
@@ -438,10 +407,7 @@ mod tests {
         assert!(s.contains("x   long name    1\n"), "{s}");
         assert!(s.contains("yy  z          100\n"), "{s}");
         let r = SimReport::default();
-        assert_eq!(
-            csv_row(&r, "10%", 0.1).split(',').count(),
-            CSV_HEADER.split(',').count()
-        );
+        assert_eq!(csv_row(&r, "10%", 0.1).split(',').count(), CSV_HEADER.split(',').count());
         assert_eq!(csv_escape("a,b"), "\"a,b\"");
     }
 }

@@ -16,8 +16,8 @@ use std::collections::BinaryHeap;
 use std::time::Instant;
 
 use tierwise_core::{
-    Clock, ConfigError, Engine, LOGICAL_ADDR, Level, ManualClock, Nanos, Outcome, Served, Setup,
-    Work, WorkKind, build_arch,
+    Clock, ConfigError, Engine, LOGICAL_ADDR, Level, Levels, ManualClock, Nanos, Outcome, Served, Setup, Work,
+    WorkKind, build_arch,
 };
 
 use crate::device::{DevOp, Device, DeviceSet, Hdd, Ram, Ssd};
@@ -61,8 +61,7 @@ impl Timing {
                 let speedup = if arg.is_empty() {
                     1.0
                 } else {
-                    arg.parse()
-                        .map_err(|_| format!("open:{arg}: expected a speed-up factor"))?
+                    arg.parse().map_err(|_| format!("open:{arg}: expected a speed-up factor"))?
                 };
                 if !(speedup > 0.0 && f64::is_finite(speedup)) {
                     return Err("open: the speed-up factor must be positive".into());
@@ -73,17 +72,14 @@ impl Timing {
                 let depth = if arg.is_empty() {
                     32
                 } else {
-                    arg.parse()
-                        .map_err(|_| format!("closed:{arg}: expected a queue depth"))?
+                    arg.parse().map_err(|_| format!("closed:{arg}: expected a queue depth"))?
                 };
                 if depth == 0 {
                     return Err("closed: the queue depth must be at least 1".into());
                 }
                 Ok(Timing::Closed { depth })
             }
-            _ => Err(format!(
-                "unknown timing `{s}`: expected none, open[:SPEEDUP] or closed[:DEPTH]"
-            )),
+            _ => Err(format!("unknown timing `{s}`: expected none, open[:SPEEDUP] or closed[:DEPTH]")),
         }
     }
 }
@@ -220,43 +216,27 @@ impl Tally {
     }
 }
 
-fn build_engine(
-    cfg: &SimConfig,
-    mapper: &Mapper,
-    clock: &ManualClock,
-) -> Result<Engine<ManualClock>, SimError> {
-    let setup = Setup {
-        fast_capacity: cfg.ssd_bytes,
-        slow_capacity: 0,
-        object_size: mapper.mode().object_size(),
-    };
+fn build_engine(cfg: &SimConfig, mapper: &Mapper, clock: &ManualClock) -> Result<Engine<ManualClock>, SimError> {
+    let setup = Setup { fast_capacity: cfg.ssd_bytes, slow_capacity: 0, object_size: mapper.mode().object_size() };
     Ok(Engine::new(build_arch(&cfg.arch, &setup)?, clock.clone()))
 }
 
 /// Runs the simulation of `trace` under `cfg`.
-pub fn simulate(
-    trace: &mut Trace,
-    cfg: &SimConfig,
-    progress: &mut dyn Progress,
-) -> Result<SimReport, SimError> {
+pub fn simulate(trace: &mut Trace, cfg: &SimConfig, progress: &mut dyn Progress) -> Result<SimReport, SimError> {
     let wall = Instant::now();
     let mapper = Mapper::new(cfg.objects, trace.info().object_trace);
     let clock = ManualClock::new();
     let mut engine = build_engine(cfg, &mapper, &clock)?;
+    // The simulator models no SSD layout: dropping a copy costs no device time.
+    engine.set_report_invalidations(false);
     let mut notes = Vec::new();
     if mapper.mode() != cfg.objects {
-        notes.push(format!(
-            "object trace: {} mode used instead of {}",
-            mapper.mode().label(),
-            cfg.objects.label()
-        ));
+        notes.push(format!("object trace: {} mode used instead of {}", mapper.mode().label(), cfg.objects.label()));
     }
     let mut timing = cfg.timing;
     if matches!(timing, Timing::Open { .. }) && !trace.info().has_time {
         timing = Timing::Closed { depth: 1 };
-        notes.push(
-            "the trace has no timestamps: replayed closed-loop with 1 outstanding request".into(),
-        );
+        notes.push("the trace has no timestamps: replayed closed-loop with 1 outstanding request".into());
     }
     let mut report = match timing {
         Timing::None => {
@@ -311,9 +291,7 @@ fn settle_instantly(engine: &mut Engine<ManualClock>, buf: &mut Vec<Work>) -> Re
         }
         for w in buf.drain(..) {
             if w.kind.needs_completion() {
-                engine
-                    .complete(w.id, Outcome::Done)
-                    .map_err(|e| SimError::Complete(e.to_string()))?;
+                engine.complete(w.id, Outcome::Done).map_err(|e| SimError::Complete(e.to_string()))?;
             }
         }
     }
@@ -329,9 +307,12 @@ fn run_untimed(
     let mut tally = Tally::default();
     let mut buf: Vec<Work> = Vec::with_capacity(64);
     let limit = cfg.max_requests.unwrap_or(u64::MAX);
-    trace.for_each_ahead(limit, 8, |rec, ahead| -> Result<(), SimError> {
-        if let Some(a) = ahead {
-            engine.prefetch(mapper.first_object(a));
+    trace.for_each_ahead(limit, (8, 24), |rec, near, far| -> Result<(), SimError> {
+        if let Some(a) = far {
+            engine.prefetch(mapper.first_object(a), false);
+        }
+        if let Some(a) = near {
+            engine.prefetch(mapper.first_object(a), true);
         }
         tally.record(rec);
         let mut all_fast = true;
@@ -353,12 +334,7 @@ fn run_untimed(
             settle_instantly(engine, &mut buf)?;
         }
         if cfg.check_every > 0 && tally.requests % cfg.check_every == 0 {
-            engine
-                .check_invariants()
-                .map_err(|message| SimError::Invariant {
-                    request: tally.requests,
-                    message,
-                })?;
+            engine.check_invariants().map_err(|message| SimError::Invariant { request: tally.requests, message })?;
         }
         if tally.requests & 0xffff == 0 {
             progress.update(tally.requests);
@@ -399,18 +375,13 @@ struct Timed {
 }
 
 impl Timed {
-    fn new(
-        cfg: &SimConfig,
-        mapper: &Mapper,
-        clock: &ManualClock,
-        timing: Timing,
-    ) -> Result<Timed, SimError> {
-        let hdd = Hdd::new(&cfg.devices.hdd)
-            .map_err(|e| SimError::Device(format!("hdd {}: {e}", cfg.devices.hdd_name)))?;
-        let ssd = Ssd::new(&cfg.devices.ssd)
-            .map_err(|e| SimError::Device(format!("ssd {}: {e}", cfg.devices.ssd_name)))?;
-        let ram = Ram::new(&cfg.devices.ram)
-            .map_err(|e| SimError::Device(format!("ram {}: {e}", cfg.devices.ram_name)))?;
+    fn new(cfg: &SimConfig, mapper: &Mapper, clock: &ManualClock, timing: Timing) -> Result<Timed, SimError> {
+        let hdd =
+            Hdd::new(&cfg.devices.hdd).map_err(|e| SimError::Device(format!("hdd {}: {e}", cfg.devices.hdd_name)))?;
+        let ssd =
+            Ssd::new(&cfg.devices.ssd).map_err(|e| SimError::Device(format!("ssd {}: {e}", cfg.devices.ssd_name)))?;
+        let ram =
+            Ram::new(&cfg.devices.ram).map_err(|e| SimError::Device(format!("ram {}: {e}", cfg.devices.ram_name)))?;
         Ok(Timed {
             clock: clock.clone(),
             mapper: *mapper,
@@ -447,25 +418,12 @@ impl Timed {
 
     fn push_event(&mut self, time: Nanos, kind: EventKind, slot: u32) {
         self.seq += 1;
-        self.events.push(Reverse(Event {
-            time,
-            seq: self.seq,
-            kind,
-            slot,
-        }));
+        self.events.push(Reverse(Event { time, seq: self.seq, kind, slot }));
     }
 
     fn work_addr(&self, w: &Work, level: Level) -> u64 {
-        let a = if level == Level::Slow {
-            w.slow_addr
-        } else {
-            w.fast_addr
-        };
-        if a == LOGICAL_ADDR {
-            self.mapper.object_addr(w.obj)
-        } else {
-            a
-        }
+        let a = if level == Level::Slow { w.slow_addr } else { w.fast_addr };
+        if a == LOGICAL_ADDR { self.mapper.object_addr(w.obj) } else { a }
     }
 
     /// Submits the works of batch `slot` that share one device as merged, address-ordered
@@ -500,6 +458,9 @@ impl Timed {
     /// per direction), executed like dm-kcopyd or a write-back thread would: the source reads
     /// merged in address order, then the destination writes, merged likewise.
     fn start_work(&mut self, engine: &mut Engine<ManualClock>, now: Nanos) {
+        if engine.pending_work().is_empty() {
+            return;
+        }
         self.work_buf.extend(engine.drain_work());
         if self.work_buf.is_empty() {
             return;
@@ -508,10 +469,7 @@ impl Timed {
             let w = &mut self.work_buf[i];
             if w.kind == WorkKind::Copy
                 && w.from == Level::Slow
-                && self
-                    .pieces
-                    .iter()
-                    .any(|(p, s, fill)| *fill && p.req.obj == w.obj && s.level == Level::Slow)
+                && self.pieces.iter().any(|(p, s, fill)| *fill && p.req.obj == w.obj && s.level == Level::Slow)
             {
                 // The miss that caused this fill read the whole object already.
                 w.source_in_ram = true;
@@ -561,9 +519,7 @@ impl Timed {
             EventKind::MoveDone => {
                 let mut batch = std::mem::take(&mut self.batches[ev.slot as usize]);
                 for w in batch.drain(..) {
-                    engine
-                        .complete(w.id, Outcome::Done)
-                        .map_err(|e| SimError::Complete(e.to_string()))?;
+                    engine.complete(w.id, Outcome::Done).map_err(|e| SimError::Complete(e.to_string()))?;
                 }
                 self.batches[ev.slot as usize] = batch;
                 self.free_slots.push(ev.slot);
@@ -576,11 +532,7 @@ impl Timed {
     /// Processes background events and engine timers due up to `t`.
     fn advance_to(&mut self, engine: &mut Engine<ManualClock>, t: Nanos) -> Result<(), SimError> {
         loop {
-            let next_ev = self
-                .events
-                .peek()
-                .map(|Reverse(e)| e.time)
-                .filter(|&et| et <= t);
+            let next_ev = self.events.peek().map(|Reverse(e)| e.time).filter(|&et| et <= t);
             let next_tick = engine.next_deadline().filter(|&d| d <= t);
             match (next_ev, next_tick) {
                 (Some(e), Some(d)) if d < e => self.tick(engine, d),
@@ -609,13 +561,7 @@ impl Timed {
     }
 
     /// Serves one request arriving at `now`; returns its completion time.
-    fn request(
-        &mut self,
-        engine: &mut Engine<ManualClock>,
-        rec: &TraceRecord,
-        now: Nanos,
-        tally: &mut Tally,
-    ) -> Nanos {
+    fn request(&mut self, engine: &mut Engine<ManualClock>, rec: &TraceRecord, now: Nanos, tally: &mut Tally) -> Nanos {
         self.pieces.clear();
         let pieces = &mut self.pieces;
         let n = self.mapper.split(rec, |p| {
@@ -627,28 +573,41 @@ impl Timed {
             return now;
         }
         tally.accesses += u64::from(n);
-        let op = if rec.op == IoOp::Write {
-            DevOp::Write
-        } else {
-            DevOp::Read
-        };
+        let op = if rec.op == IoOp::Write { DevOp::Write } else { DevOp::Read };
         let object_size = self.mapper.mode().object_size();
-        if op == DevOp::Read {
+        if op == DevOp::Read && !engine.pending_work().is_empty() {
             for w in engine.pending_work() {
                 if w.kind == WorkKind::Copy && w.from == Level::Slow {
-                    for piece in self
-                        .pieces
-                        .iter_mut()
-                        .filter(|(p, s, _)| p.req.obj == w.obj && s.level == Level::Slow)
+                    for piece in self.pieces.iter_mut().filter(|(p, s, _)| p.req.obj == w.obj && s.level == Level::Slow)
                     {
                         piece.2 = true;
                     }
                 }
             }
         }
+        let mut touched = Levels::NONE;
+        for (_, s, _) in &self.pieces {
+            touched = touched.union(s.touches);
+        }
+        let all_fast = !touched.contains(Level::Slow);
         let mut done = now;
-        let mut all_fast = true;
-        for level in Level::ALL {
+        if self.pieces.len() == 1 {
+            // One piece (most requests in object modes): no merging to do.
+            let (p, s, fill) = self.pieces[0];
+            for level in touched.iter() {
+                let (mut addr, mut len) = (Self::piece_addr(&p, &s, level), p.req.len);
+                if fill && object_size != 0 {
+                    addr -= p.req.offset;
+                    len = object_size;
+                }
+                done = done.max(self.io(now, level, op, addr, len));
+            }
+            self.finish_request(tally, all_fast);
+            self.start_work(engine, now);
+            self.pieces.clear();
+            return done;
+        }
+        for level in touched.iter() {
             // Merge adjacent pieces on one device into one device request.
             let mut run: Option<(u64, u64)> = None;
             for i in 0..self.pieces.len() {
@@ -656,14 +615,7 @@ impl Timed {
                 if !s.touches.contains(level) {
                     continue;
                 }
-                if level == Level::Slow {
-                    all_fast = false;
-                }
-                let mut addr = match level {
-                    Level::Slow if s.slow_addr != LOGICAL_ADDR => s.slow_addr + p.req.offset,
-                    Level::Fast if s.fast_addr != LOGICAL_ADDR => s.fast_addr + p.req.offset,
-                    _ => p.addr,
-                };
+                let mut addr = Self::piece_addr(&p, &s, level);
                 let mut len = p.req.len;
                 if fill && object_size != 0 {
                     // Read the whole block so the fill needs no second HDD read.
@@ -683,14 +635,29 @@ impl Timed {
                 done = done.max(self.io(now, level, op, a, l));
             }
         }
+        self.finish_request(tally, all_fast);
+        self.start_work(engine, now);
+        self.pieces.clear();
+        done
+    }
+
+    /// The device address of a piece on `level`.
+    #[inline]
+    fn piece_addr(p: &Piece, s: &Served, level: Level) -> u64 {
+        match level {
+            Level::Slow if s.slow_addr != LOGICAL_ADDR => s.slow_addr + p.req.offset,
+            Level::Fast if s.fast_addr != LOGICAL_ADDR => s.fast_addr + p.req.offset,
+            _ => p.addr,
+        }
+    }
+
+    #[inline]
+    fn finish_request(&self, tally: &mut Tally, all_fast: bool) {
         if all_fast {
             tally.request_hits += 1;
         } else {
             tally.request_misses += 1;
         }
-        self.start_work(engine, now);
-        self.pieces.clear();
-        done
     }
 
     fn run(
@@ -715,8 +682,7 @@ impl Timed {
                 Timing::Open { speedup } => {
                     let t0 = *first_time.get_or_insert(rec.time_ns);
                     // Rows out of time order (SYSTOR'17) arrive "now": the clock never goes back.
-                    Nanos((rec.time_ns.saturating_sub(t0) as f64 / speedup) as u64)
-                        .max(last_arrival)
+                    Nanos((rec.time_ns.saturating_sub(t0) as f64 / speedup) as u64).max(last_arrival)
                 }
                 _ => slots.pop().map_or(Nanos::ZERO, |Reverse(t)| t),
             };
@@ -732,10 +698,7 @@ impl Timed {
             if cfg.check_every > 0 && tally.requests % cfg.check_every == 0 {
                 engine
                     .check_invariants()
-                    .map_err(|message| SimError::Invariant {
-                        request: tally.requests,
-                        message,
-                    })?;
+                    .map_err(|message| SimError::Invariant { request: tally.requests, message })?;
             }
             if tally.requests & 0xffff == 0 {
                 progress.update(tally.requests);
@@ -768,18 +731,9 @@ impl Timed {
         }
         report.energy_j = hdd.energy_j + ssd.energy_j;
         let elapsed = hdd.elapsed_ns.max(ssd.elapsed_ns) as f64 / 1e9;
-        report.mean_power_w = if elapsed > 0.0 {
-            report.energy_j / elapsed
-        } else {
-            0.0
-        };
+        report.mean_power_w = if elapsed > 0.0 { report.energy_j / elapsed } else { 0.0 };
         report.endurance = endurance(cfg, &hdd, &ssd);
-        report.cost = cost(
-            cfg,
-            report.iops,
-            self.ssd.usd_per_gb(),
-            self.hdd.usd_per_gb(),
-        );
+        report.cost = cost(cfg, report.iops, self.ssd.usd_per_gb(), self.hdd.usd_per_gb());
         report.hca = hca(&report, &hdd, &ssd, cfg);
         report.hdd = hdd;
         report.ssd = ssd;
@@ -792,11 +746,7 @@ pub const SSD_WRITE_LIMIT_BYTES: f64 = 36_500e9;
 /// GreenDM's HDD start/stop limit.
 pub const HDD_START_STOP_LIMIT: f64 = 300_000.0;
 
-fn endurance(
-    cfg: &SimConfig,
-    hdd: &crate::device::DeviceStats,
-    ssd: &crate::device::DeviceStats,
-) -> Endurance {
+fn endurance(cfg: &SimConfig, hdd: &crate::device::DeviceStats, ssd: &crate::device::DeviceStats) -> Endurance {
     let wear = ssd.write_bytes as f64 + ssd.read_bytes as f64 * cfg.read_weight;
     Endurance {
         ssd_eu: wear / SSD_WRITE_LIMIT_BYTES * 1e6,
@@ -816,10 +766,7 @@ fn cost(cfg: &SimConfig, iops: f64, ssd_usd: f64, hdd_usd: f64) -> Cost {
         _ => (cfg.ssd_bytes as f64 / 1e9, data),
     };
     let capex = ssd_gb * ssd_usd + hdd_gb * hdd_usd;
-    Cost {
-        capex_usd: capex,
-        usd_per_iops: if iops > 0.0 { capex / iops } else { 0.0 },
-    }
+    Cost { capex_usd: capex, usd_per_iops: if iops > 0.0 { capex / iops } else { 0.0 } }
 }
 
 fn hca(
@@ -833,11 +780,7 @@ fn hca(
     let disk_rta = hdd.mean_response_ns() / 1e3;
     let dram_us = cfg.devices.ram.latency_ns / 1e3;
     let xcrta = ssd_rta * shr;
-    let ssd_iops = if r.duration_s > 0.0 {
-        (ssd.reads + ssd.writes) as f64 / r.duration_s
-    } else {
-        0.0
-    };
+    let ssd_iops = if r.duration_s > 0.0 { (ssd.reads + ssd.writes) as f64 / r.duration_s } else { 0.0 };
     HcaMetrics {
         xcrta_us: xcrta,
         hcrta_us: rhr * dram_us + shr * xcrta,
@@ -851,13 +794,11 @@ fn hca(
 /// working set a "fraction of the footprint" SSD size refers to).
 pub fn footprint(trace: &mut Trace, mode: ObjectMode) -> Result<(u64, u64), TraceError> {
     let mapper = Mapper::new(mode, trace.info().object_trace);
-    let mut seen: hashbrown::HashMap<u64, u64, FoldHash> =
-        hashbrown::HashMap::with_hasher(FoldHash);
+    let mut seen: hashbrown::HashMap<u64, u64, FoldHash> = hashbrown::HashMap::with_hasher(FoldHash);
     let fixed = mapper.mode().object_size();
     trace.for_each(u64::MAX, |rec| -> Result<(), TraceError> {
         mapper.split(rec, |p| {
-            seen.entry(p.req.obj.0)
-                .or_insert(if fixed != 0 { fixed } else { p.req.len });
+            seen.entry(p.req.obj.0).or_insert(if fixed != 0 { fixed } else { p.req.len });
         });
         Ok(())
     })?;

@@ -46,20 +46,12 @@ pub struct TraceStats {
 impl TraceStats {
     /// Share of reads.
     pub fn read_fraction(&self) -> f64 {
-        if self.requests == 0 {
-            0.0
-        } else {
-            self.reads as f64 / self.requests as f64
-        }
+        if self.requests == 0 { 0.0 } else { self.reads as f64 / self.requests as f64 }
     }
 }
 
 /// Reads the whole trace once.
-pub fn trace_stats(
-    trace: &mut Trace,
-    mode: ObjectMode,
-    progress: &mut dyn Progress,
-) -> Result<TraceStats, TraceError> {
+pub fn trace_stats(trace: &mut Trace, mode: ObjectMode, progress: &mut dyn Progress) -> Result<TraceStats, TraceError> {
     let mapper = Mapper::new(mode, trace.info().object_trace);
     let fixed = mapper.mode().object_size();
     let mut s = TraceStats {
@@ -68,8 +60,7 @@ pub fn trace_stats(
         object_mode: mapper.mode().label(),
         ..TraceStats::default()
     };
-    let mut seen: hashbrown::HashMap<u64, u64, FoldHash> =
-        hashbrown::HashMap::with_hasher(FoldHash);
+    let mut seen: hashbrown::HashMap<u64, u64, FoldHash> = hashbrown::HashMap::with_hasher(FoldHash);
     let mut hist = [0u64; 65];
     let (mut first, mut last, mut max_vol) = (None, 0u64, None::<u32>);
     trace.for_each(u64::MAX, |rec| -> Result<(), TraceError> {
@@ -97,11 +88,7 @@ pub fn trace_stats(
         }
         last = last.max(rec.time_ns);
         max_vol = Some(max_vol.map_or(rec.volume, |v| v.max(rec.volume)));
-        let bucket = if rec.len <= 1 {
-            0
-        } else {
-            64 - (rec.len - 1).leading_zeros() as usize
-        };
+        let bucket = if rec.len <= 1 { 0 } else { 64 - (rec.len - 1).leading_zeros() as usize };
         hist[bucket.min(64)] += 1;
         mapper.split(rec, |p| {
             let size = if fixed != 0 { fixed } else { p.req.len };

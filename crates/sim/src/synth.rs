@@ -95,29 +95,15 @@ impl ZipfWorkload {
         let zipf = Zipf::new(self.objects, self.alpha);
         let mut rng = Rng::new(self.seed);
         let mut t = 0.0f64;
-        let gap = if self.rate > 0.0 {
-            1e9 / self.rate
-        } else {
-            0.0
-        };
+        let gap = if self.rate > 0.0 { 1e9 / self.rate } else { 0.0 };
         for _ in 0..self.requests {
             let rank = zipf.sample(&mut rng);
             let block = scatter(rank, self.objects);
-            let op = if rng.next_f64() < self.write_fraction {
-                IoOp::Write
-            } else {
-                IoOp::Read
-            };
+            let op = if rng.next_f64() < self.write_fraction { IoOp::Write } else { IoOp::Read };
             // Poisson arrivals.
             t += -gap * (1.0 - rng.next_f64()).ln();
-            let rec = TraceRecord {
-                time_ns: t as u64,
-                op,
-                volume: 0,
-                offset: block * self.size,
-                len: self.size,
-                key: block,
-            };
+            let rec =
+                TraceRecord { time_ns: t as u64, op, volume: 0, offset: block * self.size, len: self.size, key: block };
             f(&rec);
         }
     }
@@ -131,10 +117,7 @@ fn scatter(rank: u64, n: u64) -> u64 {
     let mask = (1u64 << bits) - 1;
     let mut x = rank - 1;
     loop {
-        x = (x
-            .wrapping_mul(0x9E37_79B9_7F4A_7C15 | 1)
-            .wrapping_add(0x632B_E59B_D9B4_E019))
-            & mask;
+        x = (x.wrapping_mul(0x9E37_79B9_7F4A_7C15 | 1).wrapping_add(0x632B_E59B_D9B4_E019)) & mask;
         if x < n {
             return x;
         }
@@ -143,13 +126,9 @@ fn scatter(rank: u64, n: u64) -> u64 {
 
 /// Writes records as oracleGeneral. `next_access` of each record is the index of the next
 /// request to the same object, or -1 (libCacheSim's convention), computed in a backward pass.
-pub fn write_oracle_general(
-    records: &[(u32, u64, u32)],
-    out: &mut impl Write,
-) -> std::io::Result<()> {
+pub fn write_oracle_general(records: &[(u32, u64, u32)], out: &mut impl Write) -> std::io::Result<()> {
     let mut next = vec![-1i64; records.len()];
-    let mut seen: hashbrown::HashMap<u64, i64, FoldHash> =
-        hashbrown::HashMap::with_hasher(FoldHash);
+    let mut seen: hashbrown::HashMap<u64, i64, FoldHash> = hashbrown::HashMap::with_hasher(FoldHash);
     for (i, &(_, id, _)) in records.iter().enumerate().rev() {
         if let Some(&n) = seen.get(&id) {
             next[i] = n;
@@ -164,10 +143,7 @@ pub fn write_oracle_general(
 
 /// Collects a trace as oracleGeneral records under `mapper` (one per object access), times in
 /// seconds from the first request.
-pub fn collect_objects(
-    trace: &mut Trace,
-    mapper: &Mapper,
-) -> Result<Vec<(u32, u64, u32)>, TraceError> {
+pub fn collect_objects(trace: &mut Trace, mapper: &Mapper) -> Result<Vec<(u32, u64, u32)>, TraceError> {
     let mut out = Vec::new();
     let mut t0 = None;
     let fixed = mapper.mode().object_size();
@@ -196,11 +172,7 @@ mod tests {
             counts[z.sample(&mut rng) as usize] += 1;
         }
         // P(rank 1) = 1 / H(1000) ~ 0.1336.
-        assert!(
-            (counts[1] as f64 / 1e5 - 0.1336).abs() < 0.01,
-            "{}",
-            counts[1]
-        );
+        assert!((counts[1] as f64 / 1e5 - 0.1336).abs() < 0.01, "{}", counts[1]);
         assert!(counts[1] > counts[2] && counts[2] > counts[10]);
         let a: Vec<u64> = (0..5).map(|_| Rng::new(7).next_u64()).collect();
         assert!(a.windows(2).all(|w| w[0] == w[1]));

@@ -3,10 +3,7 @@
 //! exactly libCacheSim's miss counts (numbers from its `cachesim` on this trace), in object mode
 //! (every object size 1) and in byte mode.
 
-#![expect(
-    clippy::unwrap_used,
-    reason = "a failing setup should stop the test loudly"
-)]
+#![expect(clippy::unwrap_used, reason = "a failing setup should stop the test loudly")]
 
 use std::path::Path;
 
@@ -16,13 +13,9 @@ use tierwise_sim::trace::{OpenOptions, open_trace};
 use tierwise_sim::{SimConfig, simulate};
 
 fn misses(collector: &str, capacity: u64, ignore_size: bool) -> u64 {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../data/traces/cloudphysics_libcachesim.sample.vscsi.gz");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/traces/cloudphysics_libcachesim.sample.vscsi.gz");
     let mut trace = open_trace(&path, &OpenOptions::default()).unwrap();
-    let mut cfg = SimConfig::new(
-        &format!("cache:mode=read-only,collector={collector}"),
-        capacity,
-    );
+    let mut cfg = SimConfig::new(&format!("cache:mode=read-only,collector={collector}"), capacity);
     cfg.objects = ObjectMode::LibCacheSim { ignore_size };
     cfg.check_every = 10_000;
     let r = simulate(&mut trace, &cfg, &mut NoProgress).unwrap();

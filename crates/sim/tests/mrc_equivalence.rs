@@ -1,10 +1,7 @@
 //! The one-pass MRC must equal separate single-size LRU runs at every size: the same trace
 //! through `tierwise mrc` and through the simulator's LRU cache, one run per size.
 
-#![expect(
-    clippy::unwrap_used,
-    reason = "a failing setup should stop the test loudly"
-)]
+#![expect(clippy::unwrap_used, reason = "a failing setup should stop the test loudly")]
 
 use std::path::{Path, PathBuf};
 
@@ -15,9 +12,7 @@ use tierwise_sim::trace::{OpenOptions, open_trace};
 use tierwise_sim::{SimConfig, simulate};
 
 fn trace(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../data/traces")
-        .join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/traces").join(name)
 }
 
 fn single_run_misses(path: &Path, mode: ObjectMode, size: u64) -> u64 {
@@ -35,46 +30,27 @@ fn check(path: &Path, mode: ObjectMode, sizes: &[u64]) {
     assert_eq!(mrc.points.len(), sizes.len());
     for p in &mrc.points {
         let want = single_run_misses(path, mode, p.size_bytes);
-        assert_eq!(
-            p.misses,
-            want,
-            "{} {:?} at {} bytes",
-            path.display(),
-            mode,
-            p.size_bytes
-        );
+        assert_eq!(p.misses, want, "{} {:?} at {} bytes", path.display(), mode, p.size_bytes);
     }
 }
 
 #[test]
 fn cloudphysics_object_mode_every_size() {
     let sizes = log_sizes(1, 60_000, 12, 1);
-    check(
-        &trace("cloudphysics_libcachesim.sample.vscsi.gz"),
-        ObjectMode::LibCacheSim { ignore_size: true },
-        &sizes,
-    );
+    check(&trace("cloudphysics_libcachesim.sample.vscsi.gz"), ObjectMode::LibCacheSim { ignore_size: true }, &sizes);
 }
 
 #[test]
 fn arc_oltp_blocks_every_size() {
     // Reads only, so the read-only cache is a plain LRU over 4 KiB blocks.
     let sizes = log_sizes(4096, 100 << 20, 8, 4096);
-    check(
-        &trace("arc_OLTP.lis.zst"),
-        ObjectMode::Blocks { size: 4096 },
-        &sizes,
-    );
+    check(&trace("arc_OLTP.lis.zst"), ObjectMode::Blocks { size: 4096 }, &sizes);
 }
 
 #[test]
 fn byte_mode_matches_libcachesim_numbers() {
     // Variable sizes: libCacheSim's own LRU misses at 16/64/256 MiB on this trace.
-    let mut t = open_trace(
-        &trace("cloudphysics_libcachesim.sample.vscsi.gz"),
-        &OpenOptions::default(),
-    )
-    .unwrap();
+    let mut t = open_trace(&trace("cloudphysics_libcachesim.sample.vscsi.gz"), &OpenOptions::default()).unwrap();
     let mrc = lru_mrc(
         &mut t,
         ObjectMode::LibCacheSim { ignore_size: false },

@@ -18,17 +18,13 @@
 
 use super::{ArchBuild, Architecture, Placement, Setup, Usage};
 use crate::collector::{
-    AnyCollector, Collector, CollectorContext, Removal, Touch, build_collector, ensure_slot,
-    pages_of,
+    AnyCollector, Collector, CollectorContext, Removal, Touch, build_collector, ensure_slot, pages_of,
 };
 use crate::engine::Ctx;
 use crate::list::{Link, Linked, List};
 use crate::object_table::ObjectTable;
 use crate::params::{ConfigError, ParamSpec, Params};
-use crate::{
-    LOGICAL_ADDR, Level, Levels, ObjectId, Op, Outcome, Request, Served, Slot, Tier, Work, WorkId,
-    WorkKind,
-};
+use crate::{LOGICAL_ADDR, Level, Levels, ObjectId, Op, Outcome, Request, Served, Slot, Tier, Work, WorkId, WorkKind};
 
 /// Write policy of the cache.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -109,11 +105,7 @@ pub struct Cache {
 }
 
 const PARAMS: &[ParamSpec] = &[
-    ParamSpec {
-        name: "mode",
-        default: "write-through",
-        help: "read-only, write-through or write-back",
-    },
+    ParamSpec { name: "mode", default: "write-through", help: "read-only, write-through or write-back" },
     ParamSpec {
         name: "write-allocate",
         default: "true",
@@ -129,18 +121,13 @@ const PARAMS: &[ParamSpec] = &[
         default: "10%",
         help: "write-back: stop writing back below this share dirty (0..dirty-high)",
     },
-    ParamSpec {
-        name: "max-writebacks",
-        default: "64",
-        help: "write-back: write-backs in flight at most (1..=65536)",
-    },
+    ParamSpec { name: "max-writebacks", default: "64", help: "write-back: write-backs in flight at most (1..=65536)" },
 ];
 
 impl ArchBuild for Cache {
     const NAME: &'static str = "cache";
     const VERSION: u32 = 1;
-    const HELP: &'static str =
-        "SSD caching of HDD objects: read-only, write-through or write-back, any collector";
+    const HELP: &'static str = "SSD caching of HDD objects: read-only, write-through or write-back, any collector";
     const PARAMS: &'static [ParamSpec] = PARAMS;
     const USES_COLLECTOR: bool = true;
 
@@ -171,13 +158,7 @@ impl ArchBuild for Cache {
             )));
         }
         let collector_name = p.string("collector", "lru");
-        let collector = build_collector(
-            &collector_name,
-            p,
-            &CollectorContext {
-                fast_capacity: setup.fast_capacity,
-            },
-        )?;
+        let collector = build_collector(&collector_name, p, &CollectorContext { fast_capacity: setup.fast_capacity })?;
         let capacity = setup.fast_capacity;
         Ok(Cache {
             mode,
@@ -213,11 +194,7 @@ impl Cache {
     }
 
     fn size_for(&self, req: &Request) -> Option<u32> {
-        let size = if self.object_size != 0 {
-            self.object_size
-        } else {
-            req.offset.saturating_add(req.len)
-        };
+        let size = if self.object_size != 0 { self.object_size } else { req.offset.saturating_add(req.len) };
         if size == 0 || size > self.capacity {
             return None;
         }
@@ -239,14 +216,7 @@ impl Cache {
         }
     }
 
-    fn issue(
-        cx: &mut Ctx<'_>,
-        kind: WorkKind,
-        obj: ObjectId,
-        s: Slot,
-        bytes: u64,
-        source_in_ram: bool,
-    ) {
+    fn issue(cx: &mut Ctx<'_>, kind: WorkKind, obj: ObjectId, s: Slot, bytes: u64, source_in_ram: bool) {
         let (from, to) = match kind {
             WorkKind::Copy | WorkKind::Promote => (Level::Slow, Level::Fast),
             WorkKind::Writeback | WorkKind::Demote => (Level::Fast, Level::Slow),
@@ -260,12 +230,7 @@ impl Cache {
 
     #[inline]
     fn touch_of(cx: &Ctx<'_>, req: &Request) -> Touch {
-        Touch {
-            now: cx.now,
-            seq: cx.seq,
-            pages: pages_of(req.offset, req.len),
-            write: req.op == Op::Write,
-        }
+        Touch { now: cx.now, seq: cx.seq, pages: pages_of(req.offset, req.len), write: req.op == Op::Write }
     }
 
     // --- collector bookkeeping -------------------------------------------------------------
@@ -276,8 +241,7 @@ impl Cache {
             self.collector.set_tier(s, Tier::Fast);
         } else {
             let id = self.table.id(s);
-            self.collector
-                .insert(s, id, Tier::Fast, u64::from(m.size), t);
+            self.collector.insert(s, id, Tier::Fast, u64::from(m.size), t);
         }
         self.table.meta_mut(s).flags |= IN_COLLECTOR | COLL_FAST;
     }
@@ -418,14 +382,7 @@ impl Cache {
     }
 
     /// Places a missed object: returns its slot when the fill was issued.
-    fn fill(
-        &mut self,
-        cx: &mut Ctx<'_>,
-        slot: Option<Slot>,
-        id: ObjectId,
-        size: u32,
-        source_in_ram: bool,
-    ) {
+    fn fill(&mut self, cx: &mut Ctx<'_>, slot: Option<Slot>, id: ObjectId, size: u32, source_in_ram: bool) {
         if let Some(s) = slot
             && !self.collector.admits(s)
         {
@@ -437,14 +394,7 @@ impl Cache {
         }
         let s = match slot {
             Some(s) => s,
-            None => self.table.insert(
-                id,
-                CacheMeta {
-                    size,
-                    state: NOT_CACHED,
-                    flags: 0,
-                },
-            ),
+            None => self.table.insert(id, CacheMeta { size, state: NOT_CACHED, flags: 0 }),
         };
         let m = self.table.meta_mut(s);
         m.state = FILLING;
@@ -455,14 +405,7 @@ impl Cache {
 
     /// Tracks a slow-tier object for collectors that rank those.
     fn track_slow(&mut self, id: ObjectId, size: u32, t: &Touch) -> Slot {
-        let s = self.table.insert(
-            id,
-            CacheMeta {
-                size,
-                state: NOT_CACHED,
-                flags: IN_COLLECTOR,
-            },
-        );
+        let s = self.table.insert(id, CacheMeta { size, state: NOT_CACHED, flags: IN_COLLECTOR });
         self.collector.insert(s, id, Tier::Slow, u64::from(size), t);
         s
     }
@@ -545,14 +488,7 @@ impl Cache {
         }
         let s = match slot {
             Some(s) => s,
-            None => self.table.insert(
-                req.obj,
-                CacheMeta {
-                    size,
-                    state: NOT_CACHED,
-                    flags: 0,
-                },
-            ),
+            None => self.table.insert(req.obj, CacheMeta { size, state: NOT_CACHED, flags: 0 }),
         };
         self.table.meta_mut(s).state = CLEAN;
         self.table.meta_mut(s).size = size;
@@ -660,12 +596,7 @@ impl Architecture for Cache {
         let s = Slot(work.tag as u32);
         let m = *self.table.meta(s);
         let size = u64::from(m.size);
-        let t = Touch {
-            now: cx.now,
-            seq: cx.seq,
-            pages: 1,
-            write: false,
-        };
+        let t = Touch { now: cx.now, seq: cx.seq, pages: 1, write: false };
         if m.flags & DELETED != 0 {
             // The object was deleted while the work ran: drop whatever reached the SSD.
             if work.kind == WorkKind::Writeback {
@@ -742,21 +673,9 @@ impl Architecture for Cache {
         let Ok(size32) = u32::try_from(size) else {
             return;
         };
-        let t = Touch {
-            now: cx.now,
-            seq: cx.seq,
-            pages: 1,
-            write: false,
-        };
+        let t = Touch { now: cx.now, seq: cx.seq, pages: 1, write: false };
         if level == Level::Fast && size > 0 && self.used + size <= self.capacity {
-            let s = self.table.insert(
-                obj,
-                CacheMeta {
-                    size: size32,
-                    state: CLEAN,
-                    flags: 0,
-                },
-            );
+            let s = self.table.insert(obj, CacheMeta { size: size32, state: CLEAN, flags: 0 });
             self.used += size;
             self.coll_enter_fast(s, &t);
             if dirty && self.mode == Mode::WriteBack {
@@ -769,10 +688,7 @@ impl Architecture for Cache {
 
     fn placement(&self, obj: ObjectId) -> Placement {
         let Some(s) = self.table.get(obj) else {
-            return Placement {
-                on_slow: true,
-                ..Placement::default()
-            };
+            return Placement { on_slow: true, ..Placement::default() };
         };
         let m = self.table.meta(s);
         Placement {
@@ -796,8 +712,7 @@ impl Architecture for Cache {
     }
 
     fn check_invariants(&self) -> Result<(), String> {
-        let (mut used, mut dirty, mut evicting, mut wb, mut wb_n, mut coll_fast, mut coll_slow) =
-            (0, 0, 0, 0, 0, 0, 0);
+        let (mut used, mut dirty, mut evicting, mut wb, mut wb_n, mut coll_fast, mut coll_slow) = (0, 0, 0, 0, 0, 0, 0);
         for s in self.table.slots() {
             let m = self.table.meta(s);
             let size = u64::from(m.size);
@@ -821,11 +736,7 @@ impl Architecture for Cache {
             if m.state == DIRTY {
                 dirty += size;
                 if self.mode != Mode::WriteBack {
-                    return Err(format!(
-                        "dirty object {:?} in {:?} mode",
-                        self.table.id(s),
-                        self.mode
-                    ));
+                    return Err(format!("dirty object {:?} in {:?} mode", self.table.id(s), self.mode));
                 }
             }
             if m.flags & EVICTING != 0 {
@@ -862,15 +773,9 @@ impl Architecture for Cache {
             return Err(format!("used {} but objects sum to {used}", self.used));
         }
         if self.used > self.capacity {
-            return Err(format!(
-                "used {} exceeds capacity {}",
-                self.used, self.capacity
-            ));
+            return Err(format!("used {} exceeds capacity {}", self.used, self.capacity));
         }
-        if dirty != self.dirty_bytes
-            || evicting != self.evicting_bytes
-            || wb != self.writing_back_bytes
-        {
+        if dirty != self.dirty_bytes || evicting != self.evicting_bytes || wb != self.writing_back_bytes {
             return Err(format!(
                 "counters dirty {} evicting {} writing-back {} but objects sum to {dirty} {evicting} {wb}",
                 self.dirty_bytes, self.evicting_bytes, self.writing_back_bytes
@@ -907,8 +812,12 @@ impl Architecture for Cache {
     }
 
     #[inline]
-    fn prefetch(&self, obj: ObjectId) {
-        self.table.prefetch(obj);
+    fn prefetch(&self, obj: ObjectId, deep: bool) {
+        if !deep {
+            self.table.prefetch(obj);
+        } else if let Some(s) = self.table.prefetch_entry(obj) {
+            self.collector.prefetch(s);
+        }
     }
 
     fn memory_bytes(&self) -> usize {

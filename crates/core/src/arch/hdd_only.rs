@@ -23,19 +23,11 @@ impl ArchBuild for HddOnly {
 impl Architecture for HddOnly {
     #[inline]
     fn access(&mut self, _cx: &mut Ctx<'_>, req: &Request) -> Served {
-        if req.op.is_data() {
-            Served::by(Level::Slow)
-        } else {
-            Served::metadata()
-        }
+        if req.op.is_data() { Served::by(Level::Slow) } else { Served::metadata() }
     }
     fn complete(&mut self, _cx: &mut Ctx<'_>, _work: &Work, _outcome: Outcome) {}
     fn placement(&self, _obj: ObjectId) -> Placement {
-        Placement {
-            tracked: false,
-            on_slow: true,
-            ..Placement::default()
-        }
+        Placement { tracked: false, on_slow: true, ..Placement::default() }
     }
     fn usage(&self) -> Usage {
         Usage::default()

@@ -17,8 +17,7 @@ pub struct Linear {
 impl ArchBuild for Linear {
     const NAME: &'static str = "linear";
     const VERSION: u32 = 1;
-    const HELP: &'static str =
-        "baseline: SSD and HDD concatenated (SSD first), no movement; block mode only";
+    const HELP: &'static str = "baseline: SSD and HDD concatenated (SSD first), no movement; block mode only";
     const PARAMS: &'static [ParamSpec] = &[];
     const USES_COLLECTOR: bool = false;
     fn build(p: &mut Params, setup: &Setup) -> Result<Self, ConfigError> {
@@ -28,10 +27,7 @@ impl ArchBuild for Linear {
                  variable-size objects (object/libCacheSim mode or files)",
             ));
         }
-        Ok(Linear {
-            capacity: setup.fast_capacity,
-            object_size: setup.object_size,
-        })
+        Ok(Linear { capacity: setup.fast_capacity, object_size: setup.object_size })
     }
 }
 
@@ -57,18 +53,10 @@ impl Architecture for Linear {
     fn complete(&mut self, _cx: &mut Ctx<'_>, _work: &Work, _outcome: Outcome) {}
     fn placement(&self, obj: ObjectId) -> Placement {
         let fast = self.addr(obj) < self.capacity;
-        Placement {
-            tracked: false,
-            on_fast: fast,
-            on_slow: !fast,
-            ..Placement::default()
-        }
+        Placement { tracked: false, on_fast: fast, on_slow: !fast, ..Placement::default() }
     }
     fn usage(&self) -> Usage {
-        Usage {
-            fast_capacity: self.capacity,
-            ..Usage::default()
-        }
+        Usage { fast_capacity: self.capacity, ..Usage::default() }
     }
     fn check_invariants(&self) -> Result<(), String> {
         Ok(())

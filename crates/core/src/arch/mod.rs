@@ -86,15 +86,7 @@ pub trait Architecture {
     /// Issues write-backs for every dirty object.
     fn flush(&mut self, _cx: &mut Ctx<'_>) {}
     /// Learns about an object that already exists on `level`.
-    fn adopt(
-        &mut self,
-        _cx: &mut Ctx<'_>,
-        _obj: ObjectId,
-        _level: Level,
-        _size: u64,
-        _dirty: bool,
-    ) {
-    }
+    fn adopt(&mut self, _cx: &mut Ctx<'_>, _obj: ObjectId, _level: Level, _size: u64, _dirty: bool) {}
     /// Where an object is.
     fn placement(&self, obj: ObjectId) -> Placement;
     /// Space and object counts.
@@ -103,8 +95,9 @@ pub trait Architecture {
     fn check_invariants(&self) -> Result<(), String>;
     /// Heap bytes held.
     fn memory_bytes(&self) -> usize;
-    /// A hint that `obj` will be accessed soon (prefetch its metadata). Default: nothing.
-    fn prefetch(&self, _obj: ObjectId) {}
+    /// A hint that `obj` will be accessed soon: `deep == false` a few accesses ahead (prefetch
+    /// the index), `deep == true` closer (prefetch the entry and ranking state). Default: nothing.
+    fn prefetch(&self, _obj: ObjectId, _deep: bool) {}
 }
 
 /// How an architecture is built from its spec.
@@ -212,21 +205,18 @@ impl Architecture for AnyArch {
         dispatch!(self, a => a.memory_bytes())
     }
     #[inline]
-    fn prefetch(&self, obj: ObjectId) {
-        dispatch!(self, a => a.prefetch(obj))
+    fn prefetch(&self, obj: ObjectId, deep: bool) {
+        dispatch!(self, a => a.prefetch(obj, deep))
     }
 }
 
 /// Looks an architecture up by name.
 pub fn arch_info(name: &str) -> Result<&'static ArchInfo, ConfigError> {
-    ARCHITECTURES
-        .iter()
-        .find(|a| a.name.eq_ignore_ascii_case(name))
-        .ok_or_else(|| ConfigError::UnknownName {
-            kind: "architecture",
-            name: name.to_string(),
-            allowed: ARCHITECTURES.iter().map(|a| a.name.to_string()).collect(),
-        })
+    ARCHITECTURES.iter().find(|a| a.name.eq_ignore_ascii_case(name)).ok_or_else(|| ConfigError::UnknownName {
+        kind: "architecture",
+        name: name.to_string(),
+        allowed: ARCHITECTURES.iter().map(|a| a.name.to_string()).collect(),
+    })
 }
 
 /// Builds an architecture from a spec such as `cache:mode=write-back,collector=lfu`. Every knob
@@ -239,10 +229,7 @@ pub fn build_arch(spec: &str, setup: &Setup) -> Result<AnyArch, ConfigError> {
     let mut allowed: Vec<&[ParamSpec]> = vec![info.params];
     if info.uses_collector {
         allowed.push(COLLECTOR_KNOB);
-        if let Some(c) = params
-            .peek("collector")
-            .and_then(|c| collector_info(c).ok())
-        {
+        if let Some(c) = params.peek("collector").and_then(|c| collector_info(c).ok()) {
             allowed.push(c.params);
         }
     }

@@ -18,34 +18,21 @@ impl ArchBuild for SsdOnly {
     const PARAMS: &'static [ParamSpec] = &[];
     const USES_COLLECTOR: bool = false;
     fn build(_: &mut Params, setup: &Setup) -> Result<Self, ConfigError> {
-        Ok(SsdOnly {
-            capacity: setup.fast_capacity,
-        })
+        Ok(SsdOnly { capacity: setup.fast_capacity })
     }
 }
 
 impl Architecture for SsdOnly {
     #[inline]
     fn access(&mut self, _cx: &mut Ctx<'_>, req: &Request) -> Served {
-        if req.op.is_data() {
-            Served::by(Level::Fast)
-        } else {
-            Served::metadata()
-        }
+        if req.op.is_data() { Served::by(Level::Fast) } else { Served::metadata() }
     }
     fn complete(&mut self, _cx: &mut Ctx<'_>, _work: &Work, _outcome: Outcome) {}
     fn placement(&self, _obj: ObjectId) -> Placement {
-        Placement {
-            tracked: false,
-            on_fast: true,
-            ..Placement::default()
-        }
+        Placement { tracked: false, on_fast: true, ..Placement::default() }
     }
     fn usage(&self) -> Usage {
-        Usage {
-            fast_capacity: self.capacity,
-            ..Usage::default()
-        }
+        Usage { fast_capacity: self.capacity, ..Usage::default() }
     }
     fn check_invariants(&self) -> Result<(), String> {
         Ok(())

@@ -14,10 +14,7 @@ use std::collections::BTreeMap;
 use proptest::prelude::*;
 
 use crate::collector::COLLECTORS;
-use crate::{
-    Engine, Level, ManualClock, Nanos, ObjectId, Outcome, Request, Setup, Work, WorkKind,
-    build_arch,
-};
+use crate::{Engine, Level, ManualClock, Nanos, ObjectId, Outcome, Request, Setup, Work, WorkKind, build_arch};
 
 const GARBAGE: u64 = u64::MAX;
 const OBJ: u64 = 4096;
@@ -68,11 +65,7 @@ impl Devices {
     /// fast tier (then it initially holds version 0 there).
     fn holds(&self, l: Level, o: u64, fast_is_home: bool) -> Option<u64> {
         match l {
-            Level::Fast => self
-                .fast
-                .get(&o)
-                .copied()
-                .or(if fast_is_home { Some(0) } else { None }),
+            Level::Fast => self.fast.get(&o).copied().or(if fast_is_home { Some(0) } else { None }),
             Level::Slow => Some(self.slow.get(&o).copied().unwrap_or(0)),
             Level::Ram => None,
         }
@@ -134,13 +127,7 @@ impl Harness {
 
     fn check_physical(&self) -> Result<(), TestCaseError> {
         let bytes: u64 = self.dev.fast.keys().map(|&o| self.size_of(o)).sum();
-        prop_assert!(
-            bytes <= self.capacity,
-            "{}: SSD holds {} bytes, capacity {}",
-            self.name,
-            bytes,
-            self.capacity
-        );
+        prop_assert!(bytes <= self.capacity, "{}: SSD holds {} bytes, capacity {}", self.name, bytes, self.capacity);
         if let Err(e) = self.engine.check_invariants() {
             return Err(TestCaseError::fail(format!("{}: {e}", self.name)));
         }
@@ -150,16 +137,8 @@ impl Harness {
     }
 
     fn request(&self, o: u64, whole: bool, write: bool) -> Request {
-        let (offset, len) = if whole || self.variable {
-            (0, OBJ)
-        } else {
-            (512, 1024)
-        };
-        if write {
-            Request::write(ObjectId(o), offset, len)
-        } else {
-            Request::read(ObjectId(o), offset, len)
-        }
+        let (offset, len) = if whole || self.variable { (0, OBJ) } else { (512, 1024) };
+        if write { Request::write(ObjectId(o), offset, len) } else { Request::read(ObjectId(o), offset, len) }
     }
 
     fn step(&mut self, step: &Step) -> Result<(), TestCaseError> {
@@ -186,11 +165,7 @@ impl Harness {
                 let whole = req.offset == 0 && req.len == OBJ;
                 let before = self.dev.latest(o);
                 // After a delete the content is undefined until a whole-object write.
-                let was_deleted = if whole {
-                    self.dev.deleted.remove(&o)
-                } else {
-                    self.dev.deleted.contains(&o)
-                };
+                let was_deleted = if whole { self.dev.deleted.remove(&o) } else { self.dev.deleted.contains(&o) };
                 self.dev.next_version += 1;
                 let v = self.dev.next_version;
                 let served = self.engine.access(&req);
@@ -198,18 +173,13 @@ impl Harness {
                 prop_assert!(!served.touches.is_empty());
                 for l in served.touches.iter() {
                     let holds = self.holds(l, o);
-                    let new = if whole || (holds == Some(before) && !was_deleted) {
-                        v
-                    } else {
-                        GARBAGE
-                    };
+                    let new = if whole || (holds == Some(before) && !was_deleted) { v } else { GARBAGE };
                     self.dev.level(l).insert(o, new);
                 }
                 self.dev.latest.insert(o, v);
             }
             Step::Delete(o) => {
-                self.engine
-                    .access(&Request::op(ObjectId(o), crate::Op::Delete));
+                self.engine.access(&Request::op(ObjectId(o), crate::Op::Delete));
                 self.drain();
                 self.dev.deleted.insert(o);
             }
@@ -254,13 +224,8 @@ impl Harness {
                         }
                     }
                 }
-                self.engine
-                    .complete(w.id, outcome)
-                    .map_err(|e| TestCaseError::fail(e.to_string()))?;
-                prop_assert!(
-                    self.engine.complete(w.id, outcome).is_err(),
-                    "double completion accepted"
-                );
+                self.engine.complete(w.id, outcome).map_err(|e| TestCaseError::fail(e.to_string()))?;
+                prop_assert!(self.engine.complete(w.id, outcome).is_err(), "double completion accepted");
                 self.drain();
             }
             Step::Flush => {
@@ -287,12 +252,7 @@ impl Harness {
                 self.step(&Step::Complete(0, 9))?;
             }
         }
-        prop_assert_eq!(
-            self.engine.usage().dirty_bytes,
-            0,
-            "{}: dirty bytes remain after flush",
-            &self.name
-        );
+        prop_assert_eq!(self.engine.usage().dirty_bytes, 0, "{}: dirty bytes remain after flush", &self.name);
         for (&o, &v) in &self.dev.latest {
             if self.dev.deleted.contains(&o) {
                 continue;
@@ -300,30 +260,15 @@ impl Harness {
             // Caches must have written everything back; tiering keeps one home per object.
             let p = self.engine.placement(ObjectId(o));
             let home = if p.on_slow { Level::Slow } else { Level::Fast };
-            prop_assert!(
-                p.on_slow || p.on_fast,
-                "{}: object {} is nowhere",
-                &self.name,
-                o
-            );
-            prop_assert_eq!(
-                self.holds(home, o).unwrap_or(0),
-                v,
-                "{}: object {} lost its latest write",
-                &self.name,
-                o
-            );
+            prop_assert!(p.on_slow || p.on_fast, "{}: object {} is nowhere", &self.name, o);
+            prop_assert_eq!(self.holds(home, o).unwrap_or(0), v, "{}: object {} lost its latest write", &self.name, o);
         }
         Ok(())
     }
 }
 
 fn specs() -> Vec<String> {
-    let mut v = vec![
-        "ssd-only".to_string(),
-        "hdd-only".to_string(),
-        "linear".to_string(),
-    ];
+    let mut v = vec!["ssd-only".to_string(), "hdd-only".to_string(), "linear".to_string()];
     for mode in ["read-only", "write-through", "write-back"] {
         for c in COLLECTORS {
             v.push(format!("cache:mode={mode},collector={}", c.name));
@@ -359,55 +304,24 @@ proptest! {
 
 #[test]
 fn bad_specs_are_refused_with_the_valid_choices() {
-    let setup = Setup {
-        fast_capacity: 1 << 20,
-        slow_capacity: 0,
-        object_size: 4096,
-    };
+    let setup = Setup { fast_capacity: 1 << 20, slow_capacity: 0, object_size: 4096 };
     let e = build_arch("cachee", &setup).unwrap_err().to_string();
     assert!(e.contains("cache") && e.contains("hdd-only"), "{e}");
-    let e = build_arch("cache:collector=nope", &setup)
-        .unwrap_err()
-        .to_string();
+    let e = build_arch("cache:collector=nope", &setup).unwrap_err().to_string();
     assert!(e.contains("lru") && e.contains("arc"), "{e}");
-    let e = build_arch("cache:mode=write-sideways", &setup)
-        .unwrap_err()
-        .to_string();
+    let e = build_arch("cache:mode=write-sideways", &setup).unwrap_err().to_string();
     assert!(e.contains("write-back"), "{e}");
-    let e = build_arch("cache:dirty-low=50,dirty-high=40", &setup)
-        .unwrap_err()
-        .to_string();
+    let e = build_arch("cache:dirty-low=50,dirty-high=40", &setup).unwrap_err().to_string();
     assert!(e.contains("dirty-low") && e.contains("dirty-high"), "{e}");
-    let e = build_arch("cache:window=5s", &setup)
-        .unwrap_err()
-        .to_string();
+    let e = build_arch("cache:window=5s", &setup).unwrap_err().to_string();
     assert!(e.contains("window") && e.contains("collector"), "{e}");
     build_arch("cache:collector=wsclock,window=5s", &setup).unwrap();
-    let tiny = Setup {
-        fast_capacity: 1024,
-        ..setup
-    };
-    assert!(
-        build_arch("cache", &tiny)
-            .unwrap_err()
-            .to_string()
-            .contains("smaller than one object")
-    );
-    let zero = Setup {
-        fast_capacity: 0,
-        ..setup
-    };
+    let tiny = Setup { fast_capacity: 1024, ..setup };
+    assert!(build_arch("cache", &tiny).unwrap_err().to_string().contains("smaller than one object"));
+    let zero = Setup { fast_capacity: 0, ..setup };
     assert!(build_arch("cache", &zero).is_err());
-    let variable = Setup {
-        object_size: 0,
-        ..setup
-    };
-    assert!(
-        build_arch("linear", &variable)
-            .unwrap_err()
-            .to_string()
-            .contains("block mode")
-    );
+    let variable = Setup { object_size: 0, ..setup };
+    assert!(build_arch("linear", &variable).unwrap_err().to_string().contains("block mode"));
 }
 
 #[test]
@@ -418,30 +332,15 @@ fn write_back_writes_back_above_the_high_mark() {
     }
     assert!(h.queued.is_empty(), "4 of 8 dirty is not above 50%");
     h.step(&Step::Write(4, true)).unwrap();
-    let wb = h
-        .queued
-        .iter()
-        .filter(|w| w.kind == WorkKind::Writeback)
-        .count();
-    assert_eq!(
-        wb, 3,
-        "5 dirty of 8: write back until at most 2 (25%) remain"
-    );
-    assert_eq!(
-        h.engine.usage().dirty_bytes,
-        5 * OBJ,
-        "still dirty until the write-backs complete"
-    );
+    let wb = h.queued.iter().filter(|w| w.kind == WorkKind::Writeback).count();
+    assert_eq!(wb, 3, "5 dirty of 8: write back until at most 2 (25%) remain");
+    assert_eq!(h.engine.usage().dirty_bytes, 5 * OBJ, "still dirty until the write-backs complete");
     h.settle().unwrap();
 }
 
 #[test]
 fn write_back_victims_are_written_back_before_they_go() {
-    let mut h = Harness::new(
-        "cache:mode=write-back,dirty-high=100,dirty-low=99",
-        3,
-        false,
-    );
+    let mut h = Harness::new("cache:mode=write-back,dirty-high=100,dirty-low=99", 3, false);
     h.step(&Step::Write(0, true)).unwrap();
     h.step(&Step::Write(1, true)).unwrap();
     h.step(&Step::Read(2, true)).unwrap();
@@ -451,54 +350,26 @@ fn write_back_victims_are_written_back_before_they_go() {
     // A fourth object needs room: the LRU victims 0 and 1 are dirty, so they are written back
     // (and dropped once clean) while the search goes on to the clean 2, which makes room now.
     h.step(&Step::Write(3, true)).unwrap();
-    let wb: Vec<_> = h
-        .queued
-        .iter()
-        .filter(|w| w.kind == WorkKind::Writeback)
-        .map(|w| w.obj)
-        .collect();
+    let wb: Vec<_> = h.queued.iter().filter(|w| w.kind == WorkKind::Writeback).map(|w| w.obj).collect();
     assert_eq!(wb, vec![ObjectId(0), ObjectId(1)]);
-    assert!(
-        h.engine.placement(ObjectId(0)).on_fast,
-        "still cached until written back"
-    );
-    assert!(
-        !h.engine.placement(ObjectId(2)).on_fast,
-        "the clean victim went at once"
-    );
+    assert!(h.engine.placement(ObjectId(0)).on_fast, "still cached until written back");
+    assert!(!h.engine.placement(ObjectId(2)).on_fast, "the clean victim went at once");
     assert!(h.engine.placement(ObjectId(3)).on_fast && h.engine.placement(ObjectId(3)).dirty);
     h.step(&Step::Execute(0)).unwrap();
     h.step(&Step::Complete(0, 9)).unwrap();
-    assert!(
-        !h.engine.placement(ObjectId(0)).on_fast,
-        "dropped once clean"
-    );
+    assert!(!h.engine.placement(ObjectId(0)).on_fast, "dropped once clean");
     h.settle().unwrap();
 }
 
 #[test]
 fn write_back_goes_around_when_only_dirty_victims_remain() {
-    let mut h = Harness::new(
-        "cache:mode=write-back,dirty-high=100,dirty-low=99",
-        2,
-        false,
-    );
+    let mut h = Harness::new("cache:mode=write-back,dirty-high=100,dirty-low=99", 2, false);
     h.step(&Step::Write(0, true)).unwrap();
     h.step(&Step::Write(1, true)).unwrap();
     let served = h.engine.access(&Request::write(ObjectId(2), 0, OBJ));
-    assert_eq!(
-        served.level,
-        Level::Slow,
-        "no clean victim: the write goes to the HDD"
-    );
+    assert_eq!(served.level, Level::Slow, "no clean victim: the write goes to the HDD");
     h.drain();
-    assert_eq!(
-        h.queued
-            .iter()
-            .filter(|w| w.kind == WorkKind::Writeback)
-            .count(),
-        2
-    );
+    assert_eq!(h.queued.iter().filter(|w| w.kind == WorkKind::Writeback).count(), 2);
 }
 
 #[test]
@@ -508,9 +379,7 @@ fn lru_cache_matches_plain_lru_in_object_mode() {
     let mut naive = NaiveLruCache::new(10 * OBJ);
     let mut s = 7u64;
     for _ in 0..5000 {
-        s = s
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
+        s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
         let o = (s >> 33) % 40;
         let served = h.engine.access(&Request::read(ObjectId(o), 0, OBJ));
         let hit = served.level == Level::Fast;
@@ -531,15 +400,8 @@ fn lru_cache_matches_plain_lru_in_object_mode() {
 fn engine_memory_per_object_stays_under_48_bytes() {
     for n in [10_000u64, 77_777, 250_000, 600_000, 1_000_000] {
         let clock = ManualClock::new();
-        let setup = Setup {
-            fast_capacity: n * OBJ,
-            slow_capacity: 0,
-            object_size: OBJ,
-        };
-        let mut e = Engine::new(
-            build_arch("cache:mode=read-only,collector=lru", &setup).unwrap(),
-            clock,
-        );
+        let setup = Setup { fast_capacity: n * OBJ, slow_capacity: 0, object_size: OBJ };
+        let mut e = Engine::new(build_arch("cache:mode=read-only,collector=lru", &setup).unwrap(), clock);
         e.set_instant(true);
         for i in 0..n {
             e.access(&Request::read(ObjectId(i * 8), 0, OBJ));

@@ -35,13 +35,7 @@ pub struct ArcState {
 
 impl Default for ArcState {
     fn default() -> Self {
-        ArcState {
-            link: Link::default(),
-            id: ObjectId(0),
-            size: 0,
-            stamp: 0,
-            list: SLOW,
-        }
+        ArcState { link: Link::default(), id: ObjectId(0), size: 0, stamp: 0, list: SLOW }
     }
 }
 
@@ -100,8 +94,7 @@ pub struct Arc {
 impl CollectorBuild for Arc {
     const NAME: &'static str = "arc";
     const VERSION: u32 = 1;
-    const HELP: &'static str =
-        "ARC: adaptive between recency (T1) and frequency (T2) with ghost lists";
+    const HELP: &'static str = "ARC: adaptive between recency (T1) and frequency (T2) with ghost lists";
     const PARAMS: &'static [ParamSpec] = &[];
     fn build(_: &mut Params, cx: &CollectorContext) -> Result<Self, ConfigError> {
         Ok(Arc::new(cx.fast_capacity))
@@ -133,19 +126,12 @@ impl Arc {
 
     /// Bytes in T1, T2, B1, B2.
     pub fn sizes(&self) -> [u64; 4] {
-        [
-            self.bytes[0],
-            self.bytes[1],
-            self.ghost_bytes[0],
-            self.ghost_bytes[1],
-        ]
+        [self.bytes[0], self.bytes[1], self.ghost_bytes[0], self.ghost_bytes[1]]
     }
 
     fn find_ghost(&self, id: ObjectId) -> Option<u32> {
         let ghosts = &self.ghosts;
-        self.ghost_index
-            .find(hash_id(id), |&g| ghosts[g as usize].id == id)
-            .copied()
+        self.ghost_index.find(hash_id(id), |&g| ghosts[g as usize].id == id).copied()
     }
 
     fn drop_ghost(&mut self, g: u32) {
@@ -153,10 +139,7 @@ impl Arc {
         self.ghost_lists[list as usize].unlink(&mut self.ghosts, g);
         self.ghost_bytes[list as usize] -= size;
         let ghosts = &self.ghosts;
-        if let Ok(e) = self
-            .ghost_index
-            .find_entry(hash_id(id), |&x| ghosts[x as usize].id == id)
-        {
+        if let Ok(e) = self.ghost_index.find_entry(hash_id(id), |&x| ghosts[x as usize].id == id) {
             e.remove();
         }
         self.ghost_free.push(g);
@@ -166,12 +149,7 @@ impl Arc {
         if let Some(g) = self.find_ghost(id) {
             self.drop_ghost(g);
         }
-        let ghost = Ghost {
-            link: Link::default(),
-            id,
-            size,
-            list,
-        };
+        let ghost = Ghost { link: Link::default(), id, size, list };
         let g = match self.ghost_free.pop() {
             Some(g) => {
                 self.ghosts[g as usize] = ghost;
@@ -185,8 +163,7 @@ impl Arc {
         self.ghost_lists[list as usize].push_front(&mut self.ghosts, g);
         self.ghost_bytes[list as usize] += size;
         let ghosts = &self.ghosts;
-        self.ghost_index
-            .insert_unique(hash_id(id), g, |&x| hash_id(ghosts[x as usize].id));
+        self.ghost_index.insert_unique(hash_id(id), g, |&x| hash_id(ghosts[x as usize].id));
     }
 
     /// Consumes a ghost hit for `id`, adapting `p`; returns where the object goes.
@@ -195,39 +172,19 @@ impl Arc {
         match self.find_ghost(id) {
             Some(g) if self.ghosts[g as usize].list == B1 => {
                 let (b1, b2) = (self.ghost_bytes[0].max(1), self.ghost_bytes[1]);
-                let delta = if b1 >= b2 {
-                    size
-                } else {
-                    size.saturating_mul(b2 / b1)
-                };
+                let delta = if b1 >= b2 { size } else { size.saturating_mul(b2 / b1) };
                 self.p = self.p.saturating_add(delta).min(self.c);
                 self.drop_ghost(g);
-                Pending {
-                    id,
-                    to_t2: true,
-                    was_in_b2: false,
-                }
+                Pending { id, to_t2: true, was_in_b2: false }
             }
             Some(g) => {
                 let (b1, b2) = (self.ghost_bytes[0], self.ghost_bytes[1].max(1));
-                let delta = if b2 >= b1 {
-                    size
-                } else {
-                    size.saturating_mul(b1 / b2)
-                };
+                let delta = if b2 >= b1 { size } else { size.saturating_mul(b1 / b2) };
                 self.p = self.p.saturating_sub(delta);
                 self.drop_ghost(g);
-                Pending {
-                    id,
-                    to_t2: true,
-                    was_in_b2: true,
-                }
+                Pending { id, to_t2: true, was_in_b2: true }
             }
-            None => Pending {
-                id,
-                to_t2: false,
-                was_in_b2: false,
-            },
+            None => Pending { id, to_t2: false, was_in_b2: false },
         }
     }
 
@@ -238,8 +195,7 @@ impl Arc {
             };
             self.drop_ghost(g);
         }
-        while self.bytes[0] + self.bytes[1] + self.ghost_bytes[0] + self.ghost_bytes[1] > 2 * self.c
-        {
+        while self.bytes[0] + self.bytes[1] + self.ghost_bytes[0] + self.ghost_bytes[1] > 2 * self.c {
             let Some(g) = self.ghost_lists[B2 as usize].back() else {
                 break;
             };
@@ -275,13 +231,7 @@ impl Arc {
 impl Collector for Arc {
     fn insert(&mut self, slot: Slot, id: ObjectId, tier: Tier, size: u64, t: &Touch) {
         ensure_slot(&mut self.nodes, slot, ArcState::default());
-        self.nodes[slot.idx()] = ArcState {
-            link: Link::default(),
-            id,
-            size,
-            stamp: t.seq as u32,
-            list: SLOW,
-        };
+        self.nodes[slot.idx()] = ArcState { link: Link::default(), id, size, stamp: t.seq as u32, list: SLOW };
         match tier {
             Tier::Fast => self.enter_fast(slot, id, size),
             Tier::Slow => self.lists[SLOW as usize].push_front(&mut self.nodes, slot.0),

@@ -30,11 +30,7 @@ impl Linked for ClockState {
 
 impl ClockState {
     fn tier(&self) -> Tier {
-        if self.flags & SLOW != 0 {
-            Tier::Slow
-        } else {
-            Tier::Fast
-        }
+        if self.flags & SLOW != 0 { Tier::Slow } else { Tier::Fast }
     }
 }
 
@@ -52,13 +48,7 @@ pub struct Clock {
 
 impl Default for Clock {
     fn default() -> Self {
-        Clock {
-            nodes: Vec::new(),
-            ring: List::default(),
-            slow: List::default(),
-            hand: NIL,
-            latest: 0,
-        }
+        Clock { nodes: Vec::new(), ring: List::default(), slow: List::default(), hand: NIL, latest: 0 }
     }
 }
 
@@ -111,11 +101,7 @@ impl Clock {
 
     fn ring_remove(&mut self, s: u32) {
         if self.hand == s {
-            self.hand = if self.ring.len() == 1 {
-                NIL
-            } else {
-                self.ring.next_wrapping(&self.nodes, s)
-            };
+            self.hand = if self.ring.len() == 1 { NIL } else { self.ring.next_wrapping(&self.nodes, s) };
         }
         self.ring.unlink(&mut self.nodes, s);
     }

@@ -60,4 +60,7 @@ impl Collector for Fifo {
     fn memory_bytes(&self) -> usize {
         self.0.memory_bytes()
     }
+    fn prefetch(&self, slot: Slot) {
+        self.0.prefetch(slot)
+    }
 }

@@ -27,12 +27,7 @@ pub struct InverseBitmapState {
 
 impl Default for InverseBitmapState {
     fn default() -> Self {
-        InverseBitmapState {
-            counter: 0,
-            pos: NIL,
-            seq: 0,
-            tier: Tier::Slow,
-        }
+        InverseBitmapState { counter: 0, pos: NIL, seq: 0, tier: Tier::Slow }
     }
 }
 
@@ -55,7 +50,8 @@ pub struct InverseBitmap {
 impl CollectorBuild for InverseBitmap {
     const NAME: &'static str = "inverse-bitmap";
     const VERSION: u32 = 1;
-    const HELP: &'static str = "Loris/Hystor inverse bitmap: counter += 64 >> floor(log2(pages)); admission above the last evicted counter";
+    const HELP: &'static str =
+        "Loris/Hystor inverse bitmap: counter += 64 >> floor(log2(pages)); admission above the last evicted counter";
     const PARAMS: &'static [ParamSpec] = &[];
     fn build(_: &mut Params, _: &CollectorContext) -> Result<Self, ConfigError> {
         Ok(InverseBitmap::default())
@@ -161,12 +157,7 @@ impl InverseBitmap {
 impl Collector for InverseBitmap {
     fn insert(&mut self, slot: Slot, _id: ObjectId, tier: Tier, _size: u64, t: &Touch) {
         ensure_slot(&mut self.nodes, slot, InverseBitmapState::default());
-        self.nodes[slot.idx()] = InverseBitmapState {
-            counter: increment(t.pages),
-            pos: NIL,
-            seq: t.seq,
-            tier,
-        };
+        self.nodes[slot.idx()] = InverseBitmapState { counter: increment(t.pages), pos: NIL, seq: t.seq, tier };
         self.heap_push(tier, slot.0);
     }
 
@@ -259,10 +250,7 @@ mod tests {
     #[test]
     fn admission_uses_last_evicted_counter() {
         let mut c = InverseBitmap::default();
-        let t = |seq, pages| Touch {
-            pages,
-            ..Touch::at(seq)
-        };
+        let t = |seq, pages| Touch { pages, ..Touch::at(seq) };
         c.insert(Slot(0), ObjectId(0), Tier::Fast, 1, &t(0, 1)); // 64
         c.touch(Slot(0), &t(1, 1)); // 128
         c.insert(Slot(1), ObjectId(1), Tier::Slow, 1, &t(2, 64)); // 1

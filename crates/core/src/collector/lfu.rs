@@ -22,11 +22,7 @@ pub struct LfuState {
 
 impl Default for LfuState {
     fn default() -> Self {
-        LfuState {
-            link: Link::default(),
-            bucket: NIL,
-            stamp: 0,
-        }
+        LfuState { link: Link::default(), bucket: NIL, stamp: 0 }
     }
 }
 
@@ -76,11 +72,7 @@ impl CollectorBuild for Lfu {
 impl Lfu {
     /// An empty LFU.
     pub fn new() -> Lfu {
-        Lfu {
-            lowest: [NIL; 2],
-            highest: [NIL; 2],
-            ..Default::default()
-        }
+        Lfu { lowest: [NIL; 2], highest: [NIL; 2], ..Default::default() }
     }
 
     /// The access count of a tracked slot.
@@ -89,13 +81,7 @@ impl Lfu {
     }
 
     fn new_bucket(&mut self, freq: u64, tier: Tier) -> u32 {
-        let b = Bucket {
-            freq,
-            tier,
-            members: List::default(),
-            lower: NIL,
-            higher: NIL,
-        };
+        let b = Bucket { freq, tier, members: List::default(), lower: NIL, higher: NIL };
         match self.free_buckets.pop() {
             Some(i) => {
                 self.buckets[i as usize] = b;
@@ -111,11 +97,7 @@ impl Lfu {
     /// Links bucket `b` of `tier` right above `below` (NIL = at the bottom).
     fn link_bucket_above(&mut self, tier: Tier, b: u32, below: u32) {
         let t = tier.index();
-        let above = if below == NIL {
-            self.lowest[t]
-        } else {
-            self.buckets[below as usize].higher
-        };
+        let above = if below == NIL { self.lowest[t] } else { self.buckets[below as usize].higher };
         self.buckets[b as usize].lower = below;
         self.buckets[b as usize].higher = above;
         if below == NIL {
@@ -223,9 +205,7 @@ impl Collector for Lfu {
         self.latest = t.seq as u32;
         self.nodes[slot.idx()].stamp = t.seq as u32;
         let old = self.leave(slot);
-        let Bucket {
-            freq, tier, higher, ..
-        } = self.buckets[old as usize];
+        let Bucket { freq, tier, higher, .. } = self.buckets[old as usize];
         let freq = freq.saturating_add(1);
         let target = if higher != NIL && self.buckets[higher as usize].freq == freq {
             higher
@@ -240,11 +220,7 @@ impl Collector for Lfu {
 
     fn set_tier(&mut self, slot: Slot, tier: Tier) {
         let old = self.nodes[slot.idx()].bucket;
-        let Bucket {
-            freq,
-            tier: old_tier,
-            ..
-        } = self.buckets[old as usize];
+        let Bucket { freq, tier: old_tier, .. } = self.buckets[old as usize];
         if old_tier == tier {
             return;
         }
@@ -267,20 +243,12 @@ impl Collector for Lfu {
 
     fn coldest_fast(&mut self, _now: Nanos) -> Option<Slot> {
         let lo = self.lowest[Tier::Fast.index()];
-        if lo == NIL {
-            None
-        } else {
-            self.buckets[lo as usize].members.back().map(Slot)
-        }
+        if lo == NIL { None } else { self.buckets[lo as usize].members.back().map(Slot) }
     }
 
     fn hottest_slow(&self) -> Option<Slot> {
         let hi = self.highest[Tier::Slow.index()];
-        if hi == NIL {
-            None
-        } else {
-            self.buckets[hi as usize].members.front().map(Slot)
-        }
+        if hi == NIL { None } else { self.buckets[hi as usize].members.front().map(Slot) }
     }
 
     fn hotter(&self, a: Slot, b: Slot) -> bool {

@@ -22,11 +22,7 @@ pub struct LruState {
 impl LruState {
     #[inline]
     fn tier(&self) -> Tier {
-        if self.stamp_and_tier & SLOW_BIT != 0 {
-            Tier::Slow
-        } else {
-            Tier::Fast
-        }
+        if self.stamp_and_tier & SLOW_BIT != 0 { Tier::Slow } else { Tier::Fast }
     }
     #[inline]
     fn stamp(&self) -> u32 {
@@ -34,8 +30,7 @@ impl LruState {
     }
     #[inline]
     fn set(&mut self, tier: Tier, stamp: u64) {
-        self.stamp_and_tier =
-            (stamp as u32 & STAMP_MASK) | if tier == Tier::Slow { SLOW_BIT } else { 0 };
+        self.stamp_and_tier = (stamp as u32 & STAMP_MASK) | if tier == Tier::Slow { SLOW_BIT } else { 0 };
     }
 }
 
@@ -72,27 +67,16 @@ pub struct Lru {
 impl Lru {
     /// An empty LRU.
     pub fn new() -> Lru {
-        Lru {
-            nodes: Vec::new(),
-            lists: [List::default(); 2],
-            reorder_fast_on_touch: true,
-            latest: 0,
-        }
+        Lru { nodes: Vec::new(), lists: [List::default(); 2], reorder_fast_on_touch: true, latest: 0 }
     }
 
     pub(crate) fn fifo() -> Lru {
-        Lru {
-            reorder_fast_on_touch: false,
-            ..Lru::new()
-        }
+        Lru { reorder_fast_on_touch: false, ..Lru::new() }
     }
 
     /// Slots on `tier` from hottest to coldest (tests, diagnostics).
     pub fn order(&self, tier: Tier) -> Vec<Slot> {
-        self.lists[tier.index()]
-            .iter(&self.nodes)
-            .map(Slot)
-            .collect()
+        self.lists[tier.index()].iter(&self.nodes).map(Slot).collect()
     }
 }
 
@@ -161,5 +145,10 @@ impl Collector for Lru {
 
     fn memory_bytes(&self) -> usize {
         self.nodes.capacity() * std::mem::size_of::<LruState>()
+    }
+
+    #[inline]
+    fn prefetch(&self, slot: Slot) {
+        crate::object_table::prefetch(self.nodes.as_ptr().wrapping_add(slot.idx()));
     }
 }

@@ -46,12 +46,7 @@ pub struct Touch {
 impl Touch {
     /// A touch of one page at `seq` (tests and simple callers).
     pub fn at(seq: u64) -> Touch {
-        Touch {
-            now: Nanos(seq),
-            seq,
-            pages: 1,
-            write: false,
-        }
+        Touch { now: Nanos(seq), seq, pages: 1, write: false }
     }
 }
 
@@ -118,6 +113,8 @@ pub trait Collector {
     fn len(&self, tier: Tier) -> usize;
     /// Heap bytes held.
     fn memory_bytes(&self) -> usize;
+    /// A hint that `slot` (possibly not tracked) will be touched soon. Default: nothing.
+    fn prefetch(&self, _slot: Slot) {}
 }
 
 /// How a collector is built from its spec.
@@ -250,27 +247,24 @@ impl Collector for AnyCollector {
     fn memory_bytes(&self) -> usize {
         dispatch!(self, c => c.memory_bytes())
     }
+    #[inline]
+    fn prefetch(&self, slot: Slot) {
+        dispatch!(self, c => c.prefetch(slot))
+    }
 }
 
 /// Looks a collector up by name.
 pub fn collector_info(name: &str) -> Result<&'static CollectorInfo, ConfigError> {
-    COLLECTORS
-        .iter()
-        .find(|c| c.name.eq_ignore_ascii_case(name))
-        .ok_or_else(|| ConfigError::UnknownName {
-            kind: "collector",
-            name: name.to_string(),
-            allowed: COLLECTORS.iter().map(|c| c.name.to_string()).collect(),
-        })
+    COLLECTORS.iter().find(|c| c.name.eq_ignore_ascii_case(name)).ok_or_else(|| ConfigError::UnknownName {
+        kind: "collector",
+        name: name.to_string(),
+        allowed: COLLECTORS.iter().map(|c| c.name.to_string()).collect(),
+    })
 }
 
 /// Builds the collector `name`, taking its knobs from `params` (which may hold other keys for
 /// the architecture; unknown-key checking is the caller's).
-pub fn build_collector(
-    name: &str,
-    params: &mut Params,
-    cx: &CollectorContext,
-) -> Result<AnyCollector, ConfigError> {
+pub fn build_collector(name: &str, params: &mut Params, cx: &CollectorContext) -> Result<AnyCollector, ConfigError> {
     (collector_info(name)?.create)(params, cx)
 }
 

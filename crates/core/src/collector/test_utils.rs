@@ -18,11 +18,7 @@ pub struct NaiveLruCache {
 impl NaiveLruCache {
     /// A cache of `capacity` bytes (or objects, with unit sizes).
     pub fn new(capacity: u64) -> Self {
-        NaiveLruCache {
-            capacity,
-            used: 0,
-            items: VecDeque::new(),
-        }
+        NaiveLruCache { capacity, used: 0, items: VecDeque::new() }
     }
 
     /// One request; true on a hit.
@@ -59,11 +55,7 @@ pub struct NaiveFifoCache {
 impl NaiveFifoCache {
     /// A cache of `capacity` bytes.
     pub fn new(capacity: u64) -> Self {
-        NaiveFifoCache {
-            capacity,
-            used: 0,
-            items: VecDeque::new(),
-        }
+        NaiveFifoCache { capacity, used: 0, items: VecDeque::new() }
     }
 
     /// One request; true on a hit.
@@ -110,14 +102,7 @@ fn take(l: &mut VecDeque<u64>, x: u64) -> bool {
 impl NaiveArc {
     /// ARC over `c` pages.
     pub fn new(c: usize) -> Self {
-        NaiveArc {
-            c,
-            p: 0,
-            t1: VecDeque::new(),
-            t2: VecDeque::new(),
-            b1: VecDeque::new(),
-            b2: VecDeque::new(),
-        }
+        NaiveArc { c, p: 0, t1: VecDeque::new(), t2: VecDeque::new(), b1: VecDeque::new(), b2: VecDeque::new() }
     }
 
     fn replace(&mut self, x_in_b2: bool) {
@@ -138,11 +123,7 @@ impl NaiveArc {
             return true;
         }
         if self.b1.contains(&x) {
-            let d = if self.b1.len() >= self.b2.len() {
-                1
-            } else {
-                self.b2.len() / self.b1.len()
-            };
+            let d = if self.b1.len() >= self.b2.len() { 1 } else { self.b2.len() / self.b1.len() };
             self.p = (self.p + d).min(self.c);
             self.replace(false);
             take(&mut self.b1, x);
@@ -150,11 +131,7 @@ impl NaiveArc {
             return false;
         }
         if self.b2.contains(&x) {
-            let d = if self.b2.len() >= self.b1.len() {
-                1
-            } else {
-                self.b1.len() / self.b2.len()
-            };
+            let d = if self.b2.len() >= self.b1.len() { 1 } else { self.b1.len() / self.b2.len() };
             self.p = self.p.saturating_sub(d);
             self.replace(true);
             take(&mut self.b2, x);
@@ -195,11 +172,7 @@ pub struct NaiveClockCache {
 impl NaiveClockCache {
     /// A cache of `capacity` objects.
     pub fn new(capacity: usize) -> Self {
-        NaiveClockCache {
-            capacity,
-            ring: Vec::new(),
-            hand: 0,
-        }
+        NaiveClockCache { capacity, ring: Vec::new(), hand: 0 }
     }
 
     /// One request; true on a hit.

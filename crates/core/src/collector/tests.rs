@@ -63,16 +63,12 @@ fn expected(objs: &BTreeMap<u64, RefObj>, order: Order) -> (Option<u64>, Option<
             slow.max_by_key(|(_, o)| o.last_event).map(|(i, _)| *i),
         ),
         Order::Lfu => (
-            fast.min_by_key(|(_, o)| (o.freq, o.last_event))
-                .map(|(i, _)| *i),
-            slow.max_by_key(|(_, o)| (o.freq, o.last_event))
-                .map(|(i, _)| *i),
+            fast.min_by_key(|(_, o)| (o.freq, o.last_event)).map(|(i, _)| *i),
+            slow.max_by_key(|(_, o)| (o.freq, o.last_event)).map(|(i, _)| *i),
         ),
         Order::InverseBitmap => (
-            fast.min_by_key(|(_, o)| (o.counter, o.last_touch))
-                .map(|(i, _)| *i),
-            slow.max_by_key(|(_, o)| (o.counter, o.last_touch))
-                .map(|(i, _)| *i),
+            fast.min_by_key(|(_, o)| (o.counter, o.last_touch)).map(|(i, _)| *i),
+            slow.max_by_key(|(_, o)| (o.counter, o.last_touch)).map(|(i, _)| *i),
         ),
     }
 }
@@ -109,13 +105,7 @@ fn check_rankings(mut c: AnyCollector, order: Order, ops: &[RankOp]) -> Result<(
             }
             RankOp::Touch(i, pages) => {
                 let Some(o) = objs.get_mut(&i) else { continue };
-                c.touch(
-                    Slot(i as u32),
-                    &Touch {
-                        pages,
-                        ..Touch::at(ev)
-                    },
-                );
+                c.touch(Slot(i as u32), &Touch { pages, ..Touch::at(ev) });
                 latest = ev;
                 o.last_event = ev;
                 o.last_touch = ev;
@@ -141,20 +131,8 @@ fn check_rankings(mut c: AnyCollector, order: Order, ops: &[RankOp]) -> Result<(
             }
         }
         let (cold, hot) = expected(&objs, order);
-        prop_assert_eq!(
-            c.coldest_fast(Nanos(ev)).map(|s| s.0 as u64),
-            cold,
-            "coldest after op {} {:?}",
-            n,
-            op
-        );
-        prop_assert_eq!(
-            c.hottest_slow().map(|s| s.0 as u64),
-            hot,
-            "hottest after op {} {:?}",
-            n,
-            op
-        );
+        prop_assert_eq!(c.coldest_fast(Nanos(ev)).map(|s| s.0 as u64), cold, "coldest after op {} {:?}", n, op);
+        prop_assert_eq!(c.hottest_slow().map(|s| s.0 as u64), hot, "hottest after op {} {:?}", n, op);
         prop_assert_eq!(c.len(Tier::Fast), objs.values().filter(|o| o.fast).count());
         prop_assert_eq!(c.len(Tier::Slow), objs.values().filter(|o| !o.fast).count());
         if let (Some(a), Some(b)) = (hot, cold) {
@@ -164,27 +142,14 @@ fn check_rankings(mut c: AnyCollector, order: Order, ops: &[RankOp]) -> Result<(
                 Order::Lfu => (oa.freq, oa.stamp) > (ob.freq, ob.stamp),
                 Order::InverseBitmap => (oa.counter, oa.last_touch) > (ob.counter, ob.last_touch),
             };
-            prop_assert_eq!(
-                c.hotter(Slot(a as u32), Slot(b as u32)),
-                ref_hotter,
-                "hotter({}, {})",
-                a,
-                b
-            );
+            prop_assert_eq!(c.hotter(Slot(a as u32), Slot(b as u32)), ref_hotter, "hotter({}, {})", a, b);
         }
     }
     Ok(())
 }
 
 fn build(name: &str) -> AnyCollector {
-    build_collector(
-        name,
-        &mut Params::new(name),
-        &CollectorContext {
-            fast_capacity: 1 << 20,
-        },
-    )
-    .unwrap()
+    build_collector(name, &mut Params::new(name), &CollectorContext { fast_capacity: 1 << 20 }).unwrap()
 }
 
 proptest! {
@@ -271,11 +236,7 @@ fn skewed_trace(seed: u64, len: usize, universe: u64) -> Vec<u64> {
             s ^= s << 13;
             s ^= s >> 7;
             s ^= s << 17;
-            if s % 2 == 0 {
-                (s >> 8) % (universe / 10).max(1)
-            } else {
-                (s >> 8) % universe
-            }
+            if s % 2 == 0 { (s >> 8) % (universe / 10).max(1) } else { (s >> 8) % universe }
         })
         .collect()
 }
@@ -330,16 +291,7 @@ fn wsclock_spares_the_working_set() {
     // bits; the idle one is the victim.
     let mut c = wsclock::WsClock::new(Nanos(10));
     for (i, t) in [(0u64, 0u64), (1, 95), (2, 96)] {
-        c.insert(
-            Slot(i as u32),
-            ObjectId(i),
-            Tier::Fast,
-            1,
-            &Touch {
-                now: Nanos(t),
-                ..Touch::at(t)
-            },
-        );
+        c.insert(Slot(i as u32), ObjectId(i), Tier::Fast, 1, &Touch { now: Nanos(t), ..Touch::at(t) });
     }
     assert_eq!(c.coldest_fast(Nanos(100)), Some(Slot(0)));
     c.remove(Slot(0), Removal::Evicted);
@@ -350,20 +302,8 @@ fn wsclock_spares_the_working_set() {
 #[test]
 fn registry_lists_every_collector_once() {
     let names: Vec<_> = COLLECTORS.iter().map(|c| c.name).collect();
-    for expected in [
-        "lru",
-        "lfu",
-        "arc",
-        "fifo",
-        "clock",
-        "wsclock",
-        "inverse-bitmap",
-    ] {
-        assert_eq!(
-            names.iter().filter(|n| **n == expected).count(),
-            1,
-            "{expected}"
-        );
+    for expected in ["lru", "lfu", "arc", "fifo", "clock", "wsclock", "inverse-bitmap"] {
+        assert_eq!(names.iter().filter(|n| **n == expected).count(), 1, "{expected}");
     }
     let e = collector_info("lruu").err().unwrap().to_string();
     assert!(e.contains("lru") && e.contains("inverse-bitmap"), "{e}");
@@ -376,13 +316,7 @@ fn registry_lists_every_collector_once() {
 fn lfu_breaks_ties_by_recency() {
     let mut c = build("lfu");
     for i in 0..3u64 {
-        c.insert(
-            Slot(i as u32),
-            ObjectId(i),
-            Tier::Fast,
-            1,
-            &Touch::at(i + 1),
-        );
+        c.insert(Slot(i as u32), ObjectId(i), Tier::Fast, 1, &Touch::at(i + 1));
     }
     c.touch(Slot(0), &Touch::at(10));
     // 1 and 2 have frequency 1; 1 is older.
@@ -413,10 +347,6 @@ fn million_objects_stay_cheap() {
         let per_object = c.memory_bytes() as f64 / 1_000_000.0;
         // ARC keeps the id and size per object for its ghosts.
         let limit = if info.name == "arc" { 80.0 } else { 40.0 };
-        assert!(
-            per_object < limit,
-            "{} uses {per_object:.1} bytes per object",
-            info.name
-        );
+        assert!(per_object < limit, "{} uses {per_object:.1} bytes per object", info.name);
     }
 }

@@ -19,20 +19,11 @@ pub struct WsClock {
 impl CollectorBuild for WsClock {
     const NAME: &'static str = "wsclock";
     const VERSION: u32 = 1;
-    const HELP: &'static str =
-        "WSClock: CLOCK that only evicts objects idle for longer than a window";
-    const PARAMS: &'static [ParamSpec] = &[ParamSpec {
-        name: "window",
-        default: "10s",
-        help: "working-set window tau (1ms..=1d)",
-    }];
+    const HELP: &'static str = "WSClock: CLOCK that only evicts objects idle for longer than a window";
+    const PARAMS: &'static [ParamSpec] =
+        &[ParamSpec { name: "window", default: "10s", help: "working-set window tau (1ms..=1d)" }];
     fn build(p: &mut Params, _: &CollectorContext) -> Result<Self, ConfigError> {
-        let tau = p.duration(
-            "window",
-            Nanos::from_secs(10),
-            Nanos::from_millis(1),
-            Nanos::from_secs(86_400),
-        )?;
+        let tau = p.duration("window", Nanos::from_secs(10), Nanos::from_millis(1), Nanos::from_secs(86_400))?;
         Ok(WsClock::new(tau))
     }
 }
@@ -40,11 +31,7 @@ impl CollectorBuild for WsClock {
 impl WsClock {
     /// A WSClock with window `tau`.
     pub fn new(tau: Nanos) -> WsClock {
-        WsClock {
-            clock: Clock::default(),
-            last_use: Vec::new(),
-            tau,
-        }
+        WsClock { clock: Clock::default(), last_use: Vec::new(), tau }
     }
     /// The window.
     pub fn window(&self) -> Nanos {

@@ -161,26 +161,13 @@ impl Model for Hdd {
         let positioning = if dist == 0 {
             0.0
         } else {
-            let k = if op == DevOp::Read {
-                self.k_read
-            } else {
-                self.k_write
-            };
-            self.t2t_ns
-                + k * (dist as f64 / self.capacity as f64).sqrt()
-                + self.half_rotation.0 as f64
+            let k = if op == DevOp::Read { self.k_read } else { self.k_write };
+            self.t2t_ns + k * (dist as f64 / self.capacity as f64).sqrt() + self.half_rotation.0 as f64
         };
-        let per_byte = if op == DevOp::Read {
-            self.ns_per_byte_read
-        } else {
-            self.ns_per_byte_write
-        };
+        let per_byte = if op == DevOp::Read { self.ns_per_byte_read } else { self.ns_per_byte_write };
         let t = Nanos((positioning + len as f64 * per_byte) as u64);
         self.head = (addr + len) % self.capacity;
-        Service {
-            occupancy: t,
-            latency: t,
-        }
+        Service { occupancy: t, latency: t }
     }
     fn power(&self) -> Power {
         self.power

@@ -98,27 +98,15 @@ impl DeviceStats {
     /// Mean response time per request (RTA), nanoseconds.
     pub fn mean_response_ns(&self) -> f64 {
         let n = self.reads + self.writes;
-        if n == 0 {
-            0.0
-        } else {
-            self.response_ns as f64 / n as f64
-        }
+        if n == 0 { 0.0 } else { self.response_ns as f64 / n as f64 }
     }
     /// Utilisation over the run (0..1).
     pub fn utilisation(&self) -> f64 {
-        if self.elapsed_ns == 0 {
-            0.0
-        } else {
-            self.busy_ns as f64 / self.elapsed_ns as f64
-        }
+        if self.elapsed_ns == 0 { 0.0 } else { self.busy_ns as f64 / self.elapsed_ns as f64 }
     }
     /// Mean power over the run in watts.
     pub fn mean_power_w(&self) -> f64 {
-        if self.elapsed_ns == 0 {
-            0.0
-        } else {
-            self.energy_j / (self.elapsed_ns as f64 / 1e9)
-        }
+        if self.elapsed_ns == 0 { 0.0 } else { self.energy_j / (self.elapsed_ns as f64 / 1e9) }
     }
 }
 
@@ -137,14 +125,7 @@ impl Device {
     pub fn new(model: Box<dyn Model>, spin_down_after: Option<Nanos>) -> Device {
         let power = model.power();
         let spin_down_after = spin_down_after.filter(|_| model.can_spin_down());
-        Device {
-            model,
-            power,
-            spin_down_after,
-            busy_until: Nanos::ZERO,
-            start: None,
-            stats: DeviceStats::default(),
-        }
+        Device { model, power, spin_down_after, busy_until: Nanos::ZERO, start: None, stats: DeviceStats::default() }
     }
 
     /// Queues one request arriving at `now`; returns its completion time.
@@ -203,9 +184,7 @@ impl Device {
             }
         }
         let secs = |ns: u64| ns as f64 / 1e9;
-        let idle_ns = st
-            .elapsed_ns
-            .saturating_sub(st.busy_ns + st.standby_ns + st.spin_up_ns);
+        let idle_ns = st.elapsed_ns.saturating_sub(st.busy_ns + st.standby_ns + st.spin_up_ns);
         st.energy_j = secs(st.busy_ns) * self.power.active_w
             + secs(idle_ns) * self.power.idle_w
             + secs(st.standby_ns) * self.power.standby_w

@@ -83,33 +83,18 @@ impl Presets {
 
     /// The built-in presets with `text` (TOML, from `source_name`) merged over them.
     pub fn with_overrides(text: &str, source_name: &str) -> Result<Presets, PresetError> {
-        let perr = |name: &str, e: String| PresetError::Parse {
-            source_name: name.to_string(),
-            message: e,
-        };
-        let mut base: toml::Value =
-            toml::from_str(BUILTIN).map_err(|e| perr("built-in presets", e.to_string()))?;
+        let perr = |name: &str, e: String| PresetError::Parse { source_name: name.to_string(), message: e };
+        let mut base: toml::Value = toml::from_str(BUILTIN).map_err(|e| perr("built-in presets", e.to_string()))?;
         if !text.trim().is_empty() {
-            let over: toml::Value =
-                toml::from_str(text).map_err(|e| perr(source_name, e.to_string()))?;
+            let over: toml::Value = toml::from_str(text).map_err(|e| perr(source_name, e.to_string()))?;
             merge(&mut base, over);
         }
-        let p: Presets = base
-            .try_into()
-            .map_err(|e: toml::de::Error| perr(source_name, e.to_string()))?;
+        let p: Presets = base.try_into().map_err(|e: toml::de::Error| perr(source_name, e.to_string()))?;
         for (n, h) in &p.hdd {
-            h.validate().map_err(|m| PresetError::Invalid {
-                kind: "hdd",
-                name: n.clone(),
-                message: m,
-            })?;
+            h.validate().map_err(|m| PresetError::Invalid { kind: "hdd", name: n.clone(), message: m })?;
         }
         for (n, s) in &p.ssd {
-            s.validate().map_err(|m| PresetError::Invalid {
-                kind: "ssd",
-                name: n.clone(),
-                message: m,
-            })?;
+            s.validate().map_err(|m| PresetError::Invalid { kind: "ssd", name: n.clone(), message: m })?;
         }
         Ok(p)
     }
@@ -174,8 +159,7 @@ pub struct DeviceSet {
 impl Default for DeviceSet {
     fn default() -> Self {
         let p = Presets::builtin();
-        p.set("wd5000aaks", "vertex3", "ddr3")
-            .unwrap_or_else(|_| unreachable_set())
+        p.set("wd5000aaks", "vertex3", "ddr3").unwrap_or_else(|_| unreachable_set())
     }
 }
 
@@ -215,12 +199,7 @@ fn unreachable_set() -> DeviceSet {
             idle_w: 0.55,
             usd_per_gb: 1.76,
         },
-        ram: RamSpec {
-            description: String::new(),
-            latency_ns: 100.0,
-            mb_s: 10000.0,
-            usd_per_gb: 10.0,
-        },
+        ram: RamSpec { description: String::new(), latency_ns: 100.0, mb_s: 10000.0, usd_per_gb: 10.0 },
     }
 }
 
@@ -233,11 +212,7 @@ mod tests {
     #[test]
     fn builtin_presets_parse_and_validate() {
         let p = Presets::with_overrides("", "").unwrap();
-        assert!(
-            p.hdd.contains_key("wd5000aaks")
-                && p.ssd.contains_key("vertex3")
-                && p.ram.contains_key("ddr3")
-        );
+        assert!(p.hdd.contains_key("wd5000aaks") && p.ssd.contains_key("vertex3") && p.ram.contains_key("ddr3"));
         assert_eq!(DeviceSet::default().hdd_name, "wd5000aaks");
     }
 
@@ -247,13 +222,10 @@ mod tests {
         assert_eq!(p.hdd["wd5000aaks"].rpm, 5400.0);
         assert_eq!(p.hdd["wd5000aaks"].read_mb_s, 126.0);
         assert!(p.ssd.contains_key("mine"));
-        let e = Presets::with_overrides("[hdd.wd5000aaks]\nrmp = 5400\n", "x.toml")
-            .unwrap_err()
-            .to_string();
+        let e = Presets::with_overrides("[hdd.wd5000aaks]\nrmp = 5400\n", "x.toml").unwrap_err().to_string();
         assert!(e.contains("x.toml") && e.contains("rmp"), "{e}");
-        let e = Presets::with_overrides("[hdd.wd5000aaks]\nrandom_read_iops = 100000\n", "x.toml")
-            .unwrap_err()
-            .to_string();
+        let e =
+            Presets::with_overrides("[hdd.wd5000aaks]\nrandom_read_iops = 100000\n", "x.toml").unwrap_err().to_string();
         assert!(e.contains("random_read_iops"), "{e}");
         let e = Presets::builtin().hdd("wd500").unwrap_err().to_string();
         assert!(e.contains("wd5000aaks"), "{e}");
@@ -271,25 +243,17 @@ mod tests {
             let n = 20_000;
             let mut total = 0u64;
             for _ in 0..n {
-                s = s
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
+                s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
                 let addr = ((s >> 11) % (cap / 4096)) * 4096;
                 total += hdd.service(op, addr, 4096).occupancy.0;
             }
             let iops = n as f64 / (total as f64 / 1e9);
-            assert!(
-                (iops / want - 1.0).abs() < 0.03,
-                "{op:?}: {iops:.1} IOPS, preset {want}"
-            );
+            assert!((iops / want - 1.0).abs() < 0.03, "{op:?}: {iops:.1} IOPS, preset {want}");
         }
         let mut hdd = Hdd::new(&spec).unwrap();
         hdd.service(DevOp::Read, 0, 1 << 20);
         let t = hdd.service(DevOp::Read, 1 << 20, 126 << 20).occupancy;
-        assert!(
-            (t.as_secs_f64() - (126u64 << 20) as f64 / 126e6).abs() < 0.001,
-            "sequential at media rate: {t}"
-        );
+        assert!((t.as_secs_f64() - (126u64 << 20) as f64 / 126e6).abs() < 0.001, "sequential at media rate: {t}");
     }
 
     #[test]
@@ -300,25 +264,16 @@ mod tests {
         for i in 0..35_000u64 {
             last = d.submit(Nanos::ZERO, DevOp::Read, i * 4096, 4096);
         }
-        assert!(
-            (last.as_secs_f64() - 1.0).abs() < 0.01,
-            "35,000 random reads take about 1 s: {last}"
-        );
+        assert!((last.as_secs_f64() - 1.0).abs() < 0.01, "35,000 random reads take about 1 s: {last}");
         let mut d = Device::new(Box::new(Ssd::new(&spec).unwrap()), None);
         let t = d.submit(Nanos::ZERO, DevOp::Write, 0, 500_000_000);
-        assert!(
-            (t.as_secs_f64() - 1.0).abs() < 0.01,
-            "500 MB written in about 1 s: {t}"
-        );
+        assert!((t.as_secs_f64() - 1.0).abs() < 0.01, "500 MB written in about 1 s: {t}");
     }
 
     #[test]
     fn spin_down_counts_cycles_and_energy() {
         let spec = Presets::builtin().hdd("wd5000aaks").unwrap().clone();
-        let mut d = Device::new(
-            Box::new(Hdd::new(&spec).unwrap()),
-            Some(Nanos::from_secs(5)),
-        );
+        let mut d = Device::new(Box::new(Hdd::new(&spec).unwrap()), Some(Nanos::from_secs(5)));
         let a = d.submit(Nanos::ZERO, DevOp::Read, 0, 4096);
         // 3 s later: still spinning.
         let b = d.submit(Nanos::from_secs(3), DevOp::Read, 4096, 4096);
@@ -332,11 +287,7 @@ mod tests {
         let standby = st.standby_ns as f64 / 1e9;
         assert!((standby - (15.0 + 65.0)).abs() < 0.1, "{standby}");
         let expect = 80.0 * 0.97 + 7.0 * 15.0 + (100.0 - 80.0 - 7.0) * 5.4;
-        assert!(
-            (st.energy_j - expect).abs() < 0.5,
-            "{} vs {expect}",
-            st.energy_j
-        );
+        assert!((st.energy_j - expect).abs() < 0.5, "{} vs {expect}", st.energy_j);
         let _ = a;
     }
 }

@@ -31,18 +31,10 @@ pub struct Ram {
 impl Ram {
     /// Builds the model.
     pub fn new(spec: &RamSpec) -> Result<Ram, String> {
-        if !(spec.latency_ns.is_finite()
-            && spec.latency_ns >= 0.0
-            && spec.mb_s.is_finite()
-            && spec.mb_s > 0.0)
-        {
+        if !(spec.latency_ns.is_finite() && spec.latency_ns >= 0.0 && spec.mb_s.is_finite() && spec.mb_s > 0.0) {
             return Err("latency_ns must be >= 0 and mb_s > 0".into());
         }
-        Ok(Ram {
-            latency_ns: spec.latency_ns,
-            ns_per_byte: 1e3 / spec.mb_s,
-            usd_per_gb: spec.usd_per_gb,
-        })
+        Ok(Ram { latency_ns: spec.latency_ns, ns_per_byte: 1e3 / spec.mb_s, usd_per_gb: spec.usd_per_gb })
     }
 
     /// Latency of one access of `len` bytes.
@@ -54,10 +46,7 @@ impl Ram {
 impl Model for Ram {
     fn service(&mut self, _op: DevOp, _addr: u64, len: u64) -> Service {
         // No occupancy: memory is never the queue.
-        Service {
-            occupancy: Nanos::ZERO,
-            latency: self.latency(len),
-        }
+        Service { occupancy: Nanos::ZERO, latency: self.latency(len) }
     }
     fn power(&self) -> Power {
         Power::default()

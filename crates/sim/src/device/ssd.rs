@@ -67,12 +67,16 @@ impl SsdSpec {
     }
 }
 
+/// Fixed-point scale of the per-byte transfer cost (integer arithmetic on the hot path).
+const FP: u32 = 24;
+
 /// The SSD model.
 #[derive(Clone, Debug)]
 pub struct Ssd {
-    ns_per_byte: [f64; 2],
-    slot_ns: [f64; 2],
-    latency_ns: [f64; 2],
+    /// Nanoseconds per byte, scaled by 2^FP.
+    ns_per_byte: [u64; 2],
+    slot_ns: [u64; 2],
+    latency_ns: [u64; 2],
     power: Power,
     usd_per_gb: f64,
 }
@@ -82,9 +86,12 @@ impl Ssd {
     pub fn new(spec: &SsdSpec) -> Result<Ssd, String> {
         spec.validate()?;
         Ok(Ssd {
-            ns_per_byte: [1e3 / spec.read_mb_s, 1e3 / spec.write_mb_s],
-            slot_ns: [1e9 / spec.read_iops, 1e9 / spec.write_iops],
-            latency_ns: [spec.read_latency_us * 1e3, spec.write_latency_us * 1e3],
+            ns_per_byte: [
+                (1e3 / spec.read_mb_s * f64::from(1u32 << FP)).round() as u64,
+                (1e3 / spec.write_mb_s * f64::from(1u32 << FP)).round() as u64,
+            ],
+            slot_ns: [(1e9 / spec.read_iops).round() as u64, (1e9 / spec.write_iops).round() as u64],
+            latency_ns: [(spec.read_latency_us * 1e3).round() as u64, (spec.write_latency_us * 1e3).round() as u64],
             power: Power {
                 active_w: spec.active_w,
                 idle_w: spec.idle_w,
@@ -100,14 +107,11 @@ impl Ssd {
 impl Model for Ssd {
     #[inline]
     fn service(&mut self, op: DevOp, _addr: u64, len: u64) -> Service {
-        let i = if op == DevOp::Read { 0 } else { 1 };
-        let xfer = len as f64 * self.ns_per_byte[i];
+        let i = usize::from(op != DevOp::Read);
+        let xfer = ((u128::from(len) * u128::from(self.ns_per_byte[i])) >> FP) as u64;
         let occupancy = xfer.max(self.slot_ns[i]);
         let latency = occupancy.max(self.latency_ns[i] + xfer);
-        Service {
-            occupancy: Nanos(occupancy as u64),
-            latency: Nanos(latency as u64),
-        }
+        Service { occupancy: Nanos(occupancy), latency: Nanos(latency) }
     }
     fn power(&self) -> Power {
         self.power

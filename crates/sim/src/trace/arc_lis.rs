@@ -26,28 +26,12 @@ impl TraceReader for ArcLisReader {
             let line = self.lines.current();
             let mut f = Words::new(line);
             let Some(start) = f.next() else { continue };
-            let start = u64_dec(start).ok_or_else(|| {
-                self.lines
-                    .error("starting_block", "expected a block number")
-            })?;
-            let n = f
-                .next()
-                .and_then(u64_dec)
-                .ok_or_else(|| self.lines.error("num_blocks", "expected a block count"))?;
-            let offset = start
-                .checked_mul(512)
-                .ok_or_else(|| self.lines.error("starting_block", "too large"))?;
-            let len = n
-                .checked_mul(512)
-                .ok_or_else(|| self.lines.error("num_blocks", "too large"))?;
-            *rec = TraceRecord {
-                time_ns: 0,
-                op: IoOp::Read,
-                volume: 0,
-                offset,
-                len,
-                key: start,
-            };
+            let start = u64_dec(start).ok_or_else(|| self.lines.error("starting_block", "expected a block number"))?;
+            let n =
+                f.next().and_then(u64_dec).ok_or_else(|| self.lines.error("num_blocks", "expected a block count"))?;
+            let offset = start.checked_mul(512).ok_or_else(|| self.lines.error("starting_block", "too large"))?;
+            let len = n.checked_mul(512).ok_or_else(|| self.lines.error("num_blocks", "too large"))?;
+            *rec = TraceRecord { time_ns: 0, op: IoOp::Read, volume: 0, offset, len, key: start };
             return Ok(true);
         }
     }

@@ -20,16 +20,7 @@ pub struct Records {
 impl Records {
     /// Records of `record_size` bytes from `reader` (the decompressed file at `path`).
     pub fn new(reader: Box<dyn Read + Send>, record_size: usize, path: Arc<str>) -> Records {
-        Records {
-            reader,
-            buf: vec![0; 1 << 20],
-            pos: 0,
-            end: 0,
-            record_size,
-            index: 0,
-            eof: false,
-            path,
-        }
+        Records { reader, buf: vec![0; 1 << 20], pos: 0, end: 0, record_size, index: 0, eof: false, path }
     }
 
     /// Makes at least `n` bytes available (fewer only at end of file); returns them.
@@ -48,10 +39,7 @@ impl Records {
                     Ok(g) => break g,
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                     Err(source) => {
-                        return Err(TraceError::Io {
-                            path: self.path.to_string(),
-                            source,
-                        });
+                        return Err(TraceError::Io { path: self.path.to_string(), source });
                     }
                 }
             };
@@ -80,11 +68,7 @@ impl Records {
             }
             if avail < n {
                 self.pos = self.end;
-                return Err(TraceError::Truncated {
-                    path: self.path.to_string(),
-                    trailing: avail,
-                    record_size: n,
-                });
+                return Err(TraceError::Truncated { path: self.path.to_string(), trailing: avail, record_size: n });
             }
         }
         let r = &self.buf[self.pos..self.pos + n];
@@ -105,11 +89,7 @@ impl Records {
             }
             if avail < n {
                 self.pos = self.end;
-                return Err(TraceError::Truncated {
-                    path: self.path.to_string(),
-                    trailing: avail,
-                    record_size: n,
-                });
+                return Err(TraceError::Truncated { path: self.path.to_string(), trailing: avail, record_size: n });
             }
         }
         let whole = ((self.end - self.pos) / n).min(max);

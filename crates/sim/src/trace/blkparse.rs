@@ -20,11 +20,7 @@ pub struct BlkparseReader {
 impl BlkparseReader {
     /// Reads `action` events (e.g. `Q`, `D`, `C`) from `lines`.
     pub fn new(lines: Lines, action: &str) -> BlkparseReader {
-        BlkparseReader {
-            lines,
-            action: action.as_bytes().to_vec(),
-            devices: Vec::new(),
-        }
+        BlkparseReader { lines, action: action.as_bytes().to_vec(), devices: Vec::new() }
     }
 }
 
@@ -47,19 +43,16 @@ impl TraceReader for BlkparseReader {
             let (Some(_cpu), Some(_seq), Some(time), Some(_pid), Some(action)) =
                 (f.next(), f.next(), f.next(), f.next(), f.next())
             else {
-                return Err(self.lines.error(
-                    "action",
-                    "an event line needs device, cpu, sequence, time, pid and action",
-                ));
+                return Err(self
+                    .lines
+                    .error("action", "an event line needs device, cpu, sequence, time, pid and action"));
             };
             if action != self.action.as_slice() {
                 continue;
             }
-            let time = decimal_to_ns(time, 1_000_000_000)
-                .ok_or_else(|| self.lines.error("time", "expected seconds"))?;
-            let rwbs = f
-                .next()
-                .ok_or_else(|| self.lines.error("rwbs", "missing"))?;
+            let time =
+                decimal_to_ns(time, 1_000_000_000).ok_or_else(|| self.lines.error("time", "expected seconds"))?;
+            let rwbs = f.next().ok_or_else(|| self.lines.error("rwbs", "missing"))?;
             if rwbs.contains(&b'D') {
                 continue; // discard
             }
@@ -71,17 +64,11 @@ impl TraceReader for BlkparseReader {
                 continue; // flush or no data
             };
             let Some(sector) = f.next() else { continue };
-            let sector = u64_dec(sector)
-                .ok_or_else(|| self.lines.error("sector", "expected a sector number"))?;
+            let sector = u64_dec(sector).ok_or_else(|| self.lines.error("sector", "expected a sector number"))?;
             if f.next() != Some(b"+") {
-                return Err(self
-                    .lines
-                    .error("sectors", "expected `+ <count>` after the sector"));
+                return Err(self.lines.error("sectors", "expected `+ <count>` after the sector"));
             }
-            let n = f
-                .next()
-                .and_then(u64_dec)
-                .ok_or_else(|| self.lines.error("sectors", "expected a sector count"))?;
+            let n = f.next().and_then(u64_dec).ok_or_else(|| self.lines.error("sectors", "expected a sector count"))?;
             let volume = match self.devices.iter().position(|&d| d == (major, minor)) {
                 Some(v) => v,
                 None => {
@@ -89,20 +76,9 @@ impl TraceReader for BlkparseReader {
                     self.devices.len() - 1
                 }
             };
-            let offset = sector
-                .checked_mul(512)
-                .ok_or_else(|| self.lines.error("sector", "too large"))?;
-            let len = n
-                .checked_mul(512)
-                .ok_or_else(|| self.lines.error("sectors", "too large"))?;
-            *rec = TraceRecord {
-                time_ns: time,
-                op,
-                volume: volume as u32,
-                offset,
-                len,
-                key: sector,
-            };
+            let offset = sector.checked_mul(512).ok_or_else(|| self.lines.error("sector", "too large"))?;
+            let len = n.checked_mul(512).ok_or_else(|| self.lines.error("sectors", "too large"))?;
+            *rec = TraceRecord { time_ns: time, op, volume: volume as u32, offset, len, key: sector };
             return Ok(true);
         }
     }

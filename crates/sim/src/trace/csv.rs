@@ -14,51 +14,19 @@ use super::{IoOp, Lines, TraceError, TraceReader, TraceRecord};
 
 /// The knobs of the csv format.
 pub const PARAMS: &[ParamSpec] = &[
-    ParamSpec {
-        name: "obj-id-col",
-        default: "(required)",
-        help: "1-based column of the object id or address",
-    },
-    ParamSpec {
-        name: "time-col",
-        default: "0 (none)",
-        help: "1-based column of the timestamp",
-    },
-    ParamSpec {
-        name: "obj-size-col",
-        default: "0 (size 1)",
-        help: "1-based column of the size in bytes",
-    },
-    ParamSpec {
-        name: "op-col",
-        default: "0 (all reads)",
-        help: "1-based column of the operation",
-    },
-    ParamSpec {
-        name: "has-header",
-        default: "false",
-        help: "skip the first line",
-    },
-    ParamSpec {
-        name: "delimiter",
-        default: ",",
-        help: "field separator: one character, or `tab` / `space`",
-    },
-    ParamSpec {
-        name: "time-unit",
-        default: "s",
-        help: "s, ms, us or ns",
-    },
+    ParamSpec { name: "obj-id-col", default: "(required)", help: "1-based column of the object id or address" },
+    ParamSpec { name: "time-col", default: "0 (none)", help: "1-based column of the timestamp" },
+    ParamSpec { name: "obj-size-col", default: "0 (size 1)", help: "1-based column of the size in bytes" },
+    ParamSpec { name: "op-col", default: "0 (all reads)", help: "1-based column of the operation" },
+    ParamSpec { name: "has-header", default: "false", help: "skip the first line" },
+    ParamSpec { name: "delimiter", default: ",", help: "field separator: one character, or `tab` / `space`" },
+    ParamSpec { name: "time-unit", default: "s", help: "s, ms, us or ns" },
     ParamSpec {
         name: "id-unit",
         default: "object",
         help: "object (object trace), sector or byte (block trace address)",
     },
-    ParamSpec {
-        name: "obj-id-is-num",
-        default: "true",
-        help: "false: hash non-numeric ids",
-    },
+    ParamSpec { name: "obj-id-is-num", default: "true", help: "false: hash non-numeric ids" },
 ];
 
 /// A validated column spec.
@@ -110,8 +78,7 @@ impl CsvSpec {
                 });
             }
         };
-        let time_unit_ns = [1_000_000_000, 1_000_000, 1_000, 1]
-            [p.choice("time-unit", 0, &["s", "ms", "us", "ns"])?];
+        let time_unit_ns = [1_000_000_000, 1_000_000, 1_000, 1][p.choice("time-unit", 0, &["s", "ms", "us", "ns"])?];
         let id_unit_bytes = [0, 512, 1][p.choice("id-unit", 0, &["object", "sector", "byte"])?];
         let id_is_num = p.bool("obj-id-is-num", true)?;
         p.finish(&[PARAMS])?;
@@ -154,28 +121,24 @@ pub struct CsvReader {
 impl CsvReader {
     /// Reads `lines` according to `spec`.
     pub fn new(lines: Lines, spec: CsvSpec) -> CsvReader {
-        CsvReader {
-            lines,
-            spec,
-            fields: Vec::with_capacity(16),
-        }
+        CsvReader { lines, spec, fields: Vec::with_capacity(16) }
     }
 }
 
 fn fnv1a(s: &[u8]) -> u64 {
-    s.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
+    s.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
 }
 
 fn parse_op(s: &[u8]) -> Option<IoOp> {
     let s = trim(s);
     let lower: &[u8] = &s.to_ascii_lowercase();
     match lower {
-        b"r" | b"read" | b"get" | b"gets" | b"28" | b"88" | b"a8" | b"08" | b"0x28" | b"0x88"
-        | b"0xa8" | b"0x08" => Some(IoOp::Read),
-        b"w" | b"write" | b"set" | b"2a" | b"8a" | b"aa" | b"0a" | b"0x2a" | b"0x8a" | b"0xaa"
-        | b"0x0a" => Some(IoOp::Write),
+        b"r" | b"read" | b"get" | b"gets" | b"28" | b"88" | b"a8" | b"08" | b"0x28" | b"0x88" | b"0xa8" | b"0x08" => {
+            Some(IoOp::Read)
+        }
+        b"w" | b"write" | b"set" | b"2a" | b"8a" | b"aa" | b"0a" | b"0x2a" | b"0x8a" | b"0xaa" | b"0x0a" => {
+            Some(IoOp::Write)
+        }
         _ => None,
     }
 }
@@ -213,16 +176,13 @@ impl TraceReader for CsvReader {
                     Some(v) => v,
                     None if !spec.id_is_num && !trim(raw).is_empty() => fnv1a(trim(raw)),
                     None => {
-                        return Err(self.lines.error(
-                            "obj-id",
-                            "expected an integer id (set obj-id-is-num=false to hash strings)",
-                        ));
+                        return Err(self
+                            .lines
+                            .error("obj-id", "expected an integer id (set obj-id-is-num=false to hash strings)"));
                     }
                 },
                 None => {
-                    return Err(self
-                        .lines
-                        .error("obj-id", format!("missing column {}", spec.id_col + 1)));
+                    return Err(self.lines.error("obj-id", format!("missing column {}", spec.id_col + 1)));
                 }
             };
             let size = if spec.size_col == usize::MAX {
@@ -242,25 +202,16 @@ impl TraceReader for CsvReader {
             let op = if spec.op_col == usize::MAX {
                 IoOp::Read
             } else {
-                get(spec.op_col).and_then(parse_op).ok_or_else(|| {
-                    self.lines
-                        .error("op", "expected r/w, read/write, get/set or a SCSI opcode")
-                })?
+                get(spec.op_col)
+                    .and_then(parse_op)
+                    .ok_or_else(|| self.lines.error("op", "expected r/w, read/write, get/set or a SCSI opcode"))?
             };
             let offset = if spec.id_unit_bytes == 0 {
                 0
             } else {
-                id.checked_mul(spec.id_unit_bytes)
-                    .ok_or_else(|| self.lines.error("obj-id", "address too large"))?
+                id.checked_mul(spec.id_unit_bytes).ok_or_else(|| self.lines.error("obj-id", "address too large"))?
             };
-            *rec = TraceRecord {
-                time_ns,
-                op,
-                volume: 0,
-                offset,
-                len: size,
-                key: id,
-            };
+            *rec = TraceRecord { time_ns, op, volume: 0, offset, len: size, key: id };
             return Ok(true);
         }
     }

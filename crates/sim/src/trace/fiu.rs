@@ -14,10 +14,7 @@ pub struct FiuReader {
 impl FiuReader {
     /// Reads from `lines`.
     pub fn new(lines: Lines) -> FiuReader {
-        FiuReader {
-            lines,
-            devices: Vec::new(),
-        }
+        FiuReader { lines, devices: Vec::new() }
     }
 }
 
@@ -31,33 +28,17 @@ impl TraceReader for FiuReader {
             let mut f = Words::new(line);
             let Some(ts) = f.next() else { continue };
             let ts = u64_dec(ts).ok_or_else(|| self.lines.error("ts", "expected nanoseconds"))?;
-            let _pid = f
-                .next()
-                .ok_or_else(|| self.lines.error("pid", "missing (9 fields expected)"))?;
-            let _proc = f
-                .next()
-                .ok_or_else(|| self.lines.error("process", "missing"))?;
-            let lba = f
-                .next()
-                .and_then(u64_dec)
-                .ok_or_else(|| self.lines.error("lba", "expected a sector number"))?;
-            let size = f
-                .next()
-                .and_then(u64_dec)
-                .ok_or_else(|| self.lines.error("size", "expected a sector count"))?;
+            let _pid = f.next().ok_or_else(|| self.lines.error("pid", "missing (9 fields expected)"))?;
+            let _proc = f.next().ok_or_else(|| self.lines.error("process", "missing"))?;
+            let lba = f.next().and_then(u64_dec).ok_or_else(|| self.lines.error("lba", "expected a sector number"))?;
+            let size = f.next().and_then(u64_dec).ok_or_else(|| self.lines.error("size", "expected a sector count"))?;
             let op = match f.next() {
                 Some([b'R' | b'r', ..]) => IoOp::Read,
                 Some([b'W' | b'w', ..]) => IoOp::Write,
                 _ => return Err(self.lines.error("op", "expected R or W")),
             };
-            let major = f
-                .next()
-                .and_then(u64_dec)
-                .ok_or_else(|| self.lines.error("major", "expected an integer"))?;
-            let minor = f
-                .next()
-                .and_then(u64_dec)
-                .ok_or_else(|| self.lines.error("minor", "expected an integer"))?;
+            let major = f.next().and_then(u64_dec).ok_or_else(|| self.lines.error("major", "expected an integer"))?;
+            let minor = f.next().and_then(u64_dec).ok_or_else(|| self.lines.error("minor", "expected an integer"))?;
             let volume = match self.devices.iter().position(|&d| d == (major, minor)) {
                 Some(v) => v,
                 None => {
@@ -65,20 +46,9 @@ impl TraceReader for FiuReader {
                     self.devices.len() - 1
                 }
             };
-            let offset = lba
-                .checked_mul(512)
-                .ok_or_else(|| self.lines.error("lba", "too large"))?;
-            let len = size
-                .checked_mul(512)
-                .ok_or_else(|| self.lines.error("size", "too large"))?;
-            *rec = TraceRecord {
-                time_ns: ts,
-                op,
-                volume: volume as u32,
-                offset,
-                len,
-                key: lba,
-            };
+            let offset = lba.checked_mul(512).ok_or_else(|| self.lines.error("lba", "too large"))?;
+            let len = size.checked_mul(512).ok_or_else(|| self.lines.error("size", "too large"))?;
+            *rec = TraceRecord { time_ns: ts, op, volume: volume as u32, offset, len, key: lba };
             return Ok(true);
         }
     }

@@ -119,10 +119,7 @@ pub enum TraceError {
 impl TraceError {
     /// Whether skipping the offending line/record and going on is meaningful.
     pub fn is_skippable(&self) -> bool {
-        matches!(
-            self,
-            TraceError::Malformed { .. } | TraceError::BadRecord { .. }
-        )
+        matches!(self, TraceError::Malformed { .. } | TraceError::BadRecord { .. })
     }
 }
 
@@ -241,12 +238,7 @@ pub struct Lines {
 impl Lines {
     /// Wraps a buffered reader of the (decompressed) file at `path`.
     pub fn new(reader: Box<dyn BufRead + Send>, path: Arc<str>) -> Lines {
-        Lines {
-            reader,
-            buf: Vec::with_capacity(256),
-            line: 0,
-            path,
-        }
+        Lines { reader, buf: Vec::with_capacity(256), line: 0, path }
     }
 
     /// Moves to the next line; `false` at the end.
@@ -256,10 +248,7 @@ impl Lines {
         let n = self
             .reader
             .read_until(b'\n', &mut self.buf)
-            .map_err(|source| TraceError::Io {
-                path: self.path.to_string(),
-                source,
-            })?;
+            .map_err(|source| TraceError::Io { path: self.path.to_string(), source })?;
         if n == 0 {
             return Ok(false);
         }
@@ -298,13 +287,7 @@ impl Lines {
             text.truncate(cut);
             text.push('…');
         }
-        TraceError::Malformed {
-            path: self.path.to_string(),
-            line: self.line,
-            field,
-            problem: problem.into(),
-            text,
-        }
+        TraceError::Malformed { path: self.path.to_string(), line: self.line, field, problem: problem.into(), text }
     }
 }
 
@@ -321,21 +304,8 @@ pub struct Trace {
 
 impl Trace {
     /// Wraps a reader.
-    pub fn new(
-        reader: Box<dyn TraceReader>,
-        info: FormatInfo,
-        path: &str,
-        skip_bad: bool,
-    ) -> Trace {
-        Trace {
-            reader,
-            info,
-            path: path.to_string(),
-            skip_bad,
-            skipped: 0,
-            first_error: None,
-            records: 0,
-        }
+    pub fn new(reader: Box<dyn TraceReader>, info: FormatInfo, path: &str, skip_bad: bool) -> Trace {
+        Trace { reader, info, path: path.to_string(), skip_bad, skipped: 0, first_error: None, records: 0 }
     }
 
     /// The next record, skipping (and counting) malformed ones when asked to.
@@ -361,11 +331,7 @@ impl Trace {
 
     /// Appends up to `max` records to `out` (clearing it first), skipping (and counting)
     /// malformed ones when asked to; `Ok(false)` when the trace is exhausted and `out` is empty.
-    pub fn next_batch(
-        &mut self,
-        out: &mut Vec<TraceRecord>,
-        max: usize,
-    ) -> Result<bool, TraceError> {
+    pub fn next_batch(&mut self, out: &mut Vec<TraceRecord>, max: usize) -> Result<bool, TraceError> {
         out.clear();
         while out.len() < max {
             match self.reader.read_batch(out, max - out.len()) {
@@ -393,16 +359,16 @@ impl Trace {
         limit: u64,
         mut f: impl FnMut(&TraceRecord) -> Result<(), E>,
     ) -> Result<u64, E> {
-        self.for_each_ahead(limit, 0, |r, _| f(r))
+        self.for_each_ahead(limit, (0, 0), |r, _, _| f(r))
     }
 
-    /// Like [`Trace::for_each`], also passing the record `ahead` positions later when it is
-    /// already read (for prefetching).
+    /// Like [`Trace::for_each`], also passing the records `near` and `far` positions later when
+    /// they are already read (for prefetching).
     pub fn for_each_ahead<E: From<TraceError>>(
         &mut self,
         limit: u64,
-        ahead: usize,
-        mut f: impl FnMut(&TraceRecord, Option<&TraceRecord>) -> Result<(), E>,
+        (near, far): (usize, usize),
+        mut f: impl FnMut(&TraceRecord, Option<&TraceRecord>, Option<&TraceRecord>) -> Result<(), E>,
     ) -> Result<u64, E> {
         const BATCH: usize = 1024;
         let mut batch = Vec::with_capacity(BATCH);
@@ -413,14 +379,8 @@ impl Trace {
                 break;
             }
             for (i, r) in batch.iter().enumerate() {
-                f(
-                    r,
-                    if ahead > 0 {
-                        batch.get(i + ahead)
-                    } else {
-                        None
-                    },
-                )?;
+                let get = |k: usize| if k > 0 { batch.get(i + k) } else { None };
+                f(r, get(near), get(far))?;
             }
             n += batch.len() as u64;
         }

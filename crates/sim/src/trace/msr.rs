@@ -15,10 +15,7 @@ pub struct MsrReader {
 impl MsrReader {
     /// Reads from `lines`.
     pub fn new(lines: Lines) -> MsrReader {
-        MsrReader {
-            lines,
-            volumes: Vec::new(),
-        }
+        MsrReader { lines, volumes: Vec::new() }
     }
 }
 
@@ -35,27 +32,16 @@ impl TraceReader for MsrReader {
             let mut f = Split::new(line, b',');
             let ts = f.next().unwrap_or_default();
             let Some(ticks) = u64_dec(ts) else {
-                if self.lines.line_no() == 1 && eq_ignore_case(super::parse::trim(ts), "timestamp")
-                {
+                if self.lines.line_no() == 1 && eq_ignore_case(super::parse::trim(ts), "timestamp") {
                     continue; // a header some conversions add
                 }
-                return Err(self.lines.error(
-                    "Timestamp",
-                    "expected FILETIME ticks (a non-negative integer)",
-                ));
+                return Err(self.lines.error("Timestamp", "expected FILETIME ticks (a non-negative integer)"));
             };
-            let host = f.next().ok_or_else(|| {
-                self.lines
-                    .error("Hostname", "missing (7 comma-separated fields expected)")
-            })?;
-            let disk = f
-                .next()
-                .ok_or_else(|| self.lines.error("DiskNumber", "missing"))?;
-            let disk = u64_dec(disk)
-                .ok_or_else(|| self.lines.error("DiskNumber", "expected an integer"))?;
-            let ty = f
-                .next()
-                .ok_or_else(|| self.lines.error("Type", "missing"))?;
+            let host =
+                f.next().ok_or_else(|| self.lines.error("Hostname", "missing (7 comma-separated fields expected)"))?;
+            let disk = f.next().ok_or_else(|| self.lines.error("DiskNumber", "missing"))?;
+            let disk = u64_dec(disk).ok_or_else(|| self.lines.error("DiskNumber", "expected an integer"))?;
+            let ty = f.next().ok_or_else(|| self.lines.error("Type", "missing"))?;
             let op = if eq_ignore_case(ty, "Read") {
                 IoOp::Read
             } else if eq_ignore_case(ty, "Write") {
@@ -63,19 +49,10 @@ impl TraceReader for MsrReader {
             } else {
                 return Err(self.lines.error("Type", "expected Read or Write"));
             };
-            let offset = f
-                .next()
-                .and_then(u64_dec)
-                .ok_or_else(|| self.lines.error("Offset", "expected a byte offset"))?;
-            let size = f
-                .next()
-                .and_then(u64_dec)
-                .ok_or_else(|| self.lines.error("Size", "expected a byte count"))?;
-            let volume = match self
-                .volumes
-                .iter()
-                .position(|(h, d)| h == host && *d == disk)
-            {
+            let offset =
+                f.next().and_then(u64_dec).ok_or_else(|| self.lines.error("Offset", "expected a byte offset"))?;
+            let size = f.next().and_then(u64_dec).ok_or_else(|| self.lines.error("Size", "expected a byte count"))?;
+            let volume = match self.volumes.iter().position(|(h, d)| h == host && *d == disk) {
                 Some(v) => v,
                 None => {
                     self.volumes.push((host.to_vec(), disk));

@@ -34,10 +34,7 @@ pub struct OpenOptions {
 const HEAD: usize = 64 * 1024;
 
 fn io_err(path: &str) -> impl Fn(std::io::Error) -> TraceError + '_ {
-    move |source| TraceError::Io {
-        path: path.to_string(),
-        source,
-    }
+    move |source| TraceError::Io { path: path.to_string(), source }
 }
 
 /// Opens the file and undoes gzip/zstd compression (detected by magic number). Returns the
@@ -48,10 +45,7 @@ fn open_stream(path: &Path) -> Result<(Vec<u8>, Box<dyn Read + Send>), TraceErro
     decompress(&name, Box::new(file))
 }
 
-fn decompress(
-    name: &str,
-    mut file: Box<dyn Read + Send>,
-) -> Result<(Vec<u8>, Box<dyn Read + Send>), TraceError> {
+fn decompress(name: &str, mut file: Box<dyn Read + Send>) -> Result<(Vec<u8>, Box<dyn Read + Send>), TraceError> {
     let mut magic = [0u8; 4];
     let mut got = 0;
     while got < 4 {
@@ -63,29 +57,20 @@ fn decompress(
     }
     let raw: Box<dyn Read + Send> = Box::new(Cursor::new(magic[..got].to_vec()).chain(file));
     let mut stream: Box<dyn Read + Send> = if got >= 2 && magic[..2] == [0x1f, 0x8b] {
-        Box::new(flate2::read::MultiGzDecoder::new(BufReader::with_capacity(
-            1 << 16,
-            raw,
-        )))
+        Box::new(flate2::read::MultiGzDecoder::new(BufReader::with_capacity(1 << 16, raw)))
     } else if got == 4 && magic == [0x28, 0xb5, 0x2f, 0xfd] {
         Box::new(zstd::stream::read::Decoder::new(raw).map_err(io_err(&name))?)
     } else {
         raw
     };
     let mut head = Vec::with_capacity(HEAD);
-    (&mut stream)
-        .take(HEAD as u64)
-        .read_to_end(&mut head)
-        .map_err(io_err(&name))?;
+    (&mut stream).take(HEAD as u64).read_to_end(&mut head).map_err(io_err(&name))?;
     Ok((head, stream))
 }
 
 /// The name without compression suffixes, lower-cased.
 fn base_name(path: &Path) -> String {
-    let mut n = path
-        .file_name()
-        .map(|s| s.to_string_lossy().to_lowercase())
-        .unwrap_or_default();
+    let mut n = path.file_name().map(|s| s.to_string_lossy().to_lowercase()).unwrap_or_default();
     for suffix in [".gz", ".zst", ".zstd"] {
         if let Some(stripped) = n.strip_suffix(suffix) {
             n = stripped.to_string();
@@ -113,17 +98,13 @@ fn detect_by_name(name: &str) -> Option<&'static str> {
 }
 
 fn is_binary(head: &[u8]) -> bool {
-    head.iter()
-        .take(4096)
-        .any(|&b| b == 0 || (b < 0x09) || (0x0e..0x20).contains(&b))
+    head.iter().take(4096).any(|&b| b == 0 || (b < 0x09) || (0x0e..0x20).contains(&b))
 }
 
 /// Guesses a text format from its first lines.
 fn detect_text(head: &[u8]) -> Option<String> {
-    let mut lines = head
-        .split(|&b| b == b'\n')
-        .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
-        .filter(|l| !trim(l).is_empty());
+    let mut lines =
+        head.split(|&b| b == b'\n').map(|l| l.strip_suffix(b"\r").unwrap_or(l)).filter(|l| !trim(l).is_empty());
     let first = lines.next()?;
     let lower = first.to_ascii_lowercase();
     if lower.starts_with(b"version,time,op,size,lbn") {
@@ -133,28 +114,17 @@ fn detect_text(head: &[u8]) -> Option<String> {
         return Some("systor".into());
     }
     // Judge on a data line (skip one header line if the first field is not numeric).
-    let line = if first.first().is_some_and(u8::is_ascii_digit) || first.starts_with(b" ") {
-        first
-    } else {
-        lines.next()?
-    };
+    let line =
+        if first.first().is_some_and(u8::is_ascii_digit) || first.starts_with(b" ") { first } else { lines.next()? };
     let commas: Vec<&[u8]> = Split::new(line, b',').collect();
-    if commas.len() >= 7
-        && (commas[3].eq_ignore_ascii_case(b"read") || commas[3].eq_ignore_ascii_case(b"write"))
-    {
+    if commas.len() >= 7 && (commas[3].eq_ignore_ascii_case(b"read") || commas[3].eq_ignore_ascii_case(b"write")) {
         return Some("msr".into());
     }
-    if commas.len() >= 5
-        && matches!(trim(commas[3]), [b'r' | b'R' | b'w' | b'W'])
-        && u64_dec(commas[1]).is_some()
-    {
+    if commas.len() >= 5 && matches!(trim(commas[3]), [b'r' | b'R' | b'w' | b'W']) && u64_dec(commas[1]).is_some() {
         return Some("spc".into());
     }
     let words: Vec<&[u8]> = Words::new(line).collect();
-    if words
-        .first()
-        .is_some_and(|w| w.contains(&b',') && w.iter().all(|&b| b.is_ascii_digit() || b == b','))
-    {
+    if words.first().is_some_and(|w| w.contains(&b',') && w.iter().all(|&b| b.is_ascii_digit() || b == b',')) {
         return Some("blkparse".into());
     }
     if words.len() >= 8 && matches!(words[5], [b'R' | b'r' | b'W' | b'w']) {
@@ -175,11 +145,7 @@ fn unknown_format(path: &str, why: &str) -> TraceError {
         path: path.to_string(),
         reason: format!(
             "{why}; name the format with --format, one of: {}",
-            FORMATS
-                .iter()
-                .map(|f| f.name)
-                .collect::<Vec<_>>()
-                .join(", ")
+            FORMATS.iter().map(|f| f.name).collect::<Vec<_>>().join(", ")
         ),
     }
 }
@@ -218,28 +184,18 @@ fn open_from(
                     return Err(unknown_format(&name, "binary content of no known format"));
                 }
             }
-            None => detect_text(&head).ok_or_else(|| {
-                unknown_format(&name, "cannot tell the format from the first lines")
-            })?,
+            None => detect_text(&head)
+                .ok_or_else(|| unknown_format(&name, "cannot tell the format from the first lines"))?,
         },
     };
-    let (fmt, mut params) = Params::parse(&spec).map_err(|e| TraceError::Format {
-        path: name.clone(),
-        reason: e.to_string(),
-    })?;
+    let (fmt, mut params) =
+        Params::parse(&spec).map_err(|e| TraceError::Format { path: name.clone(), reason: e.to_string() })?;
     let fmt = fmt.to_ascii_lowercase();
-    let spec_err = |e: tierwise_core::ConfigError| TraceError::Format {
-        path: name.clone(),
-        reason: e.to_string(),
-    };
+    let spec_err = |e: tierwise_core::ConfigError| TraceError::Format { path: name.clone(), reason: e.to_string() };
     let shared: Arc<str> = Arc::from(name.as_str());
     let stream: Box<dyn Read + Send> = Box::new(Cursor::new(head).chain(stream));
-    let lines = |stream: Box<dyn Read + Send>| {
-        Lines::new(
-            Box::new(BufReader::with_capacity(1 << 20, stream)),
-            shared.clone(),
-        )
-    };
+    let lines =
+        |stream: Box<dyn Read + Send>| Lines::new(Box::new(BufReader::with_capacity(1 << 20, stream)), shared.clone());
     let (reader, info): (Box<dyn TraceReader>, FormatInfo) = match fmt.as_str() {
         "msr" => (Box::new(MsrReader::new(lines(stream))), info("msr")),
         "spc" => (Box::new(SpcReader::new(lines(stream))), info("spc")),
@@ -250,10 +206,7 @@ fn open_from(
         "blkparse" => {
             let action = params.string("action", "Q");
             params.finish(&[]).map_err(spec_err)?;
-            (
-                Box::new(BlkparseReader::new(lines(stream), &action)),
-                info("blkparse"),
-            )
+            (Box::new(BlkparseReader::new(lines(stream), &action)), info("blkparse"))
         }
         "csv" | "cloudphysics-csv" => {
             let spec = if fmt == "csv" {
@@ -266,16 +219,9 @@ fn open_from(
             i.has_time = spec.time_col != usize::MAX;
             (Box::new(CsvReader::new(lines(stream), spec)), i)
         }
-        "vscsi" => (
-            Box::new(VscsiReader::new(Records::new(stream, 32, shared.clone()))?),
-            info("vscsi"),
-        ),
+        "vscsi" => (Box::new(VscsiReader::new(Records::new(stream, 32, shared.clone()))?), info("vscsi")),
         "oracle-general" | "oraclegeneral" => (
-            Box::new(OracleGeneralReader::new(Records::new(
-                stream,
-                RECORD_SIZE,
-                shared.clone(),
-            ))),
+            Box::new(OracleGeneralReader::new(Records::new(stream, RECORD_SIZE, shared.clone()))),
             info("oracle-general"),
         ),
         other => return Err(unknown_format(&name, &format!("unknown format `{other}`"))),

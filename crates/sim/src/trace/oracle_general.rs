@@ -63,13 +63,7 @@ impl OracleGeneralReader {
 
 /// Writes one record. `next_access` is the logical time of the object's next request (-1 or
 /// `i64::MAX` when there is none; libCacheSim uses -1).
-pub fn write_record(
-    w: &mut impl Write,
-    time_s: u32,
-    id: u64,
-    size: u32,
-    next_access: i64,
-) -> std::io::Result<()> {
+pub fn write_record(w: &mut impl Write, time_s: u32, id: u64, size: u32, next_access: i64) -> std::io::Result<()> {
     let mut b = [0u8; RECORD_SIZE];
     b[0..4].copy_from_slice(&time_s.to_le_bytes());
     b[4..12].copy_from_slice(&id.to_le_bytes());

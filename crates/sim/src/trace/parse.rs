@@ -5,14 +5,8 @@
 /// Trims ASCII spaces and tabs at both ends.
 #[inline]
 pub fn trim(s: &[u8]) -> &[u8] {
-    let start = s
-        .iter()
-        .position(|&b| b != b' ' && b != b'\t')
-        .unwrap_or(s.len());
-    let end = s
-        .iter()
-        .rposition(|&b| b != b' ' && b != b'\t')
-        .map_or(start, |e| e + 1);
+    let start = s.iter().position(|&b| b != b' ' && b != b'\t').unwrap_or(s.len());
+    let end = s.iter().rposition(|&b| b != b' ' && b != b'\t').map_or(start, |e| e + 1);
     &s[start..end.max(start)]
 }
 
@@ -26,10 +20,7 @@ impl<'a> Split<'a> {
     /// Splits `s` on `delim`.
     #[inline]
     pub fn new(s: &'a [u8], delim: u8) -> Split<'a> {
-        Split {
-            rest: Some(s),
-            delim,
-        }
+        Split { rest: Some(s), delim }
     }
 }
 
@@ -70,10 +61,7 @@ impl<'a> Iterator for Words<'a> {
     fn next(&mut self) -> Option<&'a [u8]> {
         let s = self.rest;
         let start = s.iter().position(|&b| b != b' ' && b != b'\t')?;
-        let end = s[start..]
-            .iter()
-            .position(|&b| b == b' ' || b == b'\t')
-            .map_or(s.len(), |e| start + e);
+        let end = s[start..].iter().position(|&b| b == b' ' || b == b'\t').map_or(s.len(), |e| start + e);
         self.rest = &s[end..];
         Some(&s[start..end])
     }
@@ -110,10 +98,7 @@ pub fn i64_dec(s: &[u8]) -> Option<i64> {
 /// A hexadecimal integer, with or without `0x`.
 pub fn u64_hex(s: &[u8]) -> Option<u64> {
     let s = trim(s);
-    let s = s
-        .strip_prefix(b"0x")
-        .or_else(|| s.strip_prefix(b"0X"))
-        .unwrap_or(s);
+    let s = s.strip_prefix(b"0x").or_else(|| s.strip_prefix(b"0X")).unwrap_or(s);
     if s.is_empty() || s.len() > 16 {
         return None;
     }
@@ -195,10 +180,7 @@ mod tests {
         assert_eq!(u64_hex(b"2a"), Some(42));
         assert_eq!(u64_hex(b"0x2A"), Some(42));
         assert_eq!(u64_hex(b"g"), None);
-        assert_eq!(
-            decimal_to_ns(b"1456095145.133076000", 1_000_000_000),
-            Some(1_456_095_145_133_076_000)
-        );
+        assert_eq!(decimal_to_ns(b"1456095145.133076000", 1_000_000_000), Some(1_456_095_145_133_076_000));
         assert_eq!(decimal_to_ns(b".5", 1_000_000_000), Some(500_000_000));
         assert_eq!(decimal_to_ns(b"2", 1_000), Some(2_000));
         assert_eq!(decimal_to_ns(b"1e-3", 1_000_000_000), Some(1_000_000));

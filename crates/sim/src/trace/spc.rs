@@ -28,18 +28,9 @@ impl TraceReader for SpcReader {
                 continue;
             }
             let mut f = Split::new(line, b',');
-            let asu = f
-                .next()
-                .and_then(u64_dec)
-                .ok_or_else(|| self.lines.error("ASU", "expected an integer"))?;
-            let lba = f
-                .next()
-                .and_then(u64_dec)
-                .ok_or_else(|| self.lines.error("LBA", "expected a sector number"))?;
-            let size = f
-                .next()
-                .and_then(u64_dec)
-                .ok_or_else(|| self.lines.error("Size", "expected a byte count"))?;
+            let asu = f.next().and_then(u64_dec).ok_or_else(|| self.lines.error("ASU", "expected an integer"))?;
+            let lba = f.next().and_then(u64_dec).ok_or_else(|| self.lines.error("LBA", "expected a sector number"))?;
+            let size = f.next().and_then(u64_dec).ok_or_else(|| self.lines.error("Size", "expected a byte count"))?;
             let op = match f.next().map(trim) {
                 Some([b'r' | b'R', ..]) => IoOp::Read,
                 Some([b'w' | b'W', ..]) => IoOp::Write,
@@ -50,17 +41,8 @@ impl TraceReader for SpcReader {
                 .and_then(|t| decimal_to_ns(t, 1_000_000_000))
                 .ok_or_else(|| self.lines.error("Timestamp", "expected seconds"))?;
             let volume = u32::try_from(asu).map_err(|_| self.lines.error("ASU", "too large"))?;
-            let offset = lba
-                .checked_mul(512)
-                .ok_or_else(|| self.lines.error("LBA", "too large"))?;
-            *rec = TraceRecord {
-                time_ns: ts,
-                op,
-                volume,
-                offset,
-                len: size,
-                key: lba,
-            };
+            let offset = lba.checked_mul(512).ok_or_else(|| self.lines.error("LBA", "too large"))?;
+            *rec = TraceRecord { time_ns: ts, op, volume, offset, len: size, key: lba };
             return Ok(true);
         }
     }

@@ -36,35 +36,18 @@ impl TraceReader for SystorReader {
                 }
                 return Err(self.lines.error("Timestamp", "expected seconds"));
             };
-            let _response = f
-                .next()
-                .ok_or_else(|| self.lines.error("Response", "missing (6 fields expected)"))?;
+            let _response = f.next().ok_or_else(|| self.lines.error("Response", "missing (6 fields expected)"))?;
             let op = match f.next().map(trim) {
                 Some([b'R' | b'r', ..]) => IoOp::Read,
                 Some([b'W' | b'w', ..]) => IoOp::Write,
                 _ => return Err(self.lines.error("IOType", "expected R or W")),
             };
-            let lun = f
-                .next()
-                .and_then(u64_dec)
-                .ok_or_else(|| self.lines.error("LUN", "expected an integer"))?;
-            let offset = f
-                .next()
-                .and_then(u64_dec)
-                .ok_or_else(|| self.lines.error("Offset", "expected a byte offset"))?;
-            let size = f
-                .next()
-                .and_then(u64_dec)
-                .ok_or_else(|| self.lines.error("Size", "expected a byte count"))?;
+            let lun = f.next().and_then(u64_dec).ok_or_else(|| self.lines.error("LUN", "expected an integer"))?;
+            let offset =
+                f.next().and_then(u64_dec).ok_or_else(|| self.lines.error("Offset", "expected a byte offset"))?;
+            let size = f.next().and_then(u64_dec).ok_or_else(|| self.lines.error("Size", "expected a byte count"))?;
             let volume = u32::try_from(lun).map_err(|_| self.lines.error("LUN", "too large"))?;
-            *rec = TraceRecord {
-                time_ns: ts,
-                op,
-                volume,
-                offset,
-                len: size,
-                key: offset,
-            };
+            *rec = TraceRecord { time_ns: ts, op, volume, offset, len: size, key: offset };
             return Ok(true);
         }
     }

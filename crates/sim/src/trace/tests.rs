@@ -11,13 +11,7 @@ fn repo() -> PathBuf {
 }
 
 fn read_all(path: &Path, format: Option<&str>) -> Result<(Vec<TraceRecord>, Trace), TraceError> {
-    let mut t = open_trace(
-        path,
-        &OpenOptions {
-            format: format.map(str::to_string),
-            skip_bad_lines: false,
-        },
-    )?;
+    let mut t = open_trace(path, &OpenOptions { format: format.map(str::to_string), skip_bad_lines: false })?;
     let mut out = Vec::new();
     let mut r = TraceRecord::default();
     while t.next(&mut r)? {
@@ -28,16 +22,8 @@ fn read_all(path: &Path, format: Option<&str>) -> Result<(Vec<TraceRecord>, Trac
 
 fn summary(recs: &[TraceRecord]) -> (usize, usize, u64, u64) {
     let reads = recs.iter().filter(|r| r.op == IoOp::Read).count();
-    let rb = recs
-        .iter()
-        .filter(|r| r.op == IoOp::Read)
-        .map(|r| r.len)
-        .sum();
-    let wb = recs
-        .iter()
-        .filter(|r| r.op == IoOp::Write)
-        .map(|r| r.len)
-        .sum();
+    let rb = recs.iter().filter(|r| r.op == IoOp::Read).map(|r| r.len).sum();
+    let wb = recs.iter().filter(|r| r.op == IoOp::Write).map(|r| r.len).sum();
     (recs.len(), reads, rb, wb)
 }
 
@@ -50,16 +36,9 @@ fn write_file(dir: &tempfile::TempDir, name: &str, content: &[u8]) -> PathBuf {
 
 #[test]
 fn cloudphysics_vscsi_matches_provenance() {
-    let (recs, t) = read_all(
-        &repo().join("data/traces/cloudphysics_libcachesim.sample.vscsi.gz"),
-        None,
-    )
-    .unwrap();
+    let (recs, t) = read_all(&repo().join("data/traces/cloudphysics_libcachesim.sample.vscsi.gz"), None).unwrap();
     assert_eq!(t.info().name, "vscsi");
-    assert_eq!(
-        summary(&recs),
-        (113_872, 46_974, 1_797_412_352, 2_408_565_760)
-    );
+    assert_eq!(summary(&recs), (113_872, 46_974, 1_797_412_352, 2_408_565_760));
     let span = recs.last().unwrap().time_ns - recs[0].time_ns;
     assert!((span as f64 / 1e9 - 7200.09).abs() < 0.01, "span {span}");
     // First record, as in the CSV form of the same trace: time 5633898368802 us, WRITE(10),
@@ -79,30 +58,16 @@ fn cloudphysics_vscsi_matches_provenance() {
 
 #[test]
 fn cloudphysics_csv_equals_vscsi() {
-    let (csv, t) = read_all(
-        &repo().join("crates/sim/tests/fixtures/cloudphysics_head200.csv"),
-        None,
-    )
-    .unwrap();
+    let (csv, t) = read_all(&repo().join("crates/sim/tests/fixtures/cloudphysics_head200.csv"), None).unwrap();
     assert_eq!(t.info().name, "csv");
-    assert!(
-        !t.info().object_trace,
-        "id-unit=sector makes it a block trace"
-    );
-    let (vscsi, _) = read_all(
-        &repo().join("data/traces/cloudphysics_libcachesim.sample.vscsi.gz"),
-        None,
-    )
-    .unwrap();
+    assert!(!t.info().object_trace, "id-unit=sector makes it a block trace");
+    let (vscsi, _) = read_all(&repo().join("data/traces/cloudphysics_libcachesim.sample.vscsi.gz"), None).unwrap();
     assert_eq!(csv.len(), 200);
     assert_eq!(&csv[..], &vscsi[..200]);
     // The explicit column spec gives the same.
     let spec = "csv:has-header=true,time-col=2,op-col=3,obj-size-col=4,obj-id-col=5,time-unit=us,id-unit=sector";
-    let (explicit, _) = read_all(
-        &repo().join("crates/sim/tests/fixtures/cloudphysics_head200.csv"),
-        Some(spec),
-    )
-    .unwrap();
+    let (explicit, _) =
+        read_all(&repo().join("crates/sim/tests/fixtures/cloudphysics_head200.csv"), Some(spec)).unwrap();
     assert_eq!(explicit, csv);
 }
 
@@ -128,11 +93,7 @@ fn msr_excerpt_matches_provenance() {
 
 #[test]
 fn systor_sample_matches_provenance() {
-    let (recs, t) = read_all(
-        &repo().join("data/traces/systor17_vdi.sample1000.csv.gz"),
-        None,
-    )
-    .unwrap();
+    let (recs, t) = read_all(&repo().join("data/traces/systor17_vdi.sample1000.csv.gz"), None).unwrap();
     assert_eq!(t.info().name, "systor");
     assert_eq!(summary(&recs), (999, 826, 36_355_584, 2_766_848));
     assert_eq!(recs[0].time_ns, 1_456_095_145_133_076_000);
@@ -140,11 +101,7 @@ fn systor_sample_matches_provenance() {
 
 #[test]
 fn websearch_and_tpcc_mqsim_match_provenance() {
-    let (recs, t) = read_all(
-        &repo().join("data/traces/umass_websearch.mqsim_ascii.trace.gz"),
-        None,
-    )
-    .unwrap();
+    let (recs, t) = read_all(&repo().join("data/traces/umass_websearch.mqsim_ascii.trace.gz"), None).unwrap();
     assert_eq!(t.info().name, "mqsim");
     let (n, reads, rb, _) = summary(&recs);
     assert_eq!((n, reads, rb), (24_783, 24_779, 382_085_120));
@@ -159,11 +116,7 @@ fn websearch_and_tpcc_mqsim_match_provenance() {
             key: 657_728
         }
     );
-    let (recs, _) = read_all(
-        &repo().join("data/traces/tpcc_unverified.mqsim_ascii.trace"),
-        Some("mqsim"),
-    )
-    .unwrap();
+    let (recs, _) = read_all(&repo().join("data/traces/tpcc_unverified.mqsim_ascii.trace"), Some("mqsim")).unwrap();
     let (n, reads, _, _) = summary(&recs);
     assert_eq!((n, reads), (6_999, 4_381));
     assert_eq!(recs.iter().map(|r| r.volume).max(), Some(15), "16 devices");
@@ -187,11 +140,7 @@ fn arc_oltp_complete_trace() {
 #[test]
 fn spc_fiu_blkparse_and_oracle_general_parse_their_documented_lines() {
     let dir = tempfile::tempdir().unwrap();
-    let spc = write_file(
-        &dir,
-        "fin.spc",
-        b"0,20941264,8192,W,0.551706\n1,1,512,r,0.6\n",
-    );
+    let spc = write_file(&dir, "fin.spc", b"0,20941264,8192,W,0.551706\n1,1,512,r,0.6\n");
     let (r, _) = read_all(&spc, None).unwrap();
     assert_eq!(
         r[0],
@@ -233,27 +182,10 @@ fn spc_fiu_blkparse_and_oracle_general_parse_their_documented_lines() {
     );
     let (r, _) = read_all(&blk, None).unwrap();
     assert_eq!(r.len(), 2, "only Q events with data");
-    assert_eq!(
-        r[0],
-        TraceRecord {
-            time_ns: 0,
-            op: IoOp::Write,
-            volume: 0,
-            offset: 2048 * 512,
-            len: 4096,
-            key: 2048
-        }
-    );
+    assert_eq!(r[0], TraceRecord { time_ns: 0, op: IoOp::Write, volume: 0, offset: 2048 * 512, len: 4096, key: 2048 });
     assert_eq!(
         r[1],
-        TraceRecord {
-            time_ns: 1_500_000_000,
-            op: IoOp::Read,
-            volume: 1,
-            offset: 100 * 512,
-            len: 8192,
-            key: 100
-        }
+        TraceRecord { time_ns: 1_500_000_000, op: IoOp::Read, volume: 1, offset: 100 * 512, len: 8192, key: 100 }
     );
     let (r, _) = read_all(&blk, Some("blkparse:action=G")).unwrap();
     assert_eq!(r.len(), 1);
@@ -264,26 +196,10 @@ fn spc_fiu_blkparse_and_oracle_general_parse_their_documented_lines() {
     let p = write_file(&dir, "x.oracleGeneral.bin", &og);
     let (r, t) = read_all(&p, None).unwrap();
     assert!(t.info().object_trace);
-    assert_eq!(
-        r[1],
-        TraceRecord {
-            time_ns: 8_000_000_000,
-            op: IoOp::Read,
-            volume: 0,
-            offset: 0,
-            len: 100,
-            key: 43
-        }
-    );
+    assert_eq!(r[1], TraceRecord { time_ns: 8_000_000_000, op: IoOp::Read, volume: 0, offset: 0, len: 100, key: 43 });
 }
 
-fn expect_err(
-    dir: &tempfile::TempDir,
-    name: &str,
-    content: &[u8],
-    format: Option<&str>,
-    want: &[&str],
-) {
+fn expect_err(dir: &tempfile::TempDir, name: &str, content: &[u8], format: Option<&str>, want: &[&str]) {
     let p = write_file(dir, name, content);
     let e = match read_all(&p, format) {
         Ok((r, _)) => panic!("{name}: expected an error, got {} records", r.len()),
@@ -297,71 +213,23 @@ fn expect_err(
 #[test]
 fn malformed_lines_name_file_line_and_field() {
     let dir = tempfile::tempdir().unwrap();
-    expect_err(&dir, "a.csv", b"128166385295514663,hm,0,Write,9056014336,2048,2833\n128166385295514878,hm,0,Wirte,1,512,2617\n", Some("msr"), &["a.csv:2", "`Type`", "Read or Write"]);
     expect_err(
         &dir,
-        "b.csv",
-        b"128166385295514663,hm,0,Read,-5,2048,2833\n",
+        "a.csv",
+        b"128166385295514663,hm,0,Write,9056014336,2048,2833\n128166385295514878,hm,0,Wirte,1,512,2617\n",
         Some("msr"),
-        &["b.csv:1", "`Offset`"],
+        &["a.csv:2", "`Type`", "Read or Write"],
     );
-    expect_err(
-        &dir,
-        "c.spc",
-        b"0,1,512,x,0.1\n",
-        None,
-        &["c.spc:1", "`Opcode`"],
-    );
+    expect_err(&dir, "b.csv", b"128166385295514663,hm,0,Read,-5,2048,2833\n", Some("msr"), &["b.csv:1", "`Offset`"]);
+    expect_err(&dir, "c.spc", b"0,1,512,x,0.1\n", None, &["c.spc:1", "`Opcode`"]);
     expect_err(&dir, "d.spc", b"0,1,512,r\n", None, &["`Timestamp`"]);
-    expect_err(
-        &dir,
-        "e.fiu",
-        b"1 2 p 3 8 Q 6 0 md5\n",
-        Some("fiu"),
-        &["e.fiu:1", "`op`"],
-    );
-    expect_err(
-        &dir,
-        "f.mqsim",
-        b"1 0 5 16 1\n2 0 5 16 7\n",
-        Some("mqsim"),
-        &["f.mqsim:2", "`type`"],
-    );
-    expect_err(
-        &dir,
-        "g.lis",
-        b"1 2 0 0\nx 1 0 1\n",
-        Some("arc-lis"),
-        &["g.lis:2", "`starting_block`"],
-    );
-    expect_err(
-        &dir,
-        "h.blkparse",
-        b"  8,0 3 1 0.1 4162 Q WS 2048 - 8 [k]\n",
-        None,
-        &["h.blkparse:1", "`sectors`"],
-    );
-    expect_err(
-        &dir,
-        "i.csv",
-        b"1,x\n",
-        Some("csv:obj-id-col=2"),
-        &["i.csv:1", "`obj-id`"],
-    );
-    expect_err(
-        &dir,
-        "j.csv",
-        b"1,2\n",
-        Some("csv:time-col=1"),
-        &["obj-id-col is required"],
-    );
-    expect_err(
-        &dir,
-        "k.csv",
-        b"1,2\n",
-        Some("csv:obj-id-col=1,colour=blue"),
-        &["colour", "obj-id-col"],
-    );
+    expect_err(&dir, "e.fiu", b"1 2 p 3 8 Q 6 0 md5\n", Some("fiu"), &["e.fiu:1", "`op`"]);
+    expect_err(&dir, "f.mqsim", b"1 0 5 16 1\n2 0 5 16 7\n", Some("mqsim"), &["f.mqsim:2", "`type`"]);
+    expect_err(&dir, "g.lis", b"1 2 0 0\nx 1 0 1\n", Some("arc-lis"), &["g.lis:2", "`starting_block`"]);
+    expect_err(&dir, "h.blkparse", b"  8,0 3 1 0.1 4162 Q WS 2048 - 8 [k]\n", None, &["h.blkparse:1", "`sectors`"]);
+    expect_err(&dir, "i.csv", b"1,x\n", Some("csv:obj-id-col=2"), &["i.csv:1", "`obj-id`"]);
+    expect_err(&dir, "j.csv", b"1,2\n", Some("csv:time-col=1"), &["obj-id-col is required"]);
+    expect_err(&dir, "k.csv", b"1,2\n", Some("csv:obj-id-col=1,colour=blue"), &["colour", "obj-id-col"]);
     expect_err(
         &dir,
         "l.systor",
@@ -370,61 +238,23 @@ fn malformed_lines_name_file_line_and_field() {
         &[":2", "`IOType`"],
     );
     expect_err(&dir, "m.vscsi", &[7u8; 100], None, &["m.vscsi", "version"]);
-    expect_err(
-        &dir,
-        "m2.vscsi",
-        &[1u8; 100],
-        None,
-        &["m2.vscsi: record 0", "`lbn`"],
-    );
+    expect_err(&dir, "m2.vscsi", &[1u8; 100], None, &["m2.vscsi: record 0", "`lbn`"]);
     let mut og = Vec::new();
     oracle_general::write_record(&mut og, 1, 1, 1, 1).unwrap();
     og.extend_from_slice(&[0; 5]);
-    expect_err(
-        &dir,
-        "n.oracleGeneral",
-        &og,
-        None,
-        &["truncated", "5 bytes"],
-    );
-    expect_err(
-        &dir,
-        "o.txt",
-        b"hello world\n",
-        None,
-        &["o.txt", "--format", "msr"],
-    );
+    expect_err(&dir, "n.oracleGeneral", &og, None, &["truncated", "5 bytes"]);
+    expect_err(&dir, "o.txt", b"hello world\n", None, &["o.txt", "--format", "msr"]);
     expect_err(&dir, "p.txt", b"", None, &["empty"]);
-    expect_err(
-        &dir,
-        "q.txt",
-        b"1 2 3 4\n",
-        Some("nonsense"),
-        &["unknown format `nonsense`"],
-    );
-    let e = read_all(Path::new("/nonexistent/trace.csv"), None)
-        .err()
-        .unwrap()
-        .to_string();
+    expect_err(&dir, "q.txt", b"1 2 3 4\n", Some("nonsense"), &["unknown format `nonsense`"]);
+    let e = read_all(Path::new("/nonexistent/trace.csv"), None).err().unwrap().to_string();
     assert!(e.contains("/nonexistent/trace.csv"), "{e}");
 }
 
 #[test]
 fn skip_bad_lines_counts_and_continues() {
     let dir = tempfile::tempdir().unwrap();
-    let p = write_file(
-        &dir,
-        "x.mqsim",
-        b"1 0 5 16 1\ngarbage here\n2 0 6 16 0\n3 0 x 1 1\n",
-    );
-    let mut t = open_trace(
-        &p,
-        &OpenOptions {
-            format: Some("mqsim".into()),
-            skip_bad_lines: true,
-        },
-    )
-    .unwrap();
+    let p = write_file(&dir, "x.mqsim", b"1 0 5 16 1\ngarbage here\n2 0 6 16 0\n3 0 x 1 1\n");
+    let mut t = open_trace(&p, &OpenOptions { format: Some("mqsim".into()), skip_bad_lines: true }).unwrap();
     let mut r = TraceRecord::default();
     let mut n = 0;
     while t.next(&mut r).unwrap() {
@@ -443,11 +273,7 @@ fn compressed_and_plain_read_the_same() {
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     gz.write_all(&plain).unwrap();
     let gz_path = write_file(&dir, "hm.csv.gz", &gz.finish().unwrap());
-    let zst_path = write_file(
-        &dir,
-        "hm.csv.zst",
-        &zstd::encode_all(&plain[..], 3).unwrap(),
-    );
+    let zst_path = write_file(&dir, "hm.csv.zst", &zstd::encode_all(&plain[..], 3).unwrap());
     let (a, _) = read_all(&repo().join("data/traces/msr_hm_0.excerpt1000.csv"), None).unwrap();
     let (b, _) = read_all(&gz_path, None).unwrap();
     let (c, _) = read_all(&zst_path, None).unwrap();

@@ -32,9 +32,7 @@ impl VscsiReader {
         let Some(version) = detect_version(head) else {
             return Err(TraceError::Format {
                 path: records.path().to_string(),
-                reason:
-                    "not a vscsi trace: the first two records carry neither version 1 nor version 2"
-                        .into(),
+                reason: "not a vscsi trace: the first two records carry neither version 1 nor version 2".into(),
             });
         };
         records.set_record_size(if version == 2 { 40 } else { 32 });
@@ -83,10 +81,7 @@ impl TraceReader for VscsiReader {
             }
             None => {
                 let lbn = le_u64(r, 16);
-                Err(self.records.error(
-                    "lbn",
-                    format!("sector {lbn} is beyond a 64-bit byte address"),
-                ))
+                Err(self.records.error("lbn", format!("sector {lbn} is beyond a 64-bit byte address")))
             }
         }
     }
