@@ -59,12 +59,12 @@ fn decompress(name: &str, mut file: Box<dyn Read + Send>) -> Result<(Vec<u8>, Bo
     let mut stream: Box<dyn Read + Send> = if got >= 2 && magic[..2] == [0x1f, 0x8b] {
         Box::new(flate2::read::MultiGzDecoder::new(BufReader::with_capacity(1 << 16, raw)))
     } else if got == 4 && magic == [0x28, 0xb5, 0x2f, 0xfd] {
-        Box::new(zstd::stream::read::Decoder::new(raw).map_err(io_err(&name))?)
+        Box::new(zstd::stream::read::Decoder::new(raw).map_err(io_err(name))?)
     } else {
         raw
     };
     let mut head = Vec::with_capacity(HEAD);
-    (&mut stream).take(HEAD as u64).read_to_end(&mut head).map_err(io_err(&name))?;
+    (&mut stream).take(HEAD as u64).read_to_end(&mut head).map_err(io_err(name))?;
     Ok((head, stream))
 }
 
