@@ -258,14 +258,18 @@ fn run_cachesim(bin: &Path, trace: &Path, cache_objects: u64) -> Result<(f64, f6
     Ok((mqps * 1e6, after("miss ratio").unwrap_or(f64::NAN)))
 }
 
+/// A measured duration in seconds with what the run produced.
+type Timed<T> = (f64, T);
+
 /// Best (shortest) times of two measurements taken alternately, so that load changes on a
 /// shared machine hit both alike.
 fn paired<A, B>(
     n: usize,
     mut a: impl FnMut() -> Result<(f64, A), String>,
     mut b: impl FnMut() -> Result<(f64, B), String>,
-) -> Result<((f64, A), (f64, B)), String> {
-    let (mut ba, mut bb): (Option<(f64, A)>, Option<(f64, B)>) = (None, None);
+) -> Result<(Timed<A>, Timed<B>), String> {
+    let mut ba: Option<Timed<A>> = None;
+    let mut bb: Option<Timed<B>> = None;
     for _ in 0..n.max(1) {
         let x = a()?;
         if ba.as_ref().is_none_or(|v| x.0 < v.0) {
