@@ -23,14 +23,14 @@ impl TraceReader for ArcLisReader {
             if !self.lines.advance()? {
                 return Ok(false);
             }
-            let line = self.lines.current();
-            let mut f = Words::new(line);
-            let Some(start) = f.next() else { continue };
-            let start = u64_dec(start).ok_or_else(|| self.lines.error("starting_block", "expected a block number"))?;
-            let n =
-                f.next().and_then(u64_dec).ok_or_else(|| self.lines.error("num_blocks", "expected a block count"))?;
-            let offset = start.checked_mul(512).ok_or_else(|| self.lines.error("starting_block", "too large"))?;
-            let len = n.checked_mul(512).ok_or_else(|| self.lines.error("num_blocks", "too large"))?;
+            if self.lines.is_blank() {
+                continue;
+            }
+            let l = &self.lines;
+            let mut f = Words::new(l.current());
+            let start = l.field(f.next(), "starting_block", u64_dec, "expected a block number")?;
+            let n = l.field(f.next(), "num_blocks", u64_dec, "expected a block count")?;
+            let (offset, len) = (l.sectors(start, "starting_block")?, l.sectors(n, "num_blocks")?);
             *rec = TraceRecord { time_ns: 0, op: IoOp::Read, volume: 0, offset, len, key: start };
             return Ok(true);
         }

@@ -8,19 +8,19 @@
 //! device (major,minor) is a volume.
 
 use super::parse::{Words, decimal_to_ns, u64_dec};
-use super::{IoOp, Lines, TraceError, TraceReader, TraceRecord};
+use super::{IoOp, Lines, TraceError, TraceReader, TraceRecord, VolumeMap};
 
 /// The blkparse reader.
 pub struct BlkparseReader {
     lines: Lines,
     action: Vec<u8>,
-    devices: Vec<(u64, u64)>,
+    devices: VolumeMap<(u64, u64)>,
 }
 
 impl BlkparseReader {
     /// Reads `action` events (e.g. `Q`, `D`, `C`) from `lines`.
     pub fn new(lines: Lines, action: &str) -> BlkparseReader {
-        BlkparseReader { lines, action: action.as_bytes().to_vec(), devices: Vec::new() }
+        BlkparseReader { lines, action: action.as_bytes().to_vec(), devices: VolumeMap::default() }
     }
 }
 
@@ -69,16 +69,10 @@ impl TraceReader for BlkparseReader {
                 return Err(self.lines.error("sectors", "expected `+ <count>` after the sector"));
             }
             let n = f.next().and_then(u64_dec).ok_or_else(|| self.lines.error("sectors", "expected a sector count"))?;
-            let volume = match self.devices.iter().position(|&d| d == (major, minor)) {
-                Some(v) => v,
-                None => {
-                    self.devices.push((major, minor));
-                    self.devices.len() - 1
-                }
-            };
+            let volume = self.devices.index((major, minor));
             let offset = sector.checked_mul(512).ok_or_else(|| self.lines.error("sector", "too large"))?;
             let len = n.checked_mul(512).ok_or_else(|| self.lines.error("sectors", "too large"))?;
-            *rec = TraceRecord { time_ns: time, op, volume: volume as u32, offset, len, key: sector };
+            *rec = TraceRecord { time_ns: time, op, volume, offset, len, key: sector };
             return Ok(true);
         }
     }

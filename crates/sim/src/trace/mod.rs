@@ -275,6 +275,30 @@ impl Lines {
         &self.path
     }
 
+    /// Parses the next field with `parse`, or fails naming `field` and what was `expected`.
+    #[inline]
+    pub fn field<'a, T>(
+        &self,
+        raw: Option<&'a [u8]>,
+        field: &'static str,
+        parse: impl FnOnce(&'a [u8]) -> Option<T>,
+        expected: &str,
+    ) -> Result<T, TraceError> {
+        raw.and_then(parse).ok_or_else(|| self.error(field, expected))
+    }
+
+    /// Converts a count of 512-byte sectors in `field` to bytes, failing on overflow.
+    #[inline]
+    pub fn sectors(&self, n: u64, field: &'static str) -> Result<u64, TraceError> {
+        n.checked_mul(512).ok_or_else(|| self.error(field, "too large for a 64-bit byte address"))
+    }
+
+    /// Whether the current line is empty or blank.
+    #[inline]
+    pub fn is_blank(&self) -> bool {
+        self.buf.iter().all(u8::is_ascii_whitespace)
+    }
+
     /// An error about `field` on the current line.
     #[cold]
     pub fn error(&self, field: &'static str, problem: impl Into<String>) -> TraceError {
@@ -288,6 +312,27 @@ impl Lines {
             text.push('…');
         }
         TraceError::Malformed { path: self.path.to_string(), line: self.line, field, problem: problem.into(), text }
+    }
+}
+
+/// Small dense volume numbers for the (host, disk) or (major, minor) keys a trace uses; there
+/// are few, so a linear search beats hashing.
+#[derive(Clone, Debug, Default)]
+pub struct VolumeMap<K> {
+    keys: Vec<K>,
+}
+
+impl<K: PartialEq> VolumeMap<K> {
+    /// The volume number of `key`, assigning the next one to a new key.
+    #[inline]
+    pub fn index(&mut self, key: K) -> u32 {
+        match self.keys.iter().position(|k| *k == key) {
+            Some(v) => v as u32,
+            None => {
+                self.keys.push(key);
+                (self.keys.len() - 1) as u32
+            }
+        }
     }
 }
 

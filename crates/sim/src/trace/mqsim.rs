@@ -23,22 +23,32 @@ impl TraceReader for MqsimReader {
             if !self.lines.advance()? {
                 return Ok(false);
             }
-            let line = self.lines.current();
-            let mut f = Words::new(line);
-            let Some(ts) = f.next() else { continue };
-            let ts = u64_dec(ts).ok_or_else(|| self.lines.error("arrival_time", "expected nanoseconds"))?;
-            let dev = f.next().and_then(u64_dec).ok_or_else(|| self.lines.error("device", "expected an integer"))?;
-            let lba = f.next().and_then(u64_dec).ok_or_else(|| self.lines.error("lba", "expected a sector number"))?;
-            let size = f.next().and_then(u64_dec).ok_or_else(|| self.lines.error("size", "expected a sector count"))?;
-            let op = match f.next().and_then(u64_dec) {
-                Some(1) => IoOp::Read,
-                Some(0) => IoOp::Write,
-                _ => return Err(self.lines.error("type", "expected 1 (read) or 0 (write)")),
-            };
-            let volume = u32::try_from(dev).map_err(|_| self.lines.error("device", "too large"))?;
-            let offset = lba.checked_mul(512).ok_or_else(|| self.lines.error("lba", "too large"))?;
-            let len = size.checked_mul(512).ok_or_else(|| self.lines.error("size", "too large"))?;
-            *rec = TraceRecord { time_ns: ts, op, volume, offset, len, key: lba };
+            if self.lines.is_blank() {
+                continue;
+            }
+            let l = &self.lines;
+            let mut f = Words::new(l.current());
+            let ts = l.field(f.next(), "arrival_time", u64_dec, "expected nanoseconds")?;
+            let dev = l.field(
+                f.next(),
+                "device",
+                |v| u64_dec(v).and_then(|d| u32::try_from(d).ok()),
+                "expected a small integer",
+            )?;
+            let lba = l.field(f.next(), "lba", u64_dec, "expected a sector number")?;
+            let size = l.field(f.next(), "size", u64_dec, "expected a sector count")?;
+            let op = l.field(
+                f.next(),
+                "type",
+                |t| match u64_dec(t)? {
+                    1 => Some(IoOp::Read),
+                    0 => Some(IoOp::Write),
+                    _ => None,
+                },
+                "expected 1 (read) or 0 (write)",
+            )?;
+            let (offset, len) = (l.sectors(lba, "lba")?, l.sectors(size, "size")?);
+            *rec = TraceRecord { time_ns: ts, op, volume: dev, offset, len, key: lba };
             return Ok(true);
         }
     }

@@ -3,19 +3,19 @@
 //! FILETIME (100 ns ticks), Type is `Read` or `Write`, Offset and Size are bytes. Each
 //! (host, disk) pair becomes a volume.
 
-use super::parse::{Split, eq_ignore_case, u64_dec};
-use super::{IoOp, Lines, TraceError, TraceReader, TraceRecord};
+use super::parse::{Split, eq_ignore_case, trim, u64_dec};
+use super::{IoOp, Lines, TraceError, TraceReader, TraceRecord, VolumeMap};
 
 /// The MSR reader.
 pub struct MsrReader {
     lines: Lines,
-    volumes: Vec<(Vec<u8>, u64)>,
+    volumes: VolumeMap<(Vec<u8>, u64)>,
 }
 
 impl MsrReader {
     /// Reads from `lines`.
     pub fn new(lines: Lines) -> MsrReader {
-        MsrReader { lines, volumes: Vec::new() }
+        MsrReader { lines, volumes: VolumeMap::default() }
     }
 }
 
@@ -25,48 +25,39 @@ impl TraceReader for MsrReader {
             if !self.lines.advance()? {
                 return Ok(false);
             }
-            let line = self.lines.current();
-            if line.iter().all(u8::is_ascii_whitespace) {
+            if self.lines.is_blank() {
                 continue;
             }
-            let mut f = Split::new(line, b',');
+            let l = &self.lines;
+            let mut f = Split::new(l.current(), b',');
             let ts = f.next().unwrap_or_default();
             let Some(ticks) = u64_dec(ts) else {
-                if self.lines.line_no() == 1 && eq_ignore_case(super::parse::trim(ts), "timestamp") {
+                if l.line_no() == 1 && eq_ignore_case(trim(ts), "timestamp") {
                     continue; // a header some conversions add
                 }
-                return Err(self.lines.error("Timestamp", "expected FILETIME ticks (a non-negative integer)"));
+                return Err(l.error("Timestamp", "expected FILETIME ticks (a non-negative integer)"));
             };
-            let host =
-                f.next().ok_or_else(|| self.lines.error("Hostname", "missing (7 comma-separated fields expected)"))?;
-            let disk = f.next().ok_or_else(|| self.lines.error("DiskNumber", "missing"))?;
-            let disk = u64_dec(disk).ok_or_else(|| self.lines.error("DiskNumber", "expected an integer"))?;
-            let ty = f.next().ok_or_else(|| self.lines.error("Type", "missing"))?;
-            let op = if eq_ignore_case(ty, "Read") {
-                IoOp::Read
-            } else if eq_ignore_case(ty, "Write") {
-                IoOp::Write
-            } else {
-                return Err(self.lines.error("Type", "expected Read or Write"));
-            };
-            let offset =
-                f.next().and_then(u64_dec).ok_or_else(|| self.lines.error("Offset", "expected a byte offset"))?;
-            let size = f.next().and_then(u64_dec).ok_or_else(|| self.lines.error("Size", "expected a byte count"))?;
-            let volume = match self.volumes.iter().position(|(h, d)| h == host && *d == disk) {
-                Some(v) => v,
-                None => {
-                    self.volumes.push((host.to_vec(), disk));
-                    self.volumes.len() - 1
-                }
-            };
-            *rec = TraceRecord {
-                time_ns: ticks.saturating_mul(100),
-                op,
-                volume: volume as u32,
-                offset,
-                len: size,
-                key: offset,
-            };
+            let host = l.field(f.next(), "Hostname", Some, "missing (7 comma-separated fields expected)")?;
+            let disk = l.field(f.next(), "DiskNumber", u64_dec, "expected an integer")?;
+            let op = l.field(
+                f.next(),
+                "Type",
+                |t| {
+                    if eq_ignore_case(t, "Read") {
+                        Some(IoOp::Read)
+                    } else if eq_ignore_case(t, "Write") {
+                        Some(IoOp::Write)
+                    } else {
+                        None
+                    }
+                },
+                "expected Read or Write",
+            )?;
+            let offset = l.field(f.next(), "Offset", u64_dec, "expected a byte offset")?;
+            let size = l.field(f.next(), "Size", u64_dec, "expected a byte count")?;
+            let key = (host.to_vec(), disk);
+            let volume = self.volumes.index(key);
+            *rec = TraceRecord { time_ns: ticks.saturating_mul(100), op, volume, offset, len: size, key: offset };
             return Ok(true);
         }
     }

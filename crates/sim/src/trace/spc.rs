@@ -17,32 +17,38 @@ impl SpcReader {
     }
 }
 
+/// `r`/`R`/`w`/`W` (and words starting with them).
+pub(crate) fn rw_letter(s: &[u8]) -> Option<IoOp> {
+    match trim(s) {
+        [b'r' | b'R', ..] => Some(IoOp::Read),
+        [b'w' | b'W', ..] => Some(IoOp::Write),
+        _ => None,
+    }
+}
+
 impl TraceReader for SpcReader {
     fn read(&mut self, rec: &mut TraceRecord) -> Result<bool, TraceError> {
         loop {
             if !self.lines.advance()? {
                 return Ok(false);
             }
-            let line = self.lines.current();
-            if line.iter().all(u8::is_ascii_whitespace) {
+            if self.lines.is_blank() {
                 continue;
             }
-            let mut f = Split::new(line, b',');
-            let asu = f.next().and_then(u64_dec).ok_or_else(|| self.lines.error("ASU", "expected an integer"))?;
-            let lba = f.next().and_then(u64_dec).ok_or_else(|| self.lines.error("LBA", "expected a sector number"))?;
-            let size = f.next().and_then(u64_dec).ok_or_else(|| self.lines.error("Size", "expected a byte count"))?;
-            let op = match f.next().map(trim) {
-                Some([b'r' | b'R', ..]) => IoOp::Read,
-                Some([b'w' | b'W', ..]) => IoOp::Write,
-                _ => return Err(self.lines.error("Opcode", "expected r or w")),
-            };
-            let ts = f
-                .next()
-                .and_then(|t| decimal_to_ns(t, 1_000_000_000))
-                .ok_or_else(|| self.lines.error("Timestamp", "expected seconds"))?;
-            let volume = u32::try_from(asu).map_err(|_| self.lines.error("ASU", "too large"))?;
-            let offset = lba.checked_mul(512).ok_or_else(|| self.lines.error("LBA", "too large"))?;
-            *rec = TraceRecord { time_ns: ts, op, volume, offset, len: size, key: lba };
+            let l = &self.lines;
+            let mut f = Split::new(l.current(), b',');
+            let asu = l.field(
+                f.next(),
+                "ASU",
+                |v| u64_dec(v).and_then(|a| u32::try_from(a).ok()),
+                "expected a small integer",
+            )?;
+            let lba = l.field(f.next(), "LBA", u64_dec, "expected a sector number")?;
+            let size = l.field(f.next(), "Size", u64_dec, "expected a byte count")?;
+            let op = l.field(f.next(), "Opcode", rw_letter, "expected r or w")?;
+            let ts = l.field(f.next(), "Timestamp", |t| decimal_to_ns(t, 1_000_000_000), "expected seconds")?;
+            let offset = l.sectors(lba, "LBA")?;
+            *rec = TraceRecord { time_ns: ts, op, volume: asu, offset, len: size, key: lba };
             return Ok(true);
         }
     }

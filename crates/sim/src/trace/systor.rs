@@ -4,7 +4,8 @@
 //! its clock backwards).
 
 use super::parse::{Split, decimal_to_ns, eq_ignore_case, trim, u64_dec};
-use super::{IoOp, Lines, TraceError, TraceReader, TraceRecord};
+use super::spc::rw_letter;
+use super::{Lines, TraceError, TraceReader, TraceRecord};
 
 /// The SYSTOR'17 reader.
 pub struct SystorReader {
@@ -24,30 +25,29 @@ impl TraceReader for SystorReader {
             if !self.lines.advance()? {
                 return Ok(false);
             }
-            let line = self.lines.current();
-            if line.iter().all(u8::is_ascii_whitespace) {
+            if self.lines.is_blank() {
                 continue;
             }
-            let mut f = Split::new(line, b',');
+            let l = &self.lines;
+            let mut f = Split::new(l.current(), b',');
             let ts = f.next().unwrap_or_default();
             let Some(ts) = decimal_to_ns(ts, 1_000_000_000) else {
                 if eq_ignore_case(trim(ts), "timestamp") {
                     continue;
                 }
-                return Err(self.lines.error("Timestamp", "expected seconds"));
+                return Err(l.error("Timestamp", "expected seconds"));
             };
-            let _response = f.next().ok_or_else(|| self.lines.error("Response", "missing (6 fields expected)"))?;
-            let op = match f.next().map(trim) {
-                Some([b'R' | b'r', ..]) => IoOp::Read,
-                Some([b'W' | b'w', ..]) => IoOp::Write,
-                _ => return Err(self.lines.error("IOType", "expected R or W")),
-            };
-            let lun = f.next().and_then(u64_dec).ok_or_else(|| self.lines.error("LUN", "expected an integer"))?;
-            let offset =
-                f.next().and_then(u64_dec).ok_or_else(|| self.lines.error("Offset", "expected a byte offset"))?;
-            let size = f.next().and_then(u64_dec).ok_or_else(|| self.lines.error("Size", "expected a byte count"))?;
-            let volume = u32::try_from(lun).map_err(|_| self.lines.error("LUN", "too large"))?;
-            *rec = TraceRecord { time_ns: ts, op, volume, offset, len: size, key: offset };
+            l.field(f.next(), "Response", Some, "missing (6 fields expected)")?;
+            let op = l.field(f.next(), "IOType", rw_letter, "expected R or W")?;
+            let lun = l.field(
+                f.next(),
+                "LUN",
+                |v| u64_dec(v).and_then(|x| u32::try_from(x).ok()),
+                "expected a small integer",
+            )?;
+            let offset = l.field(f.next(), "Offset", u64_dec, "expected a byte offset")?;
+            let size = l.field(f.next(), "Size", u64_dec, "expected a byte count")?;
+            *rec = TraceRecord { time_ns: ts, op, volume: lun, offset, len: size, key: offset };
             return Ok(true);
         }
     }
