@@ -8,19 +8,18 @@
 //! device (major,minor) is a volume.
 
 use super::parse::{Words, decimal_to_ns, u64_dec};
-use super::{IoOp, Lines, TraceError, TraceReader, TraceRecord, VolumeMap};
+use super::{IoOp, LineFormat, Lines, TraceError, TraceRecord, VolumeMap};
 
-/// The blkparse reader.
-pub struct BlkparseReader {
-    lines: Lines,
+/// The blkparse format, replaying one action.
+pub struct Blkparse {
     action: Vec<u8>,
     devices: VolumeMap<(u64, u64)>,
 }
 
-impl BlkparseReader {
-    /// Reads `action` events (e.g. `Q`, `D`, `C`) from `lines`.
-    pub fn new(lines: Lines, action: &str) -> BlkparseReader {
-        BlkparseReader { lines, action: action.as_bytes().to_vec(), devices: VolumeMap::default() }
+impl Blkparse {
+    /// Replays `action` events (e.g. `Q`, `D`, `C`).
+    pub fn new(action: &str) -> Blkparse {
+        Blkparse { action: action.as_bytes().to_vec(), devices: VolumeMap::default() }
     }
 }
 
@@ -29,51 +28,37 @@ fn device(word: &[u8]) -> Option<(u64, u64)> {
     Some((u64_dec(&word[..comma])?, u64_dec(&word[comma + 1..])?))
 }
 
-impl TraceReader for BlkparseReader {
-    fn read(&mut self, rec: &mut TraceRecord) -> Result<bool, TraceError> {
-        loop {
-            if !self.lines.advance()? {
-                return Ok(false);
-            }
-            let line = self.lines.current();
-            let mut f = Words::new(line);
-            let Some((major, minor)) = f.next().and_then(device) else {
-                continue;
-            };
-            let (Some(_cpu), Some(_seq), Some(time), Some(_pid), Some(action)) =
-                (f.next(), f.next(), f.next(), f.next(), f.next())
-            else {
-                return Err(self
-                    .lines
-                    .error("action", "an event line needs device, cpu, sequence, time, pid and action"));
-            };
-            if action != self.action.as_slice() {
-                continue;
-            }
-            let time =
-                decimal_to_ns(time, 1_000_000_000).ok_or_else(|| self.lines.error("time", "expected seconds"))?;
-            let rwbs = f.next().ok_or_else(|| self.lines.error("rwbs", "missing"))?;
-            if rwbs.contains(&b'D') {
-                continue; // discard
-            }
-            let op = if rwbs.contains(&b'W') {
-                IoOp::Write
-            } else if rwbs.contains(&b'R') {
-                IoOp::Read
-            } else {
-                continue; // flush or no data
-            };
-            let Some(sector) = f.next() else { continue };
-            let sector = u64_dec(sector).ok_or_else(|| self.lines.error("sector", "expected a sector number"))?;
-            if f.next() != Some(b"+") {
-                return Err(self.lines.error("sectors", "expected `+ <count>` after the sector"));
-            }
-            let n = f.next().and_then(u64_dec).ok_or_else(|| self.lines.error("sectors", "expected a sector count"))?;
-            let volume = self.devices.index((major, minor));
-            let offset = sector.checked_mul(512).ok_or_else(|| self.lines.error("sector", "too large"))?;
-            let len = n.checked_mul(512).ok_or_else(|| self.lines.error("sectors", "too large"))?;
-            *rec = TraceRecord { time_ns: time, op, volume, offset, len, key: sector };
-            return Ok(true);
+impl LineFormat for Blkparse {
+    fn parse(&mut self, l: &Lines) -> Result<Option<TraceRecord>, TraceError> {
+        let mut f = Words::new(l.current());
+        let Some((major, minor)) = f.next().and_then(device) else { return Ok(None) };
+        let (Some(_cpu), Some(_seq), Some(time), Some(_pid), Some(action)) =
+            (f.next(), f.next(), f.next(), f.next(), f.next())
+        else {
+            return Err(l.error("action", "an event line needs device, cpu, sequence, time, pid and action"));
+        };
+        if action != self.action.as_slice() {
+            return Ok(None);
         }
+        let time = l.field(Some(time), "time", |t| decimal_to_ns(t, 1_000_000_000), "expected seconds")?;
+        let rwbs = l.field(f.next(), "rwbs", Some, "missing")?;
+        let op = if rwbs.contains(&b'D') {
+            return Ok(None); // discard
+        } else if rwbs.contains(&b'W') {
+            IoOp::Write
+        } else if rwbs.contains(&b'R') {
+            IoOp::Read
+        } else {
+            return Ok(None); // flush or no data
+        };
+        let Some(sector) = f.next() else { return Ok(None) };
+        let sector = l.field(Some(sector), "sector", u64_dec, "expected a sector number")?;
+        if f.next() != Some(b"+") {
+            return Err(l.error("sectors", "expected `+ <count>` after the sector"));
+        }
+        let n = l.field(f.next(), "sectors", u64_dec, "expected a sector count")?;
+        let volume = self.devices.index((major, minor));
+        let (offset, len) = (l.sectors(sector, "sector")?, l.sectors(n, "sectors")?);
+        Ok(Some(TraceRecord { time_ns: time, op, volume, offset, len, key: sector }))
     }
 }

@@ -10,7 +10,7 @@ use tierwise_core::ConfigError;
 use tierwise_core::params::{ParamSpec, Params};
 
 use super::parse::{Split, decimal_to_ns, trim, u64_dec};
-use super::{IoOp, Lines, TraceError, TraceReader, TraceRecord};
+use super::{IoOp, LineFormat, Lines, TraceError, TraceRecord};
 
 /// The knobs of the csv format.
 pub const PARAMS: &[ParamSpec] = &[
@@ -111,17 +111,16 @@ impl CsvSpec {
     }
 }
 
-/// The csv reader.
-pub struct CsvReader {
-    lines: Lines,
+/// The csv format with its column spec.
+pub struct Csv {
     spec: CsvSpec,
     fields: Vec<(usize, usize)>,
 }
 
-impl CsvReader {
-    /// Reads `lines` according to `spec`.
-    pub fn new(lines: Lines, spec: CsvSpec) -> CsvReader {
-        CsvReader { lines, spec, fields: Vec::with_capacity(16) }
+impl Csv {
+    /// Columns as in `spec`.
+    pub fn new(spec: CsvSpec) -> Csv {
+        Csv { spec, fields: Vec::with_capacity(16) }
     }
 }
 
@@ -143,76 +142,56 @@ fn parse_op(s: &[u8]) -> Option<IoOp> {
     }
 }
 
-impl TraceReader for CsvReader {
-    fn read(&mut self, rec: &mut TraceRecord) -> Result<bool, TraceError> {
-        loop {
-            let spec = self.spec;
-            if !self.lines.advance()? {
-                return Ok(false);
-            }
-            let line = self.lines.current();
-            if spec.has_header && self.lines.line_no() == 1 {
-                continue;
-            }
-            if line.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
-            self.fields.clear();
-            let base = line.as_ptr() as usize;
-            let mut push = |f: &[u8]| {
-                let start = f.as_ptr() as usize - base;
-                self.fields.push((start, start + f.len()));
-            };
-            if spec.delimiter == b' ' {
-                super::parse::Words::new(line).for_each(&mut push);
-            } else {
-                Split::new(line, spec.delimiter).for_each(&mut push);
-            }
-            let fields = &self.fields;
-            let get = |c: usize| fields.get(c).map(|&(a, b)| &line[a..b]);
-            let id_raw = get(spec.id_col);
-            let id = match id_raw {
-                Some(raw) => match u64_dec(raw) {
-                    Some(v) => v,
-                    None if !spec.id_is_num && !trim(raw).is_empty() => fnv1a(trim(raw)),
-                    None => {
-                        return Err(self
-                            .lines
-                            .error("obj-id", "expected an integer id (set obj-id-is-num=false to hash strings)"));
-                    }
-                },
-                None => {
-                    return Err(self.lines.error("obj-id", format!("missing column {}", spec.id_col + 1)));
-                }
-            };
-            let size = if spec.size_col == usize::MAX {
-                1
-            } else {
-                get(spec.size_col)
-                    .and_then(u64_dec)
-                    .ok_or_else(|| self.lines.error("obj-size", "expected a byte count"))?
-            };
-            let time_ns = if spec.time_col == usize::MAX {
-                0
-            } else {
-                get(spec.time_col)
-                    .and_then(|t| decimal_to_ns(t, spec.time_unit_ns))
-                    .ok_or_else(|| self.lines.error("time", "expected a non-negative number"))?
-            };
-            let op = if spec.op_col == usize::MAX {
-                IoOp::Read
-            } else {
-                get(spec.op_col)
-                    .and_then(parse_op)
-                    .ok_or_else(|| self.lines.error("op", "expected r/w, read/write, get/set or a SCSI opcode"))?
-            };
-            let offset = if spec.id_unit_bytes == 0 {
-                0
-            } else {
-                id.checked_mul(spec.id_unit_bytes).ok_or_else(|| self.lines.error("obj-id", "address too large"))?
-            };
-            *rec = TraceRecord { time_ns, op, volume: 0, offset, len: size, key: id };
-            return Ok(true);
+impl LineFormat for Csv {
+    fn parse(&mut self, l: &Lines) -> Result<Option<TraceRecord>, TraceError> {
+        let spec = self.spec;
+        if spec.has_header && l.line_no() == 1 {
+            return Ok(None);
         }
+        let line = l.current();
+        self.fields.clear();
+        let base = line.as_ptr() as usize;
+        let mut push = |f: &[u8]| {
+            let start = f.as_ptr() as usize - base;
+            self.fields.push((start, start + f.len()));
+        };
+        if spec.delimiter == b' ' {
+            super::parse::Words::new(line).for_each(&mut push);
+        } else {
+            Split::new(line, spec.delimiter).for_each(&mut push);
+        }
+        let fields = &self.fields;
+        let get = |c: usize| fields.get(c).map(|&(a, b)| &line[a..b]);
+        let id = match get(spec.id_col) {
+            Some(raw) => match u64_dec(raw) {
+                Some(v) => v,
+                None if !spec.id_is_num && !trim(raw).is_empty() => fnv1a(trim(raw)),
+                None => {
+                    return Err(l.error("obj-id", "expected an integer id (set obj-id-is-num=false to hash strings)"));
+                }
+            },
+            None => return Err(l.error("obj-id", format!("missing column {}", spec.id_col + 1))),
+        };
+        let optional = |col: usize| if col == usize::MAX { None } else { Some(get(col)) };
+        let size = match optional(spec.size_col) {
+            None => 1,
+            Some(raw) => l.field(raw, "obj-size", u64_dec, "expected a byte count")?,
+        };
+        let time_ns = match optional(spec.time_col) {
+            None => 0,
+            Some(raw) => {
+                l.field(raw, "time", |t| decimal_to_ns(t, spec.time_unit_ns), "expected a non-negative number")?
+            }
+        };
+        let op = match optional(spec.op_col) {
+            None => IoOp::Read,
+            Some(raw) => l.field(raw, "op", parse_op, "expected r/w, read/write, get/set or a SCSI opcode")?,
+        };
+        let offset = if spec.id_unit_bytes == 0 {
+            0
+        } else {
+            id.checked_mul(spec.id_unit_bytes).ok_or_else(|| l.error("obj-id", "address too large"))?
+        };
+        Ok(Some(TraceRecord { time_ns, op, volume: 0, offset, len: size, key: id }))
     }
 }

@@ -315,6 +315,41 @@ impl Lines {
     }
 }
 
+/// A text format parsed one line at a time; [`LineReader`] does the reading.
+pub trait LineFormat: Send {
+    /// Parses the current line (never blank): `Ok(Some(record))`, `Ok(None)` to skip it (a
+    /// header, an event that is not replayed), or an error naming the field.
+    fn parse(&mut self, lines: &Lines) -> Result<Option<TraceRecord>, TraceError>;
+}
+
+/// Reads a [`LineFormat`] line by line, skipping blank lines.
+pub struct LineReader<F> {
+    lines: Lines,
+    format: F,
+}
+
+impl<F: LineFormat> LineReader<F> {
+    /// Reads `lines` as `format`.
+    pub fn new(lines: Lines, format: F) -> LineReader<F> {
+        LineReader { lines, format }
+    }
+}
+
+impl<F: LineFormat> TraceReader for LineReader<F> {
+    fn read(&mut self, rec: &mut TraceRecord) -> Result<bool, TraceError> {
+        while self.lines.advance()? {
+            if self.lines.is_blank() {
+                continue;
+            }
+            if let Some(r) = self.format.parse(&self.lines)? {
+                *rec = r;
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+}
+
 /// Small dense volume numbers for the (host, disk) or (major, minor) keys a trace uses; there
 /// are few, so a linear search beats hashing.
 #[derive(Clone, Debug, Default)]

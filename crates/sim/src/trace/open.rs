@@ -8,19 +8,19 @@ use std::sync::Arc;
 
 use tierwise_core::params::Params;
 
-use super::arc_lis::ArcLisReader;
+use super::arc_lis::ArcLis;
 use super::binary::Records;
-use super::blkparse::BlkparseReader;
-use super::csv::{CsvReader, CsvSpec};
-use super::fiu::FiuReader;
-use super::mqsim::MqsimReader;
-use super::msr::MsrReader;
+use super::blkparse::Blkparse;
+use super::csv::{Csv, CsvSpec};
+use super::fiu::Fiu;
+use super::mqsim::Mqsim;
+use super::msr::Msr;
 use super::oracle_general::{OracleGeneralReader, RECORD_SIZE};
 use super::parse::{Split, Words, trim, u64_dec};
-use super::spc::SpcReader;
-use super::systor::SystorReader;
+use super::spc::Spc;
+use super::systor::Systor;
 use super::vscsi::{VscsiReader, detect_version};
-use super::{FORMATS, FormatInfo, Lines, Trace, TraceError, TraceReader, format_info};
+use super::{FORMATS, FormatInfo, LineReader, Lines, Trace, TraceError, TraceReader, format_info};
 
 /// How to open a trace.
 #[derive(Clone, Debug, Default)]
@@ -197,16 +197,16 @@ fn open_from(
     let lines =
         |stream: Box<dyn Read + Send>| Lines::new(Box::new(BufReader::with_capacity(1 << 20, stream)), shared.clone());
     let (reader, info): (Box<dyn TraceReader>, FormatInfo) = match fmt.as_str() {
-        "msr" => (Box::new(MsrReader::new(lines(stream))), info("msr")),
-        "spc" => (Box::new(SpcReader::new(lines(stream))), info("spc")),
-        "fiu" => (Box::new(FiuReader::new(lines(stream))), info("fiu")),
-        "mqsim" => (Box::new(MqsimReader::new(lines(stream))), info("mqsim")),
-        "arc-lis" => (Box::new(ArcLisReader::new(lines(stream))), info("arc-lis")),
-        "systor" => (Box::new(SystorReader::new(lines(stream))), info("systor")),
+        "msr" => (Box::new(LineReader::new(lines(stream), Msr::default())), info("msr")),
+        "spc" => (Box::new(LineReader::new(lines(stream), Spc)), info("spc")),
+        "fiu" => (Box::new(LineReader::new(lines(stream), Fiu::default())), info("fiu")),
+        "mqsim" => (Box::new(LineReader::new(lines(stream), Mqsim)), info("mqsim")),
+        "arc-lis" => (Box::new(LineReader::new(lines(stream), ArcLis)), info("arc-lis")),
+        "systor" => (Box::new(LineReader::new(lines(stream), Systor)), info("systor")),
         "blkparse" => {
             let action = params.string("action", "Q");
             params.finish(&[]).map_err(spec_err)?;
-            (Box::new(BlkparseReader::new(lines(stream), &action)), info("blkparse"))
+            (Box::new(LineReader::new(lines(stream), Blkparse::new(&action))), info("blkparse"))
         }
         "csv" | "cloudphysics-csv" => {
             let spec = if fmt == "csv" {
@@ -217,7 +217,7 @@ fn open_from(
             let mut i = info("csv");
             i.object_trace = spec.id_unit_bytes == 0;
             i.has_time = spec.time_col != usize::MAX;
-            (Box::new(CsvReader::new(lines(stream), spec)), i)
+            (Box::new(LineReader::new(lines(stream), Csv::new(spec))), i)
         }
         "vscsi" => (Box::new(VscsiReader::new(Records::new(stream, 32, shared.clone()))?), info("vscsi")),
         "oracle-general" | "oraclegeneral" => (
