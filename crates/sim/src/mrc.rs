@@ -34,43 +34,30 @@ pub trait Weight: Copy + Default + Send {
     fn from_u64(v: u64) -> Self;
 }
 
-impl Weight for u32 {
-    #[inline]
-    fn add(self, b: Self) -> Self {
-        self.wrapping_add(b)
-    }
-    #[inline]
-    fn sub(self, b: Self) -> Self {
-        self.wrapping_sub(b)
-    }
-    #[inline]
-    fn get(self) -> u64 {
-        u64::from(self)
-    }
-    #[inline]
-    fn from_u64(v: u64) -> Self {
-        v as u32
-    }
+macro_rules! weight {
+    ($($t:ty),+) => {$(
+        impl Weight for $t {
+            #[inline]
+            fn add(self, b: Self) -> Self {
+                self.wrapping_add(b)
+            }
+            #[inline]
+            fn sub(self, b: Self) -> Self {
+                self.wrapping_sub(b)
+            }
+            #[inline]
+            fn get(self) -> u64 {
+                u64::from(self)
+            }
+            #[inline]
+            fn from_u64(v: u64) -> Self {
+                v as $t
+            }
+        }
+    )+};
 }
 
-impl Weight for u64 {
-    #[inline]
-    fn add(self, b: Self) -> Self {
-        self.wrapping_add(b)
-    }
-    #[inline]
-    fn sub(self, b: Self) -> Self {
-        self.wrapping_sub(b)
-    }
-    #[inline]
-    fn get(self) -> u64 {
-        self
-    }
-    #[inline]
-    fn from_u64(v: u64) -> Self {
-        v
-    }
-}
+weight!(u32, u64);
 
 /// A Fenwick tree over time positions 1..=n.
 struct Fenwick<W> {

@@ -435,9 +435,17 @@ impl Timed {
             runs.push((self.work_addr(w, level), w.bytes));
         }
         runs.sort_unstable();
+        let done = self.submit_merged(now, level, op, &runs);
+        self.runs = runs;
+        done
+    }
+
+    /// Submits byte ranges to `level`, merging each range with the previous one when they are
+    /// contiguous; returns when the last one completes.
+    fn submit_merged(&mut self, now: Nanos, level: Level, op: DevOp, ranges: &[(u64, u64)]) -> Nanos {
         let mut done = now;
         let mut cur: Option<(u64, u64)> = None;
-        for &(a, l) in &runs {
+        for &(a, l) in ranges {
             cur = match cur {
                 Some((ca, cl)) if ca + cl == a => Some((ca, cl + l)),
                 Some((ca, cl)) => {
@@ -450,7 +458,6 @@ impl Timed {
         if let Some((ca, cl)) = cur {
             done = done.max(self.io(now, level, op, ca, cl));
         }
-        self.runs = runs;
         done
     }
 
@@ -607,34 +614,25 @@ impl Timed {
             self.pieces.clear();
             return done;
         }
+        let mut runs = std::mem::take(&mut self.runs);
         for level in touched.iter() {
-            // Merge adjacent pieces on one device into one device request.
-            let mut run: Option<(u64, u64)> = None;
-            for i in 0..self.pieces.len() {
-                let (p, s, fill) = self.pieces[i];
+            // Adjacent pieces on one device become one device request.
+            runs.clear();
+            for &(p, s, fill) in &self.pieces {
                 if !s.touches.contains(level) {
                     continue;
                 }
-                let mut addr = Self::piece_addr(&p, &s, level);
-                let mut len = p.req.len;
+                let (mut addr, mut len) = (Self::piece_addr(&p, &s, level), p.req.len);
                 if fill && object_size != 0 {
                     // Read the whole block so the fill needs no second HDD read.
                     addr -= p.req.offset;
                     len = object_size;
                 }
-                run = match run {
-                    Some((a, l)) if a + l == addr => Some((a, l + len)),
-                    Some((a, l)) => {
-                        done = done.max(self.io(now, level, op, a, l));
-                        Some((addr, len))
-                    }
-                    None => Some((addr, len)),
-                };
+                runs.push((addr, len));
             }
-            if let Some((a, l)) = run {
-                done = done.max(self.io(now, level, op, a, l));
-            }
+            done = done.max(self.submit_merged(now, level, op, &runs));
         }
+        self.runs = runs;
         self.finish_request(tally, all_fast);
         self.start_work(engine, now);
         self.pieces.clear();
