@@ -372,25 +372,40 @@ fn write_back_goes_around_when_only_dirty_victims_remain() {
     assert_eq!(h.queued.iter().filter(|w| w.kind == WorkKind::Writeback).count(), 2);
 }
 
-#[test]
-fn lru_cache_matches_plain_lru_in_object_mode() {
-    use crate::collector::test_utils::NaiveLruCache;
-    let mut h = Harness::new("cache:mode=read-only,collector=lru", 10, true);
-    let mut naive = NaiveLruCache::new(10 * OBJ);
-    let mut s = 7u64;
-    for _ in 0..5000 {
-        s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        let o = (s >> 33) % 40;
-        let served = h.engine.access(&Request::read(ObjectId(o), 0, OBJ));
-        let hit = served.level == Level::Fast;
-        // Complete fills at once, as the hit-ratio simulator does.
-        let work: Vec<_> = h.engine.drain_work().collect();
-        for w in work {
-            if w.kind == WorkKind::Copy {
-                h.engine.complete(w.id, Outcome::Done).unwrap();
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// The engine's LRU and FIFO caches (libCacheSim semantics: variable sizes, evict until the
+    /// object fits, objects larger than the cache never inserted) give the same hit for every
+    /// request as naive O(n) reference caches, in instant mode and with completions reported
+    /// by a front end.
+    #[test]
+    fn lru_and_fifo_caches_match_naive_references(
+        trace in proptest::collection::vec((0u64..60, 1u64..9000), 1..1500),
+        capacity in 1u64..40_000,
+        instant in any::<bool>(),
+    ) {
+        use crate::collector::test_utils::{NaiveFifoCache, NaiveLruCache};
+        for collector in ["lru", "fifo"] {
+            let clock = ManualClock::new();
+            let setup = Setup { fast_capacity: capacity, slow_capacity: 0, object_size: 0 };
+            let mut e = Engine::new(build_arch(&format!("cache:mode=read-only,collector={collector}"), &setup).unwrap(), clock);
+            e.set_instant(instant);
+            let mut lru = NaiveLruCache::new(capacity);
+            let mut fifo = NaiveFifoCache::new(capacity);
+            for &(id, size) in &trace {
+                let hit = e.access(&Request::read(ObjectId(id), 0, size)).level == Level::Fast;
+                let work: Vec<_> = e.drain_work().collect();
+                for w in work {
+                    if w.kind == WorkKind::Copy {
+                        e.complete(w.id, Outcome::Done).unwrap();
+                    }
+                }
+                let want = if collector == "lru" { lru.access(id, size) } else { fifo.access(id, size) };
+                prop_assert_eq!(hit, want, "{} object {} size {}", collector, id, size);
             }
+            e.check_invariants().map_err(TestCaseError::fail)?;
         }
-        assert_eq!(hit, naive.access(o, OBJ));
     }
 }
 
