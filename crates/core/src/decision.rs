@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Level, Levels, ObjectId, WorkId};
+use crate::{Level, Levels, Nanos, ObjectId, WorkId};
 
 /// Address value meaning "the object's own logical address" (no remapping): caches and
 /// single-device baselines keep data where the front end put it.
@@ -57,12 +57,16 @@ impl Served {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum WorkKind {
     /// Tiering: move the object from the slow tier to the fast tier. On success the fast copy is
-    /// the only copy and the front end removes the slow one.
+    /// the only copy and the front end removes the slow one. When the architecture serves the
+    /// object from [`Level::Ram`] during the move (GreenDM), the front end holds the object in
+    /// RAM, applies those accesses there, and `Done` means the destination holds the final RAM
+    /// copy; on failure it writes the RAM copy back to the source.
     Promote,
     /// Tiering: move the object from the fast tier to the slow tier.
     Demote,
     /// Caching: copy the object into the fast tier (fill on miss, prefetch). The slow copy stays
-    /// authoritative.
+    /// authoritative. With `from == Level::Ram` it writes bytes the architecture holds in RAM
+    /// (a transient buffer, a merge of buffered writes) to `to`.
     Copy,
     /// Caching: write a dirty fast copy back to the slow tier; the fast copy stays and becomes
     /// clean.
@@ -115,6 +119,44 @@ pub struct Work {
     /// Private to the architecture that issued the work (e.g. its table slot); front ends ignore
     /// it. The engine hands the issued work back to the architecture on completion.
     pub tag: u64,
+    /// Pacing: a throttled move that the front end spreads over at least this long (OTF-AST
+    /// copies a 1 GiB sub-LUN in minutes, not seconds). Zero: as fast as the devices allow.
+    pub min_duration: Nanos,
+}
+
+impl Work {
+    /// Work with no addresses (the objects' own), no pacing, tag 0; `id` is assigned on issue.
+    pub fn new(kind: WorkKind, obj: ObjectId, from: Level, to: Level, bytes: u64) -> Work {
+        Work {
+            id: WorkId(0),
+            kind,
+            obj,
+            from,
+            to,
+            bytes,
+            slow_addr: LOGICAL_ADDR,
+            fast_addr: LOGICAL_ADDR,
+            source_in_ram: false,
+            tag: 0,
+            min_duration: Nanos::ZERO,
+        }
+    }
+    /// Sets the architecture's tag.
+    pub fn with_tag(mut self, tag: u64) -> Work {
+        self.tag = tag;
+        self
+    }
+    /// Sets the device addresses.
+    pub fn at(mut self, slow_addr: u64, fast_addr: u64) -> Work {
+        self.slow_addr = slow_addr;
+        self.fast_addr = fast_addr;
+        self
+    }
+    /// Paces the move over at least `d`.
+    pub fn paced(mut self, d: Nanos) -> Work {
+        self.min_duration = d;
+        self
+    }
 }
 
 /// The result of executing a piece of work.

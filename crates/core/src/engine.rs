@@ -2,7 +2,9 @@
 //!
 //! A front end tells it each access ([`Engine::access`]) and gets back how to serve it; any
 //! background work the architecture decided on is queued and taken with [`Engine::drain_work`]
-//! (in order — an invalidate must be applied before later work runs). The front end executes the
+//! (in order — an invalidate must be applied before later work runs). The front end MUST
+//! finish serving the access before it starts the work that access triggered: a promotion
+//! issued by a write reads the source after that write. The front end executes the
 //! work and reports [`Engine::complete`]; a failed or cancelled move rolls back inside the
 //! architecture. Timers run from [`Engine::tick`]; [`Engine::next_deadline`] says when.
 //!
@@ -385,6 +387,11 @@ impl<C: Clock> Engine<C> {
         &self.arch
     }
 
+    /// Counters particular to the architecture.
+    pub fn arch_counters(&self) -> Vec<(&'static str, u64)> {
+        self.arch.counters()
+    }
+
     /// Checks the architecture's invariants (tests, `--paranoid` runs).
     pub fn check_invariants(&self) -> Result<(), String> {
         self.arch.check_invariants()
@@ -405,18 +412,7 @@ mod tests {
     #[test]
     fn work_ids_are_generation_tagged() {
         let mut t = WorkTable::default();
-        let w = Work {
-            id: WorkId(0),
-            kind: WorkKind::Copy,
-            obj: ObjectId(1),
-            from: Level::Slow,
-            to: Level::Fast,
-            bytes: 1,
-            slow_addr: 0,
-            fast_addr: 0,
-            source_in_ram: false,
-            tag: 0,
-        };
+        let w = Work::new(WorkKind::Copy, ObjectId(1), Level::Slow, Level::Fast, 1);
         let a = t.insert(w);
         assert!(t.take(a).is_some());
         assert!(t.take(a).is_none(), "double completion is refused");

@@ -15,9 +15,11 @@ mod clock;
 pub mod collector;
 mod decision;
 pub mod engine;
+pub mod extent_map;
 pub mod list;
 pub mod object_table;
 pub mod params;
+pub mod temp_buffer;
 mod types;
 
 pub use arch::{AnyArch, Architecture, Placement, Setup, Usage, build_arch};

@@ -44,6 +44,35 @@ pub fn hash_id(id: ObjectId) -> u64 {
     x ^ (x >> 29) ^ (x >> 47)
 }
 
+/// A `BuildHasher` for hash maps keyed by ids or extent numbers (mixed by [`hash_id`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct IdHash;
+
+impl std::hash::BuildHasher for IdHash {
+    type Hasher = IdHasher;
+    fn build_hasher(&self) -> IdHasher {
+        IdHasher(0)
+    }
+}
+
+/// See [`IdHash`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        hash_id(ObjectId(self.0))
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 ^= v;
+    }
+}
+
 /// The index word for an id's hash and a slot: never zero (zero marks an empty bucket).
 #[inline]
 fn word(hash: u64, slot: u32) -> u64 {

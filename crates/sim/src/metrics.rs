@@ -242,6 +242,8 @@ pub struct SimReport {
     pub mb_s: f64,
     /// Engine counters (promotions, demotions, copies, write-backs, invalidations, bytes moved).
     pub engine: EngineStats,
+    /// Counters particular to the architecture (cancelled promotions, buffered writes, ...).
+    pub arch_counters: std::collections::BTreeMap<String, u64>,
     /// HDD statistics.
     pub hdd: DeviceStats,
     /// SSD statistics.

@@ -175,6 +175,25 @@ enum EventKind {
     MoveRead,
     /// A move's write finished; report completion.
     MoveDone,
+    /// A paced move's next chunk starts.
+    ChunkStart,
+    /// A paced move's chunk was read; its write starts.
+    ChunkRead,
+    /// A paced move's chunk was written.
+    ChunkDone,
+}
+
+/// Bytes per chunk of a large or paced move.
+const CHUNK_BYTES: u64 = 1 << 20;
+
+/// A move executed chunk by chunk (large, or paced by the architecture), so that it shares
+/// the devices with foreground I/O instead of holding them for seconds.
+#[derive(Clone, Copy, Debug)]
+struct Chunked {
+    work: Work,
+    started: Nanos,
+    chunks: u64,
+    next: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -255,6 +274,7 @@ pub fn simulate(trace: &mut Trace, cfg: &SimConfig, progress: &mut dyn Progress)
     report.footprint_bytes = cfg.footprint_bytes;
     report.skipped_lines = trace.skipped().0;
     report.engine = engine.stats().clone();
+    report.arch_counters = engine.arch_counters().into_iter().map(|(k, v)| (k.to_string(), v)).collect();
     let usage = engine.usage();
     report.objects_tracked = usage.objects as u64;
     report.engine_memory_bytes = engine.memory_bytes() as u64;
@@ -364,6 +384,8 @@ struct Timed {
     /// for reuse.
     batches: Vec<Vec<Work>>,
     free_slots: Vec<u32>,
+    chunked: Vec<Option<Chunked>>,
+    free_chunked: Vec<u32>,
     runs: Vec<(u64, u64)>,
     seq: u64,
     /// This request's pieces, how each was served, and whether a fill of its object was issued
@@ -392,6 +414,8 @@ impl Timed {
             events: BinaryHeap::new(),
             batches: Vec::new(),
             free_slots: Vec::new(),
+            chunked: Vec::new(),
+            free_chunked: Vec::new(),
             runs: Vec::new(),
             seq: 0,
             pieces: Vec::with_capacity(64),
@@ -483,6 +507,17 @@ impl Timed {
             }
         }
         self.work_buf.retain(|w| w.kind != WorkKind::Invalidate);
+        // Large and paced moves go chunk by chunk.
+        let mut i = 0;
+        while i < self.work_buf.len() {
+            let w = self.work_buf[i];
+            if w.bytes > CHUNK_BYTES || w.min_duration > Nanos::ZERO {
+                self.work_buf.swap_remove(i);
+                self.start_chunked(w, now);
+            } else {
+                i += 1;
+            }
+        }
         let key = |w: &Work| (w.from, w.to, w.source_in_ram || w.from == Level::Ram);
         self.work_buf.sort_by_key(key);
         let mut start = 0;
@@ -513,8 +548,71 @@ impl Timed {
         self.work_buf.clear();
     }
 
+    fn start_chunked(&mut self, work: Work, now: Nanos) {
+        let c = Chunked { work, started: now, chunks: work.bytes.div_ceil(CHUNK_BYTES).max(1), next: 0 };
+        let slot = match self.free_chunked.pop() {
+            Some(s) => {
+                self.chunked[s as usize] = Some(c);
+                s
+            }
+            None => {
+                self.chunked.push(Some(c));
+                (self.chunked.len() - 1) as u32
+            }
+        };
+        self.push_event(now, EventKind::ChunkStart, slot);
+    }
+
+    /// The address and length of chunk `i` of a chunked move on `level`.
+    fn chunk(&self, c: &Chunked, level: Level, i: u64) -> (u64, u64) {
+        let base = self.work_addr(&c.work, level);
+        let off = i * CHUNK_BYTES;
+        (base + off, (c.work.bytes - off).min(CHUNK_BYTES))
+    }
+
+    fn handle_chunked(&mut self, engine: &mut Engine<ManualClock>, ev: Event) -> Result<(), SimError> {
+        let Some(mut c) = self.chunked[ev.slot as usize] else { return Ok(()) };
+        let w = c.work;
+        match ev.kind {
+            EventKind::ChunkStart => {
+                if w.source_in_ram || w.from == Level::Ram {
+                    let (a, l) = self.chunk(&c, w.to, c.next);
+                    let done = self.io(ev.time, w.to, DevOp::Write, a, l);
+                    self.push_event(done, EventKind::ChunkDone, ev.slot);
+                } else {
+                    let (a, l) = self.chunk(&c, w.from, c.next);
+                    let done = self.io(ev.time, w.from, DevOp::Read, a, l);
+                    self.push_event(done, EventKind::ChunkRead, ev.slot);
+                }
+            }
+            EventKind::ChunkRead => {
+                let (a, l) = self.chunk(&c, w.to, c.next);
+                let done = self.io(ev.time, w.to, DevOp::Write, a, l);
+                self.push_event(done, EventKind::ChunkDone, ev.slot);
+            }
+            _ => {
+                c.next += 1;
+                if c.next < c.chunks {
+                    // Pacing: chunk i may not start before started + i * (min_duration / chunks).
+                    let due = c.started.saturating_add(Nanos(w.min_duration.0 / c.chunks * c.next));
+                    self.chunked[ev.slot as usize] = Some(c);
+                    self.push_event(due.max(ev.time), EventKind::ChunkStart, ev.slot);
+                } else {
+                    self.chunked[ev.slot as usize] = None;
+                    self.free_chunked.push(ev.slot);
+                    engine.complete(w.id, Outcome::Done).map_err(|e| SimError::Complete(e.to_string()))?;
+                    self.start_work(engine, ev.time);
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn handle(&mut self, engine: &mut Engine<ManualClock>, ev: Event) -> Result<(), SimError> {
         self.clock.set(ev.time);
+        if matches!(ev.kind, EventKind::ChunkStart | EventKind::ChunkRead | EventKind::ChunkDone) {
+            return self.handle_chunked(engine, ev);
+        }
         let Some(first) = self.batches[ev.slot as usize].first().copied() else {
             return Ok(());
         };
@@ -523,7 +621,7 @@ impl Timed {
                 let done = self.batch_io(ev.time, ev.slot, first.to, DevOp::Write);
                 self.push_event(done, EventKind::MoveDone, ev.slot);
             }
-            EventKind::MoveDone => {
+            _ => {
                 let mut batch = std::mem::take(&mut self.batches[ev.slot as usize]);
                 for w in batch.drain(..) {
                     engine.complete(w.id, Outcome::Done).map_err(|e| SimError::Complete(e.to_string()))?;

@@ -24,7 +24,7 @@ use crate::engine::Ctx;
 use crate::list::{Link, Linked, List};
 use crate::object_table::ObjectTable;
 use crate::params::{ConfigError, ParamSpec, Params};
-use crate::{LOGICAL_ADDR, Level, Levels, ObjectId, Op, Outcome, Request, Served, Slot, Tier, Work, WorkId, WorkKind};
+use crate::{Level, Levels, ObjectId, Op, Outcome, Request, Served, Slot, Tier, Work, WorkKind};
 
 /// Write policy of the cache.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -201,30 +201,14 @@ impl Cache {
         u32::try_from(size).ok()
     }
 
-    fn work(kind: WorkKind, obj: ObjectId, from: Level, to: Level, bytes: u64) -> Work {
-        Work {
-            id: WorkId(0),
-            kind,
-            obj,
-            from,
-            to,
-            bytes,
-            slow_addr: LOGICAL_ADDR,
-            fast_addr: LOGICAL_ADDR,
-            source_in_ram: false,
-            tag: 0,
-        }
-    }
-
     fn issue(cx: &mut Ctx<'_>, kind: WorkKind, obj: ObjectId, s: Slot, bytes: u64, source_in_ram: bool) {
         let (from, to) = match kind {
             WorkKind::Copy | WorkKind::Promote => (Level::Slow, Level::Fast),
             WorkKind::Writeback | WorkKind::Demote => (Level::Fast, Level::Slow),
             WorkKind::Invalidate => (Level::Fast, Level::Fast),
         };
-        let mut w = Self::work(kind, obj, from, to, bytes);
+        let mut w = Work::new(kind, obj, from, to, bytes).with_tag(u64::from(s.0));
         w.source_in_ram = source_in_ram;
-        w.tag = u64::from(s.0);
         cx.issue(w);
     }
 

@@ -16,6 +16,7 @@
 //! `architectures!` list below.
 
 pub mod cache;
+pub mod greendm_tiering;
 pub mod hdd_only;
 pub mod linear;
 pub mod ssd_only;
@@ -95,6 +96,11 @@ pub trait Architecture {
     fn check_invariants(&self) -> Result<(), String>;
     /// Heap bytes held.
     fn memory_bytes(&self) -> usize;
+    /// Counters particular to this architecture (cancelled promotions, buffered writes, ...),
+    /// for reports. Called rarely; may allocate.
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
     /// A hint that `obj` will be accessed soon: `deep == false` a few accesses ahead (prefetch
     /// the index), `deep == true` closer (prefetch the entry and ranking state). Default: nothing.
     fn prefetch(&self, _obj: ObjectId, _deep: bool) {}
@@ -137,7 +143,6 @@ macro_rules! architectures {
     ($($variant:ident => $module:ident :: $ty:ident),+ $(,)?) => {
         /// Every registered architecture, statically dispatched.
         #[derive(Debug)]
-        #[expect(clippy::large_enum_variant, reason = "one per engine; boxing would add a pointer chase per access")]
         pub enum AnyArch {
             $(
                 #[doc = concat!("See [`", stringify!($module), "::", stringify!($ty), "`].")]
@@ -170,6 +175,7 @@ architectures! {
     HddOnly => hdd_only::HddOnly,
     Linear => linear::Linear,
     Cache => cache::Cache,
+    GreenDmTiering => greendm_tiering::GreenDmTiering,
 }
 
 impl Architecture for AnyArch {
@@ -207,6 +213,9 @@ impl Architecture for AnyArch {
     #[inline]
     fn prefetch(&self, obj: ObjectId, deep: bool) {
         dispatch!(self, a => a.prefetch(obj, deep))
+    }
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        dispatch!(self, a => a.counters())
     }
 }
 

@@ -27,6 +27,7 @@ enum Step {
     Execute(usize),
     Complete(usize, u8),
     Flush,
+    Tick,
 }
 
 fn steps() -> impl Strategy<Value = Vec<Step>> {
@@ -37,6 +38,7 @@ fn steps() -> impl Strategy<Value = Vec<Step>> {
         3 => (0usize..8).prop_map(Step::Execute),
         3 => (0usize..8, 0u8..10).prop_map(|(i, o)| Step::Complete(i, o)),
         1 => Just(Step::Flush),
+        1 => Just(Step::Tick),
     ];
     proptest::collection::vec(step, 1..250)
 }
@@ -46,6 +48,8 @@ struct Devices {
     latest: BTreeMap<u64, u64>,
     fast: BTreeMap<u64, u64>,
     slow: BTreeMap<u64, u64>,
+    /// RAM copies held by the front end while an object is being promoted.
+    ram: BTreeMap<u64, u64>,
     /// Objects deleted since their last write: content undefined.
     deleted: std::collections::BTreeSet<u64>,
     next_version: u64,
@@ -58,16 +62,16 @@ impl Devices {
     fn level(&mut self, l: Level) -> &mut BTreeMap<u64, u64> {
         match l {
             Level::Fast => &mut self.fast,
-            _ => &mut self.slow,
+            Level::Ram => &mut self.ram,
+            Level::Slow => &mut self.slow,
         }
     }
-    /// What level `l` holds for object `o`; `fast_is_home` says whether the object's home is the
-    /// fast tier (then it initially holds version 0 there).
-    fn holds(&self, l: Level, o: u64, fast_is_home: bool) -> Option<u64> {
+    /// What level `l` holds for object `o`.
+    fn holds(&self, l: Level, o: u64) -> Option<u64> {
         match l {
-            Level::Fast => self.fast.get(&o).copied().or(if fast_is_home { Some(0) } else { None }),
+            Level::Fast => self.fast.get(&o).copied(),
             Level::Slow => Some(self.slow.get(&o).copied().unwrap_or(0)),
-            Level::Ram => None,
+            Level::Ram => self.ram.get(&o).copied(),
         }
     }
 }
@@ -81,6 +85,7 @@ struct Harness {
     capacity: u64,
     variable: bool,
     name: String,
+    seen: std::collections::BTreeSet<u64>,
 }
 
 impl Harness {
@@ -101,6 +106,7 @@ impl Harness {
             capacity: capacity_objects * OBJ,
             variable,
             name: spec.to_string(),
+            seen: std::collections::BTreeSet::new(),
         }
     }
 
@@ -109,23 +115,43 @@ impl Harness {
     }
 
     fn holds(&self, l: Level, o: u64) -> Option<u64> {
-        let p = self.engine.placement(ObjectId(o));
-        self.dev.holds(l, o, !p.tracked && p.on_fast && !p.on_slow)
+        self.dev.holds(l, o)
     }
 
-    /// Takes new work; invalidations apply at once, in order.
+    /// The first time an object is seen, its initial content (version 0) is wherever the
+    /// architecture starts it (GreenDM and Linear start some objects on the SSD).
+    fn observe(&mut self, o: u64) {
+        if self.seen.insert(o) {
+            let p = self.engine.placement(ObjectId(o));
+            if p.on_fast && !p.on_slow {
+                self.dev.fast.insert(o, 0);
+            }
+        }
+    }
+
+    /// Takes new work; invalidations apply at once, in order. A promotion's source is read
+    /// into RAM when it is issued (GreenDM holds I/O to the extent until it is there).
     fn drain(&mut self) {
         let work: Vec<Work> = self.engine.drain_work().collect();
         for w in work {
+            if w.from != Level::Ram {
+                self.observe(w.obj.0);
+            }
             if w.kind == WorkKind::Invalidate {
                 self.dev.fast.remove(&w.obj.0);
             } else {
+                if w.kind == WorkKind::Promote {
+                    let v = self.holds(Level::Slow, w.obj.0).unwrap_or(0);
+                    self.dev.ram.insert(w.obj.0, v);
+                }
                 self.queued.push(w);
             }
         }
     }
 
     fn check_physical(&self) -> Result<(), TestCaseError> {
+        // Objects an architecture starts on the SSD count only once touched (the rest of its
+        // initial residents are implicit), so this bound is conservative for those.
         let bytes: u64 = self.dev.fast.keys().map(|&o| self.size_of(o)).sum();
         prop_assert!(bytes <= self.capacity, "{}: SSD holds {} bytes, capacity {}", self.name, bytes, self.capacity);
         if let Err(e) = self.engine.check_invariants() {
@@ -143,10 +169,13 @@ impl Harness {
 
     fn step(&mut self, step: &Step) -> Result<(), TestCaseError> {
         self.clock.advance(Nanos(1000));
+        if let Step::Read(o, _) | Step::Write(o, _) | Step::Delete(o) = *step {
+            self.observe(o);
+        }
         match *step {
             Step::Read(o, whole) => {
+                // The front end serves the access first, then runs the work it triggered.
                 let served = self.engine.access(&self.request(o, whole, false));
-                self.drain();
                 if !self.dev.deleted.contains(&o) {
                     let want = self.dev.latest(o);
                     let got = self.holds(served.level, o);
@@ -159,6 +188,7 @@ impl Harness {
                         served.level
                     );
                 }
+                self.drain();
             }
             Step::Write(o, whole) => {
                 let req = self.request(o, whole, true);
@@ -169,7 +199,6 @@ impl Harness {
                 self.dev.next_version += 1;
                 let v = self.dev.next_version;
                 let served = self.engine.access(&req);
-                self.drain();
                 prop_assert!(!served.touches.is_empty());
                 for l in served.touches.iter() {
                     let holds = self.holds(l, o);
@@ -177,6 +206,7 @@ impl Harness {
                     self.dev.level(l).insert(o, new);
                 }
                 self.dev.latest.insert(o, v);
+                self.drain();
             }
             Step::Delete(o) => {
                 self.engine.access(&Request::op(ObjectId(o), crate::Op::Delete));
@@ -190,8 +220,13 @@ impl Harness {
                 let w = self.queued.remove(i % self.queued.len());
                 let o = w.obj.0;
                 match w.kind {
+                    // Architecture metadata written from RAM carries no object data.
+                    _ if w.from == Level::Ram => {}
                     WorkKind::Copy | WorkKind::Promote => {
-                        let v = self.holds(Level::Slow, o).unwrap_or(0);
+                        let v = match self.dev.ram.get(&o) {
+                            Some(&v) => v,
+                            None => self.holds(Level::Slow, o).unwrap_or(0),
+                        };
                         self.dev.fast.insert(o, v);
                     }
                     WorkKind::Writeback | WorkKind::Demote => {
@@ -212,24 +247,56 @@ impl Harness {
                     1 => Outcome::Cancelled,
                     _ => Outcome::Done,
                 };
-                if outcome != Outcome::Done {
-                    // A failed copy leaves garbage the front end removes; a failed write-back
-                    // may have torn the HDD copy.
+                let o = w.obj.0;
+                if w.from == Level::Ram {
+                    // Metadata: nothing to model.
+                } else if outcome != Outcome::Done {
+                    // A failed copy leaves garbage the front end removes; a failed promotion
+                    // writes its RAM copy (with the writes it absorbed) back to the source; a
+                    // failed write-back or demotion may have torn its destination.
                     match w.kind {
-                        WorkKind::Copy | WorkKind::Promote => {
-                            self.dev.fast.remove(&w.obj.0);
+                        WorkKind::Copy => {
+                            self.dev.fast.remove(&o);
+                        }
+                        WorkKind::Promote => {
+                            self.dev.fast.remove(&o);
+                            if let Some(v) = self.dev.ram.remove(&o) {
+                                self.dev.slow.insert(o, v);
+                            }
                         }
                         _ => {
-                            self.dev.slow.insert(w.obj.0, GARBAGE);
+                            self.dev.slow.insert(o, GARBAGE);
                         }
                     }
                 }
                 self.engine.complete(w.id, outcome).map_err(|e| TestCaseError::fail(e.to_string()))?;
+                if outcome == Outcome::Done && w.from != Level::Ram {
+                    // A move that took effect leaves no copy at its source.
+                    let p = self.engine.placement(ObjectId(o));
+                    match w.kind {
+                        WorkKind::Promote if p.on_fast && !p.on_slow => {
+                            // Done means the destination holds the final RAM copy.
+                            if let Some(v) = self.dev.ram.remove(&o) {
+                                self.dev.fast.insert(o, v);
+                            }
+                            self.dev.slow.insert(o, GARBAGE);
+                        }
+                        WorkKind::Demote if !p.on_fast => {
+                            self.dev.fast.remove(&o);
+                        }
+                        _ => {}
+                    }
+                }
                 prop_assert!(self.engine.complete(w.id, outcome).is_err(), "double completion accepted");
                 self.drain();
             }
             Step::Flush => {
                 self.engine.flush();
+                self.drain();
+            }
+            Step::Tick => {
+                self.clock.advance(Nanos::from_secs(61));
+                self.engine.tick();
                 self.drain();
             }
         }
@@ -253,7 +320,7 @@ impl Harness {
             }
         }
         prop_assert_eq!(self.engine.usage().dirty_bytes, 0, "{}: dirty bytes remain after flush", &self.name);
-        for (&o, &v) in &self.dev.latest {
+        for (&o, &v) in &self.dev.latest.clone() {
             if self.dev.deleted.contains(&o) {
                 continue;
             }
@@ -276,6 +343,9 @@ fn specs() -> Vec<String> {
     }
     v.push("cache:mode=write-through,write-allocate=false".into());
     v.push("cache:mode=write-back,dirty-high=2,dirty-low=1,max-writebacks=1".into());
+    v.push("greendm-tiering".into());
+    v.push("greendm-tiering:pt=2,mcml=1,reserved=0,md-flush=1s,md-flush-time=30s".into());
+    v.push("greendm-tiering:mcml=3,lt=0,ht=1,window=1s".into());
     v
 }
 
@@ -290,7 +360,7 @@ proptest! {
                 // device model says holds every write.
                 continue;
             }
-            if variable && spec == "linear" {
+            if variable && (spec == "linear" || spec.starts_with("greendm")) {
                 continue;
             }
             let mut h = Harness::new(&spec, cap, variable);
@@ -425,4 +495,48 @@ fn engine_memory_per_object_stays_under_48_bytes() {
         let per = e.memory_bytes() as f64 / n as f64;
         assert!(per <= 48.0, "{n} objects: {per:.1} bytes each");
     }
+}
+
+/// GreenDM tiering moves hot extents up: after the scanned start (SSD full of the first
+/// extents), background demotion makes room from LT to HT, and an extent missed PT times within
+/// TW is promoted; cancellations are counted by reason.
+#[test]
+fn greendm_promotes_hot_extents_after_demoting_cold_ones() {
+    let mut h = Harness::new("greendm-tiering:pt=2,lt=1,ht=2,mcml=4,md-flush=0", 4, false);
+    // Extents 0..4 start on the SSD; 10 is on the HDD.
+    assert!(h.engine.placement(ObjectId(1)).on_fast);
+    assert!(!h.engine.placement(ObjectId(10)).on_fast);
+    h.step(&Step::Read(10, true)).unwrap();
+    // Free SSD extents (0) are at or below LT: demotion started, victims by WSClock.
+    let demotes = h.queued.iter().filter(|w| w.kind == WorkKind::Demote).count();
+    assert_eq!(demotes, 2, "demote until HT = 2 extents are free");
+    while !h.queued.is_empty() {
+        h.step(&Step::Execute(0)).unwrap();
+        h.step(&Step::Complete(0, 9)).unwrap();
+    }
+    assert_eq!(h.engine.usage().fast_objects, 2);
+    h.step(&Step::Read(10, true)).unwrap(); // second miss within TW: promote
+    let w = h.queued.iter().find(|w| w.kind == WorkKind::Promote).copied().expect("promotion issued");
+    assert_eq!(w.obj, ObjectId(10));
+    // While it is promoted, I/O to it is served from RAM.
+    assert_eq!(h.engine.access(&Request::read(ObjectId(10), 0, OBJ)).level, Level::Ram);
+    h.drain();
+    h.settle().unwrap();
+    assert!(h.engine.placement(ObjectId(10)).on_fast);
+    let c: std::collections::BTreeMap<_, _> = h.engine.arch_counters().into_iter().collect();
+    assert_eq!(c["I/Os served from RAM during promotion"], 1);
+}
+
+#[test]
+fn greendm_knobs_are_validated() {
+    let setup = Setup { fast_capacity: 64 * OBJ, slow_capacity: 0, object_size: OBJ };
+    let err = |spec: &str| build_arch(spec, &setup).unwrap_err().to_string();
+    assert!(err("greendm-tiering:lt=10,ht=5").contains("lt (10) must be below ht (5)"));
+    assert!(err("greendm-tiering:mcml=0").contains("mcml"));
+    assert!(err("greendm-tiering:es=6000").contains("multiple of 4 KiB"));
+    assert!(err("greendm-tiering:es=8192").contains("--objects blocks:8192"));
+    let tiny = Setup { fast_capacity: 100, ..setup };
+    assert!(build_arch("greendm-tiering", &tiny).unwrap_err().to_string().contains("smaller than one extent"));
+    let variable = Setup { object_size: 0, ..setup };
+    assert!(build_arch("greendm-tiering", &variable).unwrap_err().to_string().contains("blocks:ES"));
 }

@@ -22,9 +22,11 @@
 pub mod arc;
 pub mod clock;
 pub mod fifo;
+pub mod interval;
 pub mod inverse_bitmap;
 pub mod lfu;
 pub mod lru;
+pub mod windowed_miss;
 pub mod wsclock;
 
 use crate::params::{ConfigError, ParamSpec, Params};

@@ -1,0 +1,615 @@
+//! GreenDM tiering (Li, Chen, Mukker and Zadok, ACM ToS 2015): a hybrid drive that splits the
+//! virtual address space into extents of ES bytes and keeps each extent on exactly one device.
+//!
+//! - A mapping table (virtual extent → device + logical extent, state, miss count, last use),
+//!   populated lazily. The drive starts "scanned" (as in the paper's experiments): virtual
+//!   extent `v` lives on SSD logical extent `v` when `v` is below the SSD's extent count, and on
+//!   HDD logical extent `v - ssd_extents` otherwise — the Linear layout, until extents move.
+//! - A bitmap of used SSD extents with a free list allocated from low addresses; on the HDD,
+//!   extents freed by promotions plus `reserved` spare extents, so that demotion always finds
+//!   room (a demotion that finds none stalls and is counted).
+//! - Promotion when an extent's windowed miss count (misses within TW seconds of each other)
+//!   reaches PT. It is cancelled when the SSD is full, metadata is being flushed, MCML moves are
+//!   in flight, or the extent is busy (already moving).
+//! - While an extent is promoted, its data is read into RAM and I/Os to it are served from the
+//!   RAM copy (writes included: the SSD write carries them; a failed promotion writes the RAM
+//!   copy back to the HDD — the front end's part of the contract).
+//! - Background demotion when free SSD extents fall to LT, until HT are free (counting
+//!   demotions in flight), victims by WSClock over the SSD extents; an access to an extent
+//!   being demoted cancels its demotion.
+//! - Metadata is flushed to the SSD every `md-flush` (its bytes are written), and promotions
+//!   are cancelled for `md-flush-time` each time.
+//!
+//! Memory: an 8-byte table entry per virtual extent in touched 64-extent chunks, 8 bytes per SSD
+//! extent for the reverse map and a bitmap bit.
+
+use super::{ArchBuild, Architecture, Placement, Setup, Usage};
+use crate::collector::windowed_miss::{MAX_WINDOW_S, WindowedMiss};
+use crate::engine::Ctx;
+use crate::extent_map::ExtentMap;
+use crate::params::{ConfigError, ParamSpec, Params};
+use crate::{Level, Nanos, ObjectId, Outcome, Request, Served, Work, WorkKind};
+
+// Entry flags.
+const ON_SSD: u8 = 1;
+const RELOCATED: u8 = 2;
+const PROMOTING: u8 = 4;
+const DEMOTING: u8 = 8;
+const STALE: u8 = 16;
+const REFERENCED: u8 = 32;
+const TOUCHED: u8 = 64;
+
+const FREE: u64 = u64::MAX;
+const TAG_META: u64 = u64::MAX;
+
+/// One mapping-table entry (8 bytes).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Ve {
+    /// SSD logical extent when on the SSD; index into `relocated` when on the HDD away from home.
+    le: u32,
+    flags: u8,
+    miss: WindowedMiss,
+}
+
+/// The GreenDM tiering architecture.
+#[derive(Debug)]
+pub struct GreenDmTiering {
+    es: u64,
+    pt: u8,
+    tw_s: u16,
+    mcml: u32,
+    lt: u32,
+    ht: u32,
+    tau_s: u16,
+    md_every: Nanos,
+    md_time: Nanos,
+    map: ExtentMap<Ve>,
+    ssd_extents: u32,
+    /// Virtual extent per SSD logical extent, FREE when free.
+    owner: Vec<u64>,
+    used: Vec<u64>,
+    free_ssd: u32,
+    /// Lowest word of `used` that may have a free bit.
+    free_hint: usize,
+    hdd_free: Vec<u64>,
+    relocated: Vec<u64>,
+    relocated_free: Vec<u32>,
+    reserved_next: u64,
+    reserved_left: u32,
+    moves: u32,
+    demotions_in_flight: u32,
+    demoting: bool,
+    hand: u32,
+    next_flush: Nanos,
+    flushing_until: Nanos,
+    ssd_residents: u64,
+    counters: Counters,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Counters {
+    cancel_full: u64,
+    cancel_mcml: u64,
+    cancel_flush: u64,
+    cancel_busy: u64,
+    demotion_stalled: u64,
+    demotion_cancelled: u64,
+    served_from_ram: u64,
+    metadata_flushes: u64,
+}
+
+const PARAMS: &[ParamSpec] = &[
+    ParamSpec {
+        name: "es",
+        default: "(the block size)",
+        help: "extent size, a multiple of 4 KiB; the simulator splits requests at ES",
+    },
+    ParamSpec { name: "pt", default: "1", help: "promotion threshold: misses within TW (1..=255)" },
+    ParamSpec { name: "tw", default: "60s", help: "time window between misses that count together (1s..=9h)" },
+    ParamSpec { name: "mcml", default: "16", help: "maximum concurrent migrations (1..=4096)" },
+    ParamSpec { name: "lt", default: "64", help: "demote when free SSD extents fall to LT (0..HT)" },
+    ParamSpec { name: "ht", default: "128", help: "demote until HT SSD extents are free (LT+1..=SSD extents)" },
+    ParamSpec { name: "reserved", default: "64", help: "spare HDD extents for demotions (0..=2^20)" },
+    ParamSpec { name: "window", default: "30s", help: "WSClock working-set window (1s..=9h)" },
+    ParamSpec { name: "md-flush", default: "60s", help: "metadata flush interval (0 = never)" },
+    ParamSpec { name: "md-flush-time", default: "100ms", help: "promotions are cancelled this long per flush" },
+];
+
+impl ArchBuild for GreenDmTiering {
+    const NAME: &'static str = "greendm-tiering";
+    const VERSION: u32 = 1;
+    const HELP: &'static str =
+        "GreenDM tiering: extents move on windowed misses (PT, TW), MCML, LT/HT background demotion by WSClock";
+    const PARAMS: &'static [ParamSpec] = PARAMS;
+    const USES_COLLECTOR: bool = false;
+
+    fn build(p: &mut Params, setup: &Setup) -> Result<Self, ConfigError> {
+        let es = extent_size(p, setup)?;
+        let pt = p.u64("pt", 1, 1, 255)? as u8;
+        let max_w = Nanos::from_secs(MAX_WINDOW_S);
+        let tw = p.duration("tw", Nanos::from_secs(60), Nanos::from_secs(1), max_w)?;
+        let mcml = p.u64("mcml", 16, 1, 4096)? as u32;
+        let ssd_extents = setup.fast_capacity / es;
+        if ssd_extents == 0 {
+            return Err(p.inconsistent(format!(
+                "the SSD ({} bytes) is smaller than one extent (es = {es} bytes)",
+                setup.fast_capacity
+            )));
+        }
+        if ssd_extents > u64::from(u32::MAX) {
+            return Err(p.inconsistent("more than 2^32 SSD extents: use a larger es"));
+        }
+        let ssd_extents = ssd_extents as u32;
+        let lt = p.u64("lt", 64.min(u64::from(ssd_extents) / 4), 0, u64::from(ssd_extents))? as u32;
+        let ht =
+            p.u64("ht", 128.min(u64::from(ssd_extents) / 2).max(u64::from(lt) + 1), 1, u64::from(ssd_extents))? as u32;
+        if lt >= ht {
+            return Err(p.inconsistent(format!(
+                "lt ({lt}) must be below ht ({ht}); allowed: 0 <= lt < ht <= {ssd_extents} SSD extents"
+            )));
+        }
+        let reserved = p.u64("reserved", 64, 0, 1 << 20)? as u32;
+        let window = p.duration("window", Nanos::from_secs(30), Nanos::from_secs(1), max_w)?;
+        let md_every = p.duration("md-flush", Nanos::from_secs(60), Nanos::ZERO, Nanos::from_secs(86_400))?;
+        let md_time = p.duration("md-flush-time", Nanos::from_millis(100), Nanos::ZERO, Nanos::from_secs(60))?;
+        // Scanned start: every SSD extent is in use. Bits past the last extent are set too and
+        // never cleared, so they are never handed out.
+        let used = vec![u64::MAX; (ssd_extents as usize).div_ceil(64)];
+        Ok(GreenDmTiering {
+            es,
+            pt,
+            tw_s: (tw.0 / 1_000_000_000) as u16,
+            mcml,
+            lt,
+            ht,
+            tau_s: (window.0 / 1_000_000_000) as u16,
+            md_every,
+            md_time,
+            map: ExtentMap::new(),
+            ssd_extents,
+            // Scanned start: SSD extent i holds virtual extent i.
+            owner: (0..u64::from(ssd_extents)).collect(),
+            used,
+            free_ssd: 0,
+            free_hint: 0,
+            hdd_free: Vec::new(),
+            relocated: Vec::new(),
+            relocated_free: Vec::new(),
+            // Reserved spares sit past any address a trace uses (the HDD model wraps addresses).
+            reserved_next: 1 << 40,
+            reserved_left: reserved,
+            moves: 0,
+            demotions_in_flight: 0,
+            demoting: false,
+            hand: 0,
+            next_flush: md_every,
+            flushing_until: Nanos::ZERO,
+            ssd_residents: u64::from(ssd_extents),
+            counters: Counters::default(),
+        })
+    }
+}
+
+/// ES: a multiple of 4 KiB equal to the object size the front end splits requests at.
+pub(crate) fn extent_size(p: &mut Params, setup: &Setup) -> Result<u64, ConfigError> {
+    if setup.object_size == 0 {
+        return Err(p.inconsistent("needs fixed-size extents: run with --objects blocks:ES"));
+    }
+    let es = p.size("es", setup.object_size, 4096, 1 << 30)?;
+    if es % 4096 != 0 {
+        return Err(p.inconsistent(format!("es = {es}: must be a multiple of 4 KiB (4096..=1GiB)")));
+    }
+    if es != setup.object_size {
+        return Err(p.inconsistent(format!(
+            "es = {es} but requests are split into {}-byte blocks: run with --objects blocks:{es}",
+            setup.object_size
+        )));
+    }
+    Ok(es)
+}
+
+#[inline]
+fn secs(now: Nanos) -> u16 {
+    (now.0 / 1_000_000_000) as u16
+}
+
+impl GreenDmTiering {
+    /// The HDD logical extent of a virtual extent that is on the HDD.
+    fn hdd_le(&self, v: u64, e: &Ve) -> u64 {
+        if e.flags & RELOCATED != 0 { self.relocated[e.le as usize] } else { v - u64::from(self.ssd_extents) }
+    }
+
+    fn entry(&self, v: u64) -> Ve {
+        let mut e = self.map.get(v);
+        if e.flags & TOUCHED == 0 && v < u64::from(self.ssd_extents) {
+            // Never touched: still where the scanned start put it.
+            e = Ve { le: v as u32, flags: ON_SSD | TOUCHED, miss: WindowedMiss::default() };
+        }
+        e
+    }
+
+    fn entry_mut(&mut self, v: u64) -> &mut Ve {
+        let ssd_extents = u64::from(self.ssd_extents);
+        let e = self.map.get_mut(v);
+        if e.flags & TOUCHED == 0 {
+            *e = if v < ssd_extents {
+                Ve { le: v as u32, flags: ON_SSD | TOUCHED, miss: WindowedMiss::default() }
+            } else {
+                Ve { le: 0, flags: TOUCHED, miss: WindowedMiss::default() }
+            };
+        }
+        e
+    }
+
+    fn alloc_ssd(&mut self) -> Option<u32> {
+        if self.free_ssd == 0 {
+            return None;
+        }
+        for w in self.free_hint..self.used.len() {
+            let word = self.used[w];
+            if word != u64::MAX {
+                let b = (!word).trailing_zeros();
+                self.used[w] |= 1 << b;
+                self.free_hint = w;
+                self.free_ssd -= 1;
+                return Some((w * 64) as u32 + b);
+            }
+        }
+        None
+    }
+
+    fn free_ssd_le(&mut self, le: u32) {
+        let (w, b) = ((le / 64) as usize, le % 64);
+        self.used[w] &= !(1 << b);
+        self.owner[le as usize] = FREE;
+        self.free_ssd += 1;
+        self.free_hint = self.free_hint.min(w);
+    }
+
+    fn alloc_hdd(&mut self) -> Option<u64> {
+        if let Some(le) = self.hdd_free.pop() {
+            return Some(le);
+        }
+        if self.reserved_left > 0 {
+            self.reserved_left -= 1;
+            self.reserved_next += 1;
+            return Some(self.reserved_next - 1);
+        }
+        None
+    }
+
+    fn flushing(&self, now: Nanos) -> bool {
+        now < self.flushing_until
+    }
+
+    fn try_promote(&mut self, cx: &mut Ctx<'_>, v: u64) {
+        let e = self.entry(v);
+        if e.flags & (PROMOTING | DEMOTING) != 0 {
+            // GreenDM drops a promotion while the extent has I/O in flight. The engine sees one
+            // access at a time, so here "busy" means the extent is already moving.
+            self.counters.cancel_busy += 1;
+            return;
+        }
+        if self.moves >= self.mcml {
+            self.counters.cancel_mcml += 1;
+            return;
+        }
+        if self.flushing(cx.now) {
+            self.counters.cancel_flush += 1;
+            return;
+        }
+        let Some(le) = self.alloc_ssd() else {
+            self.counters.cancel_full += 1;
+            return;
+        };
+        let hdd = self.hdd_le(v, &e);
+        self.owner[le as usize] = v;
+        let es = self.es;
+        let ent = self.entry_mut(v);
+        ent.flags |= PROMOTING;
+        ent.flags &= !STALE;
+        self.moves += 1;
+        let w = Work::new(WorkKind::Promote, ObjectId(v), Level::Slow, Level::Fast, es)
+            .at(hdd * es, u64::from(le) * es)
+            .with_tag(u64::from(le));
+        cx.issue(w);
+    }
+
+    /// WSClock over the SSD extents: the next victim, or None after two laps.
+    fn victim(&mut self, now: Nanos) -> Option<(u64, u32)> {
+        let n = self.ssd_extents;
+        let now_s = secs(now);
+        let mut oldest: Option<(u16, u32)> = None;
+        for _ in 0..2 * n {
+            let le = self.hand;
+            self.hand = if self.hand + 1 == n { 0 } else { self.hand + 1 };
+            let v = self.owner[le as usize];
+            if v == FREE {
+                continue;
+            }
+            let e = self.entry(v);
+            if e.flags & (PROMOTING | DEMOTING) != 0 || e.flags & ON_SSD == 0 {
+                continue;
+            }
+            if e.flags & REFERENCED != 0 {
+                self.entry_mut(v).flags &= !REFERENCED;
+                continue;
+            }
+            let age = now_s.wrapping_sub(e.last_use_s());
+            if age > self.tau_s || self.map.get(v).flags & TOUCHED == 0 {
+                return Some((v, le));
+            }
+            if oldest.is_none_or(|(a, _)| age > a) {
+                oldest = Some((age, le));
+            }
+        }
+        let (_, le) = oldest?;
+        Some((self.owner[le as usize], le))
+    }
+
+    fn run_demotion(&mut self, cx: &mut Ctx<'_>) {
+        if self.free_ssd <= self.lt {
+            self.demoting = true;
+        }
+        while self.demoting && self.free_ssd + self.demotions_in_flight < self.ht && self.moves < self.mcml {
+            let Some((v, le)) = self.victim(cx.now) else { break };
+            let Some(hdd) = self.alloc_hdd() else {
+                self.counters.demotion_stalled += 1;
+                break;
+            };
+            let es = self.es;
+            let ent = self.entry_mut(v);
+            ent.flags |= DEMOTING;
+            ent.flags &= !STALE;
+            self.moves += 1;
+            self.demotions_in_flight += 1;
+            let w = Work::new(WorkKind::Demote, ObjectId(v), Level::Fast, Level::Slow, es)
+                .at(hdd * es, u64::from(le) * es)
+                .with_tag(hdd);
+            cx.issue(w);
+        }
+        if self.free_ssd + self.demotions_in_flight >= self.ht {
+            self.demoting = false;
+        }
+    }
+
+    fn set_hdd_home(&mut self, v: u64, hdd: u64) {
+        let ssd_extents = u64::from(self.ssd_extents);
+        let reloc = if v >= ssd_extents && hdd == v - ssd_extents {
+            None
+        } else {
+            Some(match self.relocated_free.pop() {
+                Some(i) => {
+                    self.relocated[i as usize] = hdd;
+                    i
+                }
+                None => {
+                    self.relocated.push(hdd);
+                    (self.relocated.len() - 1) as u32
+                }
+            })
+        };
+        let e = self.entry_mut(v);
+        e.flags &= !(ON_SSD | RELOCATED);
+        match reloc {
+            Some(i) => {
+                e.flags |= RELOCATED;
+                e.le = i;
+            }
+            None => e.le = 0,
+        }
+    }
+}
+
+impl Ve {
+    /// While on the SSD, the miss clock holds the time of last use.
+    fn last_use_s(&self) -> u16 {
+        self.miss.last_seen()
+    }
+}
+
+impl Architecture for GreenDmTiering {
+    fn access(&mut self, cx: &mut Ctx<'_>, req: &Request) -> Served {
+        if !req.op.is_data() {
+            return Served::metadata();
+        }
+        let v = req.obj.0;
+        let e = self.entry(v);
+        if e.flags & PROMOTING != 0 {
+            self.counters.served_from_ram += 1;
+            return Served::by(Level::Ram);
+        }
+        if e.flags & ON_SSD != 0 {
+            let now = cx.now;
+            let ent = self.entry_mut(v);
+            ent.flags |= REFERENCED;
+            ent.miss.touch_at(now);
+            if ent.flags & DEMOTING != 0 {
+                ent.flags |= STALE;
+            }
+            let le = ent.le;
+            return Served::by(Level::Fast).at_fast(u64::from(le) * self.es);
+        }
+        let hdd = self.hdd_le(v, &e);
+        let (now, tw) = (cx.now, self.tw_s);
+        let count = self.entry_mut(v).miss.miss(now, tw);
+        if self.free_ssd <= self.lt || self.demoting {
+            self.run_demotion(cx);
+        }
+        if count >= self.pt {
+            self.try_promote(cx, v);
+        }
+        Served::by(Level::Slow).at_slow(hdd * self.es)
+    }
+
+    fn complete(&mut self, cx: &mut Ctx<'_>, work: &Work, outcome: Outcome) {
+        if work.tag == TAG_META {
+            return;
+        }
+        let v = work.obj.0;
+        self.moves -= 1;
+        match work.kind {
+            WorkKind::Promote => {
+                let le = work.tag as u32;
+                let e = self.entry(v);
+                if outcome == Outcome::Done {
+                    // The old HDD home is free for demotions.
+                    let old = self.hdd_le(v, &e);
+                    if e.flags & RELOCATED != 0 {
+                        self.relocated_free.push(e.le);
+                    }
+                    self.hdd_free.push(old);
+                    let now = cx.now;
+                    let ent = self.entry_mut(v);
+                    ent.flags = (ent.flags | ON_SSD | REFERENCED) & !(PROMOTING | RELOCATED | STALE);
+                    ent.le = le;
+                    ent.miss.reset();
+                    ent.miss.touch_at(now);
+                    self.ssd_residents += 1;
+                } else {
+                    self.free_ssd_le(le);
+                    self.entry_mut(v).flags &= !PROMOTING;
+                }
+            }
+            WorkKind::Demote => {
+                self.demotions_in_flight -= 1;
+                let hdd = work.tag;
+                let e = self.entry(v);
+                if outcome == Outcome::Done && e.flags & STALE == 0 {
+                    let le = e.le;
+                    self.set_hdd_home(v, hdd);
+                    let ent = self.entry_mut(v);
+                    ent.flags &= !DEMOTING;
+                    ent.miss.reset();
+                    self.free_ssd_le(le);
+                    self.ssd_residents -= 1;
+                } else {
+                    // Accessed meanwhile (or failed): it stays on the SSD.
+                    self.counters.demotion_cancelled += 1;
+                    self.hdd_free.push(hdd);
+                    self.entry_mut(v).flags &= !(DEMOTING | STALE);
+                }
+            }
+            _ => {}
+        }
+        self.run_demotion(cx);
+    }
+
+    fn tick(&mut self, cx: &mut Ctx<'_>) {
+        if self.md_every == Nanos::ZERO || cx.now < self.next_flush {
+            return;
+        }
+        // Write the mapping table to the SSD; promotions pause meanwhile.
+        self.counters.metadata_flushes += 1;
+        self.flushing_until = cx.now.saturating_add(self.md_time);
+        while self.next_flush <= cx.now {
+            self.next_flush = self.next_flush.saturating_add(self.md_every);
+        }
+        let bytes = (self.map.memory_bytes() as u64).max(4096);
+        cx.issue(
+            Work::new(WorkKind::Copy, ObjectId(u64::MAX), Level::Ram, Level::Fast, bytes).with_tag(TAG_META).at(0, 0),
+        );
+    }
+
+    fn next_tick(&self) -> Option<Nanos> {
+        (self.md_every != Nanos::ZERO).then_some(self.next_flush)
+    }
+
+    fn placement(&self, obj: ObjectId) -> Placement {
+        let e = self.entry(obj.0);
+        let on_fast = e.flags & ON_SSD != 0;
+        Placement {
+            tracked: self.map.get(obj.0).flags & TOUCHED != 0,
+            on_fast,
+            on_slow: !on_fast,
+            dirty: false,
+            moving: e.flags & (PROMOTING | DEMOTING) != 0,
+        }
+    }
+
+    fn usage(&self) -> Usage {
+        Usage {
+            fast_capacity: u64::from(self.ssd_extents) * self.es,
+            fast_used: u64::from(self.ssd_extents - self.free_ssd) * self.es,
+            dirty_bytes: 0,
+            objects: self.map.iter().filter(|(_, e)| e.flags & TOUCHED != 0).count(),
+            fast_objects: self.ssd_residents as usize,
+            in_flight: 0,
+        }
+    }
+
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        let c = &self.counters;
+        vec![
+            ("promotions cancelled: SSD full", c.cancel_full),
+            ("promotions cancelled: MCML reached", c.cancel_mcml),
+            ("promotions cancelled: metadata flush", c.cancel_flush),
+            ("promotions cancelled: extent busy", c.cancel_busy),
+            ("demotions stalled: no free HDD extent", c.demotion_stalled),
+            ("demotions cancelled by an access", c.demotion_cancelled),
+            ("I/Os served from RAM during promotion", c.served_from_ram),
+            ("metadata flushes", c.metadata_flushes),
+        ]
+    }
+
+    fn check_invariants(&self) -> Result<(), String> {
+        let mut used = 0u32;
+        let mut residents = 0u64;
+        for le in 0..self.ssd_extents {
+            let bit = self.used[(le / 64) as usize] & (1 << (le % 64)) != 0;
+            let v = self.owner[le as usize];
+            if bit != (v != FREE) {
+                return Err(format!("SSD extent {le}: bitmap {bit} but owner {v:#x}"));
+            }
+            if v == FREE {
+                continue;
+            }
+            used += 1;
+            let e = self.entry(v);
+            if e.flags & ON_SSD != 0 {
+                residents += 1;
+                if e.le != le {
+                    return Err(format!("SSD extent {le} owned by {v:#x}, which maps to SSD extent {}", e.le));
+                }
+            } else if e.flags & PROMOTING == 0 {
+                return Err(format!("SSD extent {le} owned by {v:#x}, which is neither on the SSD nor promoting"));
+            }
+        }
+        if self.ssd_extents - used != self.free_ssd {
+            return Err(format!("free SSD extents {} but the bitmap has {}", self.free_ssd, self.ssd_extents - used));
+        }
+        if residents != self.ssd_residents {
+            return Err(format!("{} SSD residents counted, {residents} found", self.ssd_residents));
+        }
+        if self.moves > self.mcml + 1 {
+            return Err(format!("{} moves in flight, MCML {}", self.moves, self.mcml));
+        }
+        // Every extent on exactly one device: HDD homes are distinct.
+        let mut homes = std::collections::HashSet::new();
+        for (v, e) in self.map.iter() {
+            if e.flags & TOUCHED == 0 {
+                continue;
+            }
+            if e.flags & ON_SSD != 0 {
+                if self.owner[e.le as usize] != v {
+                    return Err(format!("{v:#x} claims SSD extent {} owned by {:#x}", e.le, self.owner[e.le as usize]));
+                }
+            } else if v >= u64::from(self.ssd_extents) || e.flags & RELOCATED != 0 {
+                let h = self.hdd_le(v, e);
+                if !homes.insert(h) {
+                    return Err(format!("HDD extent {h} holds two virtual extents"));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn memory_bytes(&self) -> usize {
+        self.map.memory_bytes()
+            + self.owner.capacity() * 8
+            + self.used.capacity() * 8
+            + self.hdd_free.capacity() * 8
+            + self.relocated.capacity() * 8
+            + self.relocated_free.capacity() * 4
+    }
+}
