@@ -16,6 +16,7 @@
 //! `architectures!` list below.
 
 pub mod cache;
+pub mod greendm_caching;
 pub mod greendm_tiering;
 pub mod hdd_only;
 pub mod linear;
@@ -176,6 +177,7 @@ architectures! {
     Linear => linear::Linear,
     Cache => cache::Cache,
     GreenDmTiering => greendm_tiering::GreenDmTiering,
+    GreenDmCaching => greendm_caching::GreenDmCaching,
 }
 
 impl Architecture for AnyArch {

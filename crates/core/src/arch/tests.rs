@@ -48,8 +48,10 @@ struct Devices {
     latest: BTreeMap<u64, u64>,
     fast: BTreeMap<u64, u64>,
     slow: BTreeMap<u64, u64>,
-    /// RAM copies held by the front end while an object is being promoted.
+    /// RAM copies held by the front end while an object is promoted or prefetched.
     ram: BTreeMap<u64, u64>,
+    /// Objects whose RAM copy absorbed a write (the front end must not lose it).
+    ram_written: std::collections::BTreeSet<u64>,
     /// Objects deleted since their last write: content undefined.
     deleted: std::collections::BTreeSet<u64>,
     next_version: u64,
@@ -140,9 +142,10 @@ impl Harness {
             if w.kind == WorkKind::Invalidate {
                 self.dev.fast.remove(&w.obj.0);
             } else {
-                if w.kind == WorkKind::Promote {
+                if matches!(w.kind, WorkKind::Promote | WorkKind::Copy) && w.from == Level::Slow {
                     let v = self.holds(Level::Slow, w.obj.0).unwrap_or(0);
                     self.dev.ram.insert(w.obj.0, v);
+                    self.dev.ram_written.remove(&w.obj.0);
                 }
                 self.queued.push(w);
             }
@@ -204,6 +207,9 @@ impl Harness {
                     let holds = self.holds(l, o);
                     let new = if whole || (holds == Some(before) && !was_deleted) { v } else { GARBAGE };
                     self.dev.level(l).insert(o, new);
+                    if l == Level::Ram {
+                        self.dev.ram_written.insert(o);
+                    }
                 }
                 self.dev.latest.insert(o, v);
                 self.drain();
@@ -255,12 +261,12 @@ impl Harness {
                     // writes its RAM copy (with the writes it absorbed) back to the source; a
                     // failed write-back or demotion may have torn its destination.
                     match w.kind {
-                        WorkKind::Copy => {
+                        WorkKind::Copy | WorkKind::Promote => {
                             self.dev.fast.remove(&o);
-                        }
-                        WorkKind::Promote => {
-                            self.dev.fast.remove(&o);
-                            if let Some(v) = self.dev.ram.remove(&o) {
+                            let v = self.dev.ram.remove(&o);
+                            if self.dev.ram_written.remove(&o)
+                                && let Some(v) = v
+                            {
                                 self.dev.slow.insert(o, v);
                             }
                         }
@@ -273,12 +279,17 @@ impl Harness {
                 if outcome == Outcome::Done && w.from != Level::Ram {
                     // A move that took effect leaves no copy at its source.
                     let p = self.engine.placement(ObjectId(o));
+                    // Done means the destination holds the final RAM copy when the RAM copy
+                    // absorbed writes.
+                    let ram = self.dev.ram.remove(&o);
+                    if self.dev.ram_written.remove(&o)
+                        && let Some(v) = ram
+                        && p.on_fast
+                    {
+                        self.dev.fast.insert(o, v);
+                    }
                     match w.kind {
                         WorkKind::Promote if p.on_fast && !p.on_slow => {
-                            // Done means the destination holds the final RAM copy.
-                            if let Some(v) = self.dev.ram.remove(&o) {
-                                self.dev.fast.insert(o, v);
-                            }
                             self.dev.slow.insert(o, GARBAGE);
                         }
                         WorkKind::Demote if !p.on_fast => {
@@ -346,6 +357,9 @@ fn specs() -> Vec<String> {
     v.push("greendm-tiering".into());
     v.push("greendm-tiering:pt=2,mcml=1,reserved=0,md-flush=1s,md-flush-time=30s".into());
     v.push("greendm-tiering:mcml=3,lt=0,ht=1,window=1s".into());
+    v.push("greendm-caching".into());
+    v.push("greendm-caching:pt=2,mcml=1,wb-queue=1,md-flush=1s,md-flush-time=30s".into());
+    v.push("greendm-caching:lt=0,ht=1,wb-queue=2,window=1s".into());
     v
 }
 
@@ -539,4 +553,28 @@ fn greendm_knobs_are_validated() {
     assert!(build_arch("greendm-tiering", &tiny).unwrap_err().to_string().contains("smaller than one extent"));
     let variable = Setup { object_size: 0, ..setup };
     assert!(build_arch("greendm-tiering", &variable).unwrap_err().to_string().contains("blocks:ES"));
+}
+
+/// GreenDM caching prefetches an extent after PT misses within TW, serves it from RAM while
+/// copying, then from the SSD; writes queue one write-back each (duplicates dropped).
+#[test]
+fn greendm_caching_prefetches_and_queues_write_backs() {
+    let mut h = Harness::new("greendm-caching:pt=2,md-flush=0", 8, false);
+    h.step(&Step::Read(3, true)).unwrap();
+    assert!(h.queued.is_empty(), "one miss is below PT");
+    h.step(&Step::Read(3, true)).unwrap();
+    assert_eq!(h.queued.len(), 1);
+    assert_eq!(h.queued[0].kind, WorkKind::Copy);
+    assert_eq!(h.engine.access(&Request::read(ObjectId(3), 0, OBJ)).level, Level::Ram);
+    h.drain();
+    h.step(&Step::Execute(0)).unwrap();
+    h.step(&Step::Complete(0, 9)).unwrap();
+    assert_eq!(h.engine.access(&Request::read(ObjectId(3), 0, OBJ)).level, Level::Fast);
+    h.step(&Step::Write(3, true)).unwrap();
+    h.step(&Step::Write(3, true)).unwrap();
+    let wb = h.queued.iter().filter(|w| w.kind == WorkKind::Writeback).count();
+    assert_eq!(wb, 1, "one write-back for the dirty extent");
+    h.settle().unwrap();
+    let c: std::collections::BTreeMap<_, _> = h.engine.arch_counters().into_iter().collect();
+    assert!(c["I/Os served from RAM during prefetch"] >= 1);
 }
