@@ -586,7 +586,7 @@ fn cmd_list(what: Option<&str>) -> Result<()> {
         println!("Architectures (--arch NAME[:knob=value,...]):");
         for a in ARCHITECTURES {
             println!("  {:<16} v{}  {}", a.name, a.version, a.help);
-            for p in a.params {
+            for p in a.params.iter().chain(a.extra_params) {
                 println!("      {:<18} default {:<14} {}", p.name, p.default, p.help);
             }
             if a.uses_collector {

@@ -20,7 +20,9 @@ pub mod greendm_caching;
 pub mod greendm_tiering;
 pub mod hdd_only;
 pub mod linear;
+pub mod otf_ast;
 pub mod ssd_only;
+pub mod static_tiering;
 
 use serde::{Deserialize, Serialize};
 
@@ -117,6 +119,8 @@ pub trait ArchBuild: Architecture + Sized {
     const HELP: &'static str;
     /// Knobs with defaults.
     const PARAMS: &'static [ParamSpec];
+    /// Knobs shared with other architectures (listed after its own).
+    const EXTRA_PARAMS: &'static [ParamSpec] = &[];
     /// Whether the architecture takes a `collector=` knob.
     const USES_COLLECTOR: bool;
     /// Builds from parameters (validated here, once).
@@ -134,6 +138,8 @@ pub struct ArchInfo {
     pub help: &'static str,
     /// Knobs.
     pub params: &'static [ParamSpec],
+    /// Knobs shared with other architectures.
+    pub extra_params: &'static [ParamSpec],
     /// Whether a `collector=` knob applies.
     pub uses_collector: bool,
     /// Constructor.
@@ -158,6 +164,7 @@ macro_rules! architectures {
                 version: <$module::$ty as ArchBuild>::VERSION,
                 help: <$module::$ty as ArchBuild>::HELP,
                 params: <$module::$ty as ArchBuild>::PARAMS,
+                extra_params: <$module::$ty as ArchBuild>::EXTRA_PARAMS,
                 uses_collector: <$module::$ty as ArchBuild>::USES_COLLECTOR,
                 create: |p, s| Ok(AnyArch::$variant(<$module::$ty as ArchBuild>::build(p, s)?)),
             }),+
@@ -178,6 +185,8 @@ architectures! {
     Cache => cache::Cache,
     GreenDmTiering => greendm_tiering::GreenDmTiering,
     GreenDmCaching => greendm_caching::GreenDmCaching,
+    OtfAst => otf_ast::OtfAst,
+    StaticTiering => static_tiering::StaticTiering,
 }
 
 impl Architecture for AnyArch {
@@ -237,7 +246,7 @@ pub fn build_arch(spec: &str, setup: &Setup) -> Result<AnyArch, ConfigError> {
     let info = arch_info(&name)?;
     params.set_owner(info.name);
     let arch = (info.create)(&mut params, setup)?;
-    let mut allowed: Vec<&[ParamSpec]> = vec![info.params];
+    let mut allowed: Vec<&[ParamSpec]> = vec![info.params, info.extra_params];
     if info.uses_collector {
         allowed.push(COLLECTOR_KNOB);
         if let Some(c) = params.peek("collector").and_then(|c| collector_info(c).ok()) {

@@ -142,8 +142,8 @@ impl Harness {
             if w.kind == WorkKind::Invalidate {
                 self.dev.fast.remove(&w.obj.0);
             } else {
-                if matches!(w.kind, WorkKind::Promote | WorkKind::Copy) && w.from == Level::Slow {
-                    let v = self.holds(Level::Slow, w.obj.0).unwrap_or(0);
+                if matches!(w.kind, WorkKind::Promote | WorkKind::Demote | WorkKind::Copy) && w.from != Level::Ram {
+                    let v = self.holds(w.from, w.obj.0).unwrap_or(0);
                     self.dev.ram.insert(w.obj.0, v);
                     self.dev.ram_written.remove(&w.obj.0);
                 }
@@ -170,6 +170,68 @@ impl Harness {
         if write { Request::write(ObjectId(o), offset, len) } else { Request::read(ObjectId(o), offset, len) }
     }
 
+    /// What the front end leaves on the devices once a move, copy or write-back is reported.
+    /// The RAM copy (GreenDM's promotion copy, OTF-AST's buffer merged with the source) goes to
+    /// the object's home when it absorbed writes: the destination on success, the source on
+    /// failure. A completed move leaves nothing at its source; a failed write may tear its
+    /// destination.
+    fn after_completion(&mut self, w: &Work, outcome: Outcome) {
+        let o = w.obj.0;
+        let p = self.engine.placement(ObjectId(o));
+        let done = outcome == Outcome::Done;
+        if w.from == Level::Ram {
+            // A merge of buffered writes (OTF-AST): the home now holds them.
+            if done && let Some(&v) = self.dev.ram.get(&o) {
+                self.dev.level(w.to).insert(o, v);
+            }
+            if !p.moving {
+                self.dev.ram.remove(&o);
+                self.dev.ram_written.remove(&o);
+            }
+            return;
+        }
+        // While the architecture still buffers (a merge follows), the RAM copy stays.
+        let (ram, keep) = (self.dev.ram.get(&o).copied(), p.moving && self.dev.ram_written.contains(&o));
+        if !keep {
+            self.dev.ram.remove(&o);
+        }
+        let ram = if keep || self.dev.ram_written.remove(&o) { ram } else { None };
+        match w.kind {
+            WorkKind::Promote | WorkKind::Copy => {
+                if done && p.on_fast {
+                    if let Some(v) = ram {
+                        self.dev.fast.insert(o, v);
+                    }
+                    if w.kind == WorkKind::Promote && !p.on_slow {
+                        self.dev.slow.insert(o, GARBAGE);
+                    }
+                } else {
+                    self.dev.fast.remove(&o);
+                    if let Some(v) = ram {
+                        self.dev.slow.insert(o, v);
+                    }
+                }
+            }
+            WorkKind::Demote => {
+                if done && !p.on_fast {
+                    self.dev.fast.remove(&o);
+                    if let Some(v) = ram {
+                        self.dev.slow.insert(o, v);
+                    }
+                } else {
+                    self.dev.slow.insert(o, GARBAGE);
+                    if let Some(v) = ram {
+                        self.dev.fast.insert(o, v);
+                    }
+                }
+            }
+            WorkKind::Writeback if !done => {
+                self.dev.slow.insert(o, GARBAGE);
+            }
+            _ => {}
+        }
+    }
+
     fn step(&mut self, step: &Step) -> Result<(), TestCaseError> {
         self.clock.advance(Nanos(1000));
         if let Step::Read(o, _) | Step::Write(o, _) | Step::Delete(o) = *step {
@@ -181,7 +243,10 @@ impl Harness {
                 let served = self.engine.access(&self.request(o, whole, false));
                 if !self.dev.deleted.contains(&o) {
                     let want = self.dev.latest(o);
-                    let got = self.holds(served.level, o);
+                    // A read that touches RAM takes what RAM holds over the rest (a buffer of
+                    // newer sectors merged with the source): the RAM copy must be the latest.
+                    let level = if served.touches.contains(Level::Ram) { Level::Ram } else { served.level };
+                    let got = self.holds(level, o);
                     prop_assert_eq!(
                         got,
                         Some(want),
@@ -254,49 +319,9 @@ impl Harness {
                     _ => Outcome::Done,
                 };
                 let o = w.obj.0;
-                if w.from == Level::Ram {
-                    // Metadata: nothing to model.
-                } else if outcome != Outcome::Done {
-                    // A failed copy leaves garbage the front end removes; a failed promotion
-                    // writes its RAM copy (with the writes it absorbed) back to the source; a
-                    // failed write-back or demotion may have torn its destination.
-                    match w.kind {
-                        WorkKind::Copy | WorkKind::Promote => {
-                            self.dev.fast.remove(&o);
-                            let v = self.dev.ram.remove(&o);
-                            if self.dev.ram_written.remove(&o)
-                                && let Some(v) = v
-                            {
-                                self.dev.slow.insert(o, v);
-                            }
-                        }
-                        _ => {
-                            self.dev.slow.insert(o, GARBAGE);
-                        }
-                    }
-                }
                 self.engine.complete(w.id, outcome).map_err(|e| TestCaseError::fail(e.to_string()))?;
-                if outcome == Outcome::Done && w.from != Level::Ram {
-                    // A move that took effect leaves no copy at its source.
-                    let p = self.engine.placement(ObjectId(o));
-                    // Done means the destination holds the final RAM copy when the RAM copy
-                    // absorbed writes.
-                    let ram = self.dev.ram.remove(&o);
-                    if self.dev.ram_written.remove(&o)
-                        && let Some(v) = ram
-                        && p.on_fast
-                    {
-                        self.dev.fast.insert(o, v);
-                    }
-                    match w.kind {
-                        WorkKind::Promote if p.on_fast && !p.on_slow => {
-                            self.dev.slow.insert(o, GARBAGE);
-                        }
-                        WorkKind::Demote if !p.on_fast => {
-                            self.dev.fast.remove(&o);
-                        }
-                        _ => {}
-                    }
+                if w.obj.0 != u64::MAX {
+                    self.after_completion(&w, outcome);
                 }
                 prop_assert!(self.engine.complete(w.id, outcome).is_err(), "double completion accepted");
                 self.drain();
@@ -360,6 +385,9 @@ fn specs() -> Vec<String> {
     v.push("greendm-caching".into());
     v.push("greendm-caching:pt=2,mcml=1,wb-queue=1,md-flush=1s,md-flush-time=30s".into());
     v.push("greendm-caching:lt=0,ht=1,wb-queue=2,window=1s".into());
+    v.push("otf-ast:t=60s,n=2,c=1,o=1,max-moves=2,promote-time=0,demote-time=0".into());
+    v.push("otf-ast:t=60s,n=1,c=2,o=2".into());
+    v.push("static-tiering:period=2min,m=2,max-moves=2".into());
     v
 }
 
@@ -374,7 +402,7 @@ proptest! {
                 // device model says holds every write.
                 continue;
             }
-            if variable && (spec == "linear" || spec.starts_with("greendm")) {
+            if variable && (spec == "linear" || spec.starts_with("greendm") || spec.starts_with("otf") || spec.starts_with("static")) {
                 continue;
             }
             let mut h = Harness::new(&spec, cap, variable);
@@ -577,4 +605,63 @@ fn greendm_caching_prefetches_and_queues_write_backs() {
     h.settle().unwrap();
     let c: std::collections::BTreeMap<_, _> = h.engine.arch_counters().into_iter().collect();
     assert!(c["I/Os served from RAM during prefetch"] >= 1);
+}
+
+fn run_work(h: &mut Harness) {
+    while !h.queued.is_empty() {
+        h.step(&Step::Execute(0)).unwrap();
+        h.step(&Step::Complete(0, 9)).unwrap();
+    }
+}
+
+/// OTF-AST promotes a sub-LUN after `c` concentrated intervals in the top `n`, buffers writes
+/// while it moves and merges them afterwards, and demotes it after `o` intervals out of the top.
+#[test]
+fn otf_ast_follows_a_hot_spot() {
+    let mut h = Harness::new("otf-ast:n=1,c=2,o=2,i=50", 4, false);
+    for _ in 0..2 {
+        for _ in 0..6 {
+            h.step(&Step::Read(7, true)).unwrap();
+        }
+        h.step(&Step::Read(1, true)).unwrap();
+        h.step(&Step::Tick).unwrap();
+    }
+    let w = h.queued.iter().find(|w| w.kind == WorkKind::Promote).copied().expect("promoted after c = 2 intervals");
+    assert_eq!(w.obj, ObjectId(7));
+    assert!(w.min_duration > Nanos::ZERO, "a paced move");
+    // A write during the move lands in the buffer (RAM); a read of it comes back from there.
+    h.step(&Step::Write(7, true)).unwrap();
+    assert_eq!(h.engine.access(&Request::read(ObjectId(7), 0, OBJ)).level, Level::Ram);
+    h.drain();
+    run_work(&mut h);
+    assert!(h.engine.placement(ObjectId(7)).on_fast);
+    let c: std::collections::BTreeMap<_, _> = h.engine.arch_counters().into_iter().collect();
+    assert_eq!(c["buffer merges"], 1);
+    // Cold for o = 2 intervals: it times out.
+    for _ in 0..2 {
+        for _ in 0..6 {
+            h.step(&Step::Read(2, true)).unwrap();
+        }
+        h.step(&Step::Tick).unwrap();
+    }
+    assert!(h.queued.iter().any(|w| w.kind == WorkKind::Demote && w.obj == ObjectId(7)));
+    h.settle().unwrap();
+    assert!(!h.engine.placement(ObjectId(7)).on_fast);
+}
+
+/// Static tiering moves nothing until its period ends, then places the top K of the window.
+#[test]
+fn static_tiering_moves_only_at_its_period() {
+    let mut h = Harness::new("static-tiering:period=3min,m=10,max-moves=4", 2, false);
+    for round in 0..3 {
+        for o in [3u64, 3, 3, 8, 8, 9] {
+            h.step(&Step::Read(o, true)).unwrap();
+        }
+        h.step(&Step::Tick).unwrap();
+        let promotes = h.queued.iter().filter(|w| w.kind == WorkKind::Promote).count();
+        assert_eq!(promotes, if round < 2 { 0 } else { 2 }, "round {round}");
+    }
+    run_work(&mut h);
+    assert!(h.engine.placement(ObjectId(3)).on_fast && h.engine.placement(ObjectId(8)).on_fast);
+    assert!(!h.engine.placement(ObjectId(9)).on_fast, "K = 2 slots");
 }
