@@ -318,7 +318,6 @@ impl Harness {
                     1 => Outcome::Cancelled,
                     _ => Outcome::Done,
                 };
-                let o = w.obj.0;
                 self.engine.complete(w.id, outcome).map_err(|e| TestCaseError::fail(e.to_string()))?;
                 if w.obj.0 != u64::MAX {
                     self.after_completion(&w, outcome);
