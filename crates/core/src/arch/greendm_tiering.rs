@@ -613,3 +613,53 @@ impl Architecture for GreenDmTiering {
             + self.relocated_free.capacity() * 4
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{Harness, OBJ, Step};
+    use crate::{Level, ObjectId, Request, Setup, WorkKind, build_arch};
+
+    /// GreenDM tiering moves hot extents up: after the scanned start (SSD full of the first
+    /// extents), background demotion makes room from LT to HT, and an extent missed PT times within
+    /// TW is promoted; cancellations are counted by reason.
+    #[test]
+    fn greendm_promotes_hot_extents_after_demoting_cold_ones() {
+        let mut h = Harness::new("greendm-tiering:pt=2,lt=1,ht=2,mcml=4,md-flush=0", 4, false);
+        // Extents 0..4 start on the SSD; 10 is on the HDD.
+        assert!(h.engine.placement(ObjectId(1)).on_fast);
+        assert!(!h.engine.placement(ObjectId(10)).on_fast);
+        h.step(&Step::Read(10, true)).unwrap();
+        // Free SSD extents (0) are at or below LT: demotion started, victims by WSClock.
+        let demotes = h.queued.iter().filter(|w| w.kind == WorkKind::Demote).count();
+        assert_eq!(demotes, 2, "demote until HT = 2 extents are free");
+        while !h.queued.is_empty() {
+            h.step(&Step::Execute(0)).unwrap();
+            h.step(&Step::Complete(0, 9)).unwrap();
+        }
+        assert_eq!(h.engine.usage().fast_objects, 2);
+        h.step(&Step::Read(10, true)).unwrap(); // second miss within TW: promote
+        let w = h.queued.iter().find(|w| w.kind == WorkKind::Promote).copied().expect("promotion issued");
+        assert_eq!(w.obj, ObjectId(10));
+        // While it is promoted, I/O to it is served from RAM.
+        assert_eq!(h.engine.access(&Request::read(ObjectId(10), 0, OBJ)).level, Level::Ram);
+        h.drain();
+        h.settle().unwrap();
+        assert!(h.engine.placement(ObjectId(10)).on_fast);
+        let c: std::collections::BTreeMap<_, _> = h.engine.arch_counters().into_iter().collect();
+        assert_eq!(c["I/Os served from RAM during promotion"], 1);
+    }
+
+    #[test]
+    fn greendm_knobs_are_validated() {
+        let setup = Setup { fast_capacity: 64 * OBJ, slow_capacity: 0, object_size: OBJ };
+        let err = |spec: &str| build_arch(spec, &setup).unwrap_err().to_string();
+        assert!(err("greendm-tiering:lt=10,ht=5").contains("lt (10) must be below ht (5)"));
+        assert!(err("greendm-tiering:mcml=0").contains("mcml"));
+        assert!(err("greendm-tiering:es=6000").contains("multiple of 4 KiB"));
+        assert!(err("greendm-tiering:es=8192").contains("--objects blocks:8192"));
+        let tiny = Setup { fast_capacity: 100, ..setup };
+        assert!(build_arch("greendm-tiering", &tiny).unwrap_err().to_string().contains("smaller than one extent"));
+        let variable = Setup { object_size: 0, ..setup };
+        assert!(build_arch("greendm-tiering", &variable).unwrap_err().to_string().contains("blocks:ES"));
+    }
+}

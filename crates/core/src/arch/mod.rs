@@ -16,6 +16,7 @@
 //! `architectures!` list below.
 
 pub mod cache;
+pub mod flashcache;
 pub mod greendm_caching;
 pub mod greendm_tiering;
 pub mod hdd_only;
@@ -187,6 +188,7 @@ architectures! {
     GreenDmCaching => greendm_caching::GreenDmCaching,
     OtfAst => otf_ast::OtfAst,
     StaticTiering => static_tiering::StaticTiering,
+    Flashcache => flashcache::Flashcache,
 }
 
 impl Architecture for AnyArch {

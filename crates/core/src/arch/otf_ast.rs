@@ -505,3 +505,44 @@ impl Architecture for OtfAst {
         self.mover.memory_bytes() + self.collector.counts().capacity() * 16
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{Harness, OBJ, Step, run_work};
+    use crate::{Level, Nanos, ObjectId, Request, WorkKind};
+
+    /// OTF-AST promotes a sub-LUN after `c` concentrated intervals in the top `n`, buffers writes
+    /// while it moves and merges them afterwards, and demotes it after `o` intervals out of the top.
+    #[test]
+    fn otf_ast_follows_a_hot_spot() {
+        let mut h = Harness::new("otf-ast:n=1,c=2,o=2,i=50", 4, false);
+        for _ in 0..2 {
+            for _ in 0..6 {
+                h.step(&Step::Read(7, true)).unwrap();
+            }
+            h.step(&Step::Read(1, true)).unwrap();
+            h.step(&Step::Tick).unwrap();
+        }
+        let w = h.queued.iter().find(|w| w.kind == WorkKind::Promote).copied().expect("promoted after c = 2 intervals");
+        assert_eq!(w.obj, ObjectId(7));
+        assert!(w.min_duration > Nanos::ZERO, "a paced move");
+        // A write during the move lands in the buffer (RAM); a read of it comes back from there.
+        h.step(&Step::Write(7, true)).unwrap();
+        assert_eq!(h.engine.access(&Request::read(ObjectId(7), 0, OBJ)).level, Level::Ram);
+        h.drain();
+        run_work(&mut h);
+        assert!(h.engine.placement(ObjectId(7)).on_fast);
+        let c: std::collections::BTreeMap<_, _> = h.engine.arch_counters().into_iter().collect();
+        assert_eq!(c["buffer merges"], 1);
+        // Cold for o = 2 intervals: it times out.
+        for _ in 0..2 {
+            for _ in 0..6 {
+                h.step(&Step::Read(2, true)).unwrap();
+            }
+            h.step(&Step::Tick).unwrap();
+        }
+        assert!(h.queued.iter().any(|w| w.kind == WorkKind::Demote && w.obj == ObjectId(7)));
+        h.settle().unwrap();
+        assert!(!h.engine.placement(ObjectId(7)).on_fast);
+    }
+}

@@ -176,3 +176,26 @@ impl Architecture for StaticTiering {
         self.mover.memory_bytes() + self.history.iter().map(|b| b.capacity() * 16).sum::<usize>()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{Harness, Step, run_work};
+    use crate::{ObjectId, WorkKind};
+
+    /// Static tiering moves nothing until its period ends, then places the top K of the window.
+    #[test]
+    fn static_tiering_moves_only_at_its_period() {
+        let mut h = Harness::new("static-tiering:period=3min,m=10,max-moves=4", 2, false);
+        for round in 0..3 {
+            for o in [3u64, 3, 3, 8, 8, 9] {
+                h.step(&Step::Read(o, true)).unwrap();
+            }
+            h.step(&Step::Tick).unwrap();
+            let promotes = h.queued.iter().filter(|w| w.kind == WorkKind::Promote).count();
+            assert_eq!(promotes, if round < 2 { 0 } else { 2 }, "round {round}");
+        }
+        run_work(&mut h);
+        assert!(h.engine.placement(ObjectId(3)).on_fast && h.engine.placement(ObjectId(8)).on_fast);
+        assert!(!h.engine.placement(ObjectId(9)).on_fast, "K = 2 slots");
+    }
+}

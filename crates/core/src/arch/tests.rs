@@ -17,10 +17,10 @@ use crate::collector::COLLECTORS;
 use crate::{Engine, Level, ManualClock, Nanos, ObjectId, Outcome, Request, Setup, Work, WorkKind, build_arch};
 
 const GARBAGE: u64 = u64::MAX;
-const OBJ: u64 = 4096;
+pub(super) const OBJ: u64 = 4096;
 
 #[derive(Clone, Debug)]
-enum Step {
+pub(super) enum Step {
     Read(u64, bool),
     Write(u64, bool),
     Delete(u64),
@@ -78,11 +78,11 @@ impl Devices {
     }
 }
 
-struct Harness {
-    engine: Engine<ManualClock>,
+pub(super) struct Harness {
+    pub(super) engine: Engine<ManualClock>,
     clock: ManualClock,
     dev: Devices,
-    queued: Vec<Work>,
+    pub(super) queued: Vec<Work>,
     executed: Vec<Work>,
     capacity: u64,
     variable: bool,
@@ -91,7 +91,7 @@ struct Harness {
 }
 
 impl Harness {
-    fn new(spec: &str, capacity_objects: u64, variable: bool) -> Harness {
+    pub(super) fn new(spec: &str, capacity_objects: u64, variable: bool) -> Harness {
         let clock = ManualClock::new();
         let setup = Setup {
             fast_capacity: capacity_objects * OBJ,
@@ -133,7 +133,7 @@ impl Harness {
 
     /// Takes new work; invalidations apply at once, in order. A promotion's source is read
     /// into RAM when it is issued (GreenDM holds I/O to the extent until it is there).
-    fn drain(&mut self) {
+    pub(super) fn drain(&mut self) {
         let work: Vec<Work> = self.engine.drain_work().collect();
         for w in work {
             if w.from != Level::Ram {
@@ -232,7 +232,7 @@ impl Harness {
         }
     }
 
-    fn step(&mut self, step: &Step) -> Result<(), TestCaseError> {
+    pub(super) fn step(&mut self, step: &Step) -> Result<(), TestCaseError> {
         self.clock.advance(Nanos(1000));
         if let Step::Read(o, _) | Step::Write(o, _) | Step::Delete(o) = *step {
             self.observe(o);
@@ -340,7 +340,7 @@ impl Harness {
 
     /// Runs every queued work to successful completion, flushing, until quiet; then every
     /// object's latest version must be at its home (the slow tier for caches).
-    fn settle(&mut self) -> Result<(), TestCaseError> {
+    pub(super) fn settle(&mut self) -> Result<(), TestCaseError> {
         for _ in 0..10_000 {
             self.engine.flush();
             self.drain();
@@ -387,6 +387,8 @@ fn specs() -> Vec<String> {
     v.push("otf-ast:t=60s,n=2,c=1,o=1,max-moves=2,promote-time=0,demote-time=0".into());
     v.push("otf-ast:t=60s,n=1,c=2,o=2".into());
     v.push("static-tiering:period=2min,m=2,max-moves=2".into());
+    v.push("flashcache-like:assoc=2,dirty-thresh=50,max-clean-set=1,max-clean=1".into());
+    v.push("flashcache-like:assoc=1".into());
     v
 }
 
@@ -401,7 +403,7 @@ proptest! {
                 // device model says holds every write.
                 continue;
             }
-            if variable && (spec == "linear" || spec.starts_with("greendm") || spec.starts_with("otf") || spec.starts_with("static")) {
+            if variable && (spec == "linear" || spec.starts_with("greendm") || spec.starts_with("otf") || spec.starts_with("static") || spec.starts_with("flashcache")) {
                 continue;
             }
             let mut h = Harness::new(&spec, cap, variable);
@@ -538,129 +540,9 @@ fn engine_memory_per_object_stays_under_48_bytes() {
     }
 }
 
-/// GreenDM tiering moves hot extents up: after the scanned start (SSD full of the first
-/// extents), background demotion makes room from LT to HT, and an extent missed PT times within
-/// TW is promoted; cancellations are counted by reason.
-#[test]
-fn greendm_promotes_hot_extents_after_demoting_cold_ones() {
-    let mut h = Harness::new("greendm-tiering:pt=2,lt=1,ht=2,mcml=4,md-flush=0", 4, false);
-    // Extents 0..4 start on the SSD; 10 is on the HDD.
-    assert!(h.engine.placement(ObjectId(1)).on_fast);
-    assert!(!h.engine.placement(ObjectId(10)).on_fast);
-    h.step(&Step::Read(10, true)).unwrap();
-    // Free SSD extents (0) are at or below LT: demotion started, victims by WSClock.
-    let demotes = h.queued.iter().filter(|w| w.kind == WorkKind::Demote).count();
-    assert_eq!(demotes, 2, "demote until HT = 2 extents are free");
+pub(super) fn run_work(h: &mut Harness) {
     while !h.queued.is_empty() {
         h.step(&Step::Execute(0)).unwrap();
         h.step(&Step::Complete(0, 9)).unwrap();
     }
-    assert_eq!(h.engine.usage().fast_objects, 2);
-    h.step(&Step::Read(10, true)).unwrap(); // second miss within TW: promote
-    let w = h.queued.iter().find(|w| w.kind == WorkKind::Promote).copied().expect("promotion issued");
-    assert_eq!(w.obj, ObjectId(10));
-    // While it is promoted, I/O to it is served from RAM.
-    assert_eq!(h.engine.access(&Request::read(ObjectId(10), 0, OBJ)).level, Level::Ram);
-    h.drain();
-    h.settle().unwrap();
-    assert!(h.engine.placement(ObjectId(10)).on_fast);
-    let c: std::collections::BTreeMap<_, _> = h.engine.arch_counters().into_iter().collect();
-    assert_eq!(c["I/Os served from RAM during promotion"], 1);
-}
-
-#[test]
-fn greendm_knobs_are_validated() {
-    let setup = Setup { fast_capacity: 64 * OBJ, slow_capacity: 0, object_size: OBJ };
-    let err = |spec: &str| build_arch(spec, &setup).unwrap_err().to_string();
-    assert!(err("greendm-tiering:lt=10,ht=5").contains("lt (10) must be below ht (5)"));
-    assert!(err("greendm-tiering:mcml=0").contains("mcml"));
-    assert!(err("greendm-tiering:es=6000").contains("multiple of 4 KiB"));
-    assert!(err("greendm-tiering:es=8192").contains("--objects blocks:8192"));
-    let tiny = Setup { fast_capacity: 100, ..setup };
-    assert!(build_arch("greendm-tiering", &tiny).unwrap_err().to_string().contains("smaller than one extent"));
-    let variable = Setup { object_size: 0, ..setup };
-    assert!(build_arch("greendm-tiering", &variable).unwrap_err().to_string().contains("blocks:ES"));
-}
-
-/// GreenDM caching prefetches an extent after PT misses within TW, serves it from RAM while
-/// copying, then from the SSD; writes queue one write-back each (duplicates dropped).
-#[test]
-fn greendm_caching_prefetches_and_queues_write_backs() {
-    let mut h = Harness::new("greendm-caching:pt=2,md-flush=0", 8, false);
-    h.step(&Step::Read(3, true)).unwrap();
-    assert!(h.queued.is_empty(), "one miss is below PT");
-    h.step(&Step::Read(3, true)).unwrap();
-    assert_eq!(h.queued.len(), 1);
-    assert_eq!(h.queued[0].kind, WorkKind::Copy);
-    assert_eq!(h.engine.access(&Request::read(ObjectId(3), 0, OBJ)).level, Level::Ram);
-    h.drain();
-    h.step(&Step::Execute(0)).unwrap();
-    h.step(&Step::Complete(0, 9)).unwrap();
-    assert_eq!(h.engine.access(&Request::read(ObjectId(3), 0, OBJ)).level, Level::Fast);
-    h.step(&Step::Write(3, true)).unwrap();
-    h.step(&Step::Write(3, true)).unwrap();
-    let wb = h.queued.iter().filter(|w| w.kind == WorkKind::Writeback).count();
-    assert_eq!(wb, 1, "one write-back for the dirty extent");
-    h.settle().unwrap();
-    let c: std::collections::BTreeMap<_, _> = h.engine.arch_counters().into_iter().collect();
-    assert!(c["I/Os served from RAM during prefetch"] >= 1);
-}
-
-fn run_work(h: &mut Harness) {
-    while !h.queued.is_empty() {
-        h.step(&Step::Execute(0)).unwrap();
-        h.step(&Step::Complete(0, 9)).unwrap();
-    }
-}
-
-/// OTF-AST promotes a sub-LUN after `c` concentrated intervals in the top `n`, buffers writes
-/// while it moves and merges them afterwards, and demotes it after `o` intervals out of the top.
-#[test]
-fn otf_ast_follows_a_hot_spot() {
-    let mut h = Harness::new("otf-ast:n=1,c=2,o=2,i=50", 4, false);
-    for _ in 0..2 {
-        for _ in 0..6 {
-            h.step(&Step::Read(7, true)).unwrap();
-        }
-        h.step(&Step::Read(1, true)).unwrap();
-        h.step(&Step::Tick).unwrap();
-    }
-    let w = h.queued.iter().find(|w| w.kind == WorkKind::Promote).copied().expect("promoted after c = 2 intervals");
-    assert_eq!(w.obj, ObjectId(7));
-    assert!(w.min_duration > Nanos::ZERO, "a paced move");
-    // A write during the move lands in the buffer (RAM); a read of it comes back from there.
-    h.step(&Step::Write(7, true)).unwrap();
-    assert_eq!(h.engine.access(&Request::read(ObjectId(7), 0, OBJ)).level, Level::Ram);
-    h.drain();
-    run_work(&mut h);
-    assert!(h.engine.placement(ObjectId(7)).on_fast);
-    let c: std::collections::BTreeMap<_, _> = h.engine.arch_counters().into_iter().collect();
-    assert_eq!(c["buffer merges"], 1);
-    // Cold for o = 2 intervals: it times out.
-    for _ in 0..2 {
-        for _ in 0..6 {
-            h.step(&Step::Read(2, true)).unwrap();
-        }
-        h.step(&Step::Tick).unwrap();
-    }
-    assert!(h.queued.iter().any(|w| w.kind == WorkKind::Demote && w.obj == ObjectId(7)));
-    h.settle().unwrap();
-    assert!(!h.engine.placement(ObjectId(7)).on_fast);
-}
-
-/// Static tiering moves nothing until its period ends, then places the top K of the window.
-#[test]
-fn static_tiering_moves_only_at_its_period() {
-    let mut h = Harness::new("static-tiering:period=3min,m=10,max-moves=4", 2, false);
-    for round in 0..3 {
-        for o in [3u64, 3, 3, 8, 8, 9] {
-            h.step(&Step::Read(o, true)).unwrap();
-        }
-        h.step(&Step::Tick).unwrap();
-        let promotes = h.queued.iter().filter(|w| w.kind == WorkKind::Promote).count();
-        assert_eq!(promotes, if round < 2 { 0 } else { 2 }, "round {round}");
-    }
-    run_work(&mut h);
-    assert!(h.engine.placement(ObjectId(3)).on_fast && h.engine.placement(ObjectId(8)).on_fast);
-    assert!(!h.engine.placement(ObjectId(9)).on_fast, "K = 2 slots");
 }
