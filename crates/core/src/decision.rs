@@ -25,17 +25,29 @@ pub struct Served {
     pub slow_addr: u64,
     /// Byte address on the fast device of the object; [`LOGICAL_ADDR`] when not remapped.
     pub fast_addr: u64,
+    /// After serving this read, the front end keeps the whole object's bytes in RAM (a fill of
+    /// a RAM cache level: HCA's L1, ZFS's ARC); it reads the whole object for that if the
+    /// access was partial. The architecture drops the RAM copy later with an
+    /// [`WorkKind::Invalidate`] from [`Level::Ram`]. Writes that touch [`Level::Ram`] update the
+    /// RAM copy in place.
+    pub keep_in_ram: bool,
 }
 
 impl Served {
     /// Served by one level only.
     pub fn by(level: Level) -> Served {
-        Served { level, touches: Levels::one(level), slow_addr: LOGICAL_ADDR, fast_addr: LOGICAL_ADDR }
+        Served {
+            level,
+            touches: Levels::one(level),
+            slow_addr: LOGICAL_ADDR,
+            fast_addr: LOGICAL_ADDR,
+            keep_in_ram: false,
+        }
     }
     /// Written to several levels; the slowest acknowledges.
     pub fn written_to(touches: Levels) -> Served {
         let level = touches.slowest().unwrap_or(Level::Slow);
-        Served { level, touches, slow_addr: LOGICAL_ADDR, fast_addr: LOGICAL_ADDR }
+        Served { level, touches, slow_addr: LOGICAL_ADDR, fast_addr: LOGICAL_ADDR, keep_in_ram: false }
     }
     /// Sets the slow-device address.
     pub fn at_slow(mut self, addr: u64) -> Served {
@@ -47,9 +59,20 @@ impl Served {
         self.fast_addr = addr;
         self
     }
+    /// Asks the front end to keep the object in RAM after serving it.
+    pub fn keeping_in_ram(mut self) -> Served {
+        self.keep_in_ram = true;
+        self
+    }
     /// A metadata-only operation (create, delete, rename, stat) touches no data device.
     pub fn metadata() -> Served {
-        Served { level: Level::Ram, touches: Levels::NONE, slow_addr: LOGICAL_ADDR, fast_addr: LOGICAL_ADDR }
+        Served {
+            level: Level::Ram,
+            touches: Levels::NONE,
+            slow_addr: LOGICAL_ADDR,
+            fast_addr: LOGICAL_ADDR,
+            keep_in_ram: false,
+        }
     }
 }
 
@@ -71,8 +94,10 @@ pub enum WorkKind {
     /// Caching: write a dirty fast copy back to the slow tier; the fast copy stays and becomes
     /// clean.
     Writeback,
-    /// Caching: drop a clean fast copy. Takes effect in the engine when issued; the front end
-    /// MUST apply it before executing any later work and does not report completion.
+    /// Caching: drop a clean copy on `from` — the fast tier, or with `from == Level::Ram` the
+    /// RAM copy the front end keeps (see [`Served::keep_in_ram`]). Takes effect in the engine
+    /// when issued; the front end MUST apply it before executing any later work and does not
+    /// report completion.
     Invalidate,
 }
 

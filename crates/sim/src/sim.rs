@@ -671,7 +671,8 @@ impl Timed {
         let pieces = &mut self.pieces;
         let n = self.mapper.split(rec, |p| {
             let served = engine.access(&p.req);
-            pieces.push((p, served, false));
+            // A RAM-cache fill reads the whole object, like an SSD fill does.
+            pieces.push((p, served, served.keep_in_ram));
         });
         if n == 0 {
             tally.dropped += 1;

@@ -681,6 +681,7 @@ impl Architecture for Cache {
             on_slow: true,
             dirty: m.state == DIRTY,
             moving: m.state == FILLING || m.flags & WRITING_BACK != 0,
+            in_ram: false,
         }
     }
 

@@ -396,6 +396,7 @@ impl Architecture for Flashcache {
                     on_slow: true,
                     dirty: st & DIRTY != 0,
                     moving: st & (FILLING | WRITING_BACK) != 0,
+                    in_ram: false,
                 }
             }
             None => Placement { on_slow: true, ..Placement::default() },

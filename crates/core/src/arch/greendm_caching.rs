@@ -515,6 +515,7 @@ impl Architecture for GreenDmCaching {
             on_slow: true,
             dirty: e.flags & DIRTY != 0,
             moving: e.flags & (FILLING | WRITING_BACK) != 0,
+            in_ram: false,
         }
     }
 

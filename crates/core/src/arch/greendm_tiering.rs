@@ -524,6 +524,7 @@ impl Architecture for GreenDmTiering {
             on_slow: !on_fast,
             dirty: false,
             moving: e.flags & (PROMOTING | DEMOTING) != 0,
+            in_ram: false,
         }
     }
 

@@ -19,9 +19,12 @@ pub mod cache;
 pub mod flashcache;
 pub mod greendm_caching;
 pub mod greendm_tiering;
+pub mod hca;
 pub mod hdd_only;
+pub mod l2arc;
 pub mod linear;
 pub mod otf_ast;
+mod ssd_log;
 pub mod ssd_only;
 pub mod static_tiering;
 
@@ -57,6 +60,9 @@ pub struct Placement {
     pub dirty: bool,
     /// Background work on it is in flight.
     pub moving: bool,
+    /// The architecture keeps the object in RAM (HCA's L1 or transient buffer, ZFS's ARC): the
+    /// front end holds its bytes (see [`crate::Served::keep_in_ram`]).
+    pub in_ram: bool,
 }
 
 /// Space and object counts.
@@ -189,6 +195,8 @@ architectures! {
     OtfAst => otf_ast::OtfAst,
     StaticTiering => static_tiering::StaticTiering,
     Flashcache => flashcache::Flashcache,
+    Hca => hca::Hca,
+    ZfsL2Arc => l2arc::L2Arc,
 }
 
 impl Architecture for AnyArch {

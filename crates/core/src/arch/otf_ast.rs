@@ -323,6 +323,7 @@ impl SubLuns {
             on_slow: !on_fast,
             dirty: false,
             moving: self.moving(id),
+            in_ram: false,
         }
     }
 

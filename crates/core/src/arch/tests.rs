@@ -30,7 +30,7 @@ pub(super) enum Step {
     Tick,
 }
 
-fn steps() -> impl Strategy<Value = Vec<Step>> {
+pub(super) fn steps() -> impl Strategy<Value = Vec<Step>> {
     let step = prop_oneof![
         4 => (0u64..12, any::<bool>()).prop_map(|(o, w)| Step::Read(o, w)),
         4 => (0u64..12, any::<bool>()).prop_map(|(o, w)| Step::Write(o, w)),
@@ -47,6 +47,9 @@ fn steps() -> impl Strategy<Value = Vec<Step>> {
 struct Devices {
     latest: BTreeMap<u64, u64>,
     fast: BTreeMap<u64, u64>,
+    /// Where on the SSD the copy in `fast` is, for architectures that place objects in slots
+    /// (an invalidation of another slot of the same object leaves it alone).
+    fast_at: BTreeMap<u64, u64>,
     slow: BTreeMap<u64, u64>,
     /// RAM copies held by the front end while an object is promoted or prefetched.
     ram: BTreeMap<u64, u64>,
@@ -133,6 +136,11 @@ impl Harness {
 
     /// Takes new work; invalidations apply at once, in order. A promotion's source is read
     /// into RAM when it is issued (GreenDM holds I/O to the extent until it is there).
+    /// Whether the front end holds object `o` in RAM.
+    pub(super) fn ram_holds(&self, o: u64) -> bool {
+        self.dev.ram.contains_key(&o)
+    }
+
     pub(super) fn drain(&mut self) {
         let work: Vec<Work> = self.engine.drain_work().collect();
         for w in work {
@@ -140,7 +148,15 @@ impl Harness {
                 self.observe(w.obj.0);
             }
             if w.kind == WorkKind::Invalidate {
-                self.dev.fast.remove(&w.obj.0);
+                if w.from == Level::Ram {
+                    self.dev.ram.remove(&w.obj.0);
+                    self.dev.ram_written.remove(&w.obj.0);
+                } else if w.fast_addr == crate::LOGICAL_ADDR
+                    || self.dev.fast_at.get(&w.obj.0).is_none_or(|&a| a == w.fast_addr)
+                {
+                    self.dev.fast.remove(&w.obj.0);
+                    self.dev.fast_at.remove(&w.obj.0);
+                }
             } else {
                 if matches!(w.kind, WorkKind::Promote | WorkKind::Demote | WorkKind::Copy) && w.from != Level::Ram {
                     let v = self.holds(w.from, w.obj.0).unwrap_or(0);
@@ -183,8 +199,11 @@ impl Harness {
             // A merge of buffered writes (OTF-AST): the home now holds them.
             if done && let Some(&v) = self.dev.ram.get(&o) {
                 self.dev.level(w.to).insert(o, v);
+                if w.to == Level::Fast {
+                    self.dev.fast_at.insert(o, w.fast_addr);
+                }
             }
-            if !p.moving {
+            if !p.moving && !p.in_ram {
                 self.dev.ram.remove(&o);
                 self.dev.ram_written.remove(&o);
             }
@@ -241,6 +260,11 @@ impl Harness {
             Step::Read(o, whole) => {
                 // The front end serves the access first, then runs the work it triggered.
                 let served = self.engine.access(&self.request(o, whole, false));
+                if served.keep_in_ram {
+                    // The front end keeps the whole object it read (re-reading it if partial).
+                    let v = self.holds(served.level, o).unwrap_or(0);
+                    self.dev.ram.insert(o, v);
+                }
                 if !self.dev.deleted.contains(&o) {
                     let want = self.dev.latest(o);
                     // A read that touches RAM takes what RAM holds over the rest (a buffer of
@@ -291,7 +315,18 @@ impl Harness {
                 let w = self.queued.remove(i % self.queued.len());
                 let o = w.obj.0;
                 match w.kind {
-                    // Architecture metadata written from RAM carries no object data.
+                    // A RAM cache level writes its copy out (HCA's transient buffer, L2ARC's
+                    // feed) as it is when the write runs.
+                    _ if w.from == Level::Ram && self.engine.placement(w.obj).in_ram => {
+                        if let Some(&v) = self.dev.ram.get(&o) {
+                            self.dev.level(w.to).insert(o, v);
+                            if w.to == Level::Fast {
+                                self.dev.fast_at.insert(o, w.fast_addr);
+                            }
+                        }
+                    }
+                    // Architecture metadata written from RAM carries no object data; buffered
+                    // writes (OTF-AST) land at completion.
                     _ if w.from == Level::Ram => {}
                     WorkKind::Copy | WorkKind::Promote => {
                         let v = match self.dev.ram.get(&o) {
@@ -389,6 +424,12 @@ fn specs() -> Vec<String> {
     v.push("static-tiering:period=2min,m=2,max-moves=2".into());
     v.push("flashcache-like:assoc=2,dirty-thresh=50,max-clean-set=1,max-clean=1".into());
     v.push("flashcache-like:assoc=1".into());
+    v.push("hca:l1=8KiB,tb=8KiB".into());
+    v.push("hca:l1=4KiB,tb=0,collector=lru".into());
+    v.push("hca:l1=12KiB,tb=4KiB".into());
+    v.push("zfs-l2arc-like:l1=8KiB,write-max=4KiB,write-boost=4KiB,headroom=1".into());
+    v.push("zfs-l2arc-like:l1=4KiB,collector=lru,write-boost=0".into());
+    v.push("zfs-l2arc-like:l1=16KiB,collector=fifo".into());
     v
 }
 
@@ -403,7 +444,7 @@ proptest! {
                 // device model says holds every write.
                 continue;
             }
-            if variable && (spec == "linear" || spec.starts_with("greendm") || spec.starts_with("otf") || spec.starts_with("static") || spec.starts_with("flashcache")) {
+            if variable && (spec == "linear" || spec.starts_with("greendm") || spec.starts_with("otf") || spec.starts_with("static") || spec.starts_with("flashcache") || spec.starts_with("hca") || spec.starts_with("zfs")) {
                 continue;
             }
             let mut h = Harness::new(&spec, cap, variable);

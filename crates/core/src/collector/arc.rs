@@ -301,6 +301,19 @@ impl Collector for Arc {
         self.lists[list as usize].back().map(Slot)
     }
 
+    /// Two lists, walked like ZFS's L2ARC feed: 0 = T2 (frequent, ZFS's MFU), 1 = T1 (MRU).
+    fn cold_lists(&self) -> usize {
+        2
+    }
+
+    fn walk_cold(&self, list: usize, after: Option<Slot>) -> Option<Slot> {
+        let l = if list == 0 { T2 } else { T1 };
+        match after {
+            None => self.lists[l as usize].back().map(Slot),
+            Some(s) => Some(self.nodes[s.idx()].link.prev).filter(|&p| p != NIL).map(Slot),
+        }
+    }
+
     fn hottest_slow(&self) -> Option<Slot> {
         self.lists[SLOW as usize].front().map(Slot)
     }

@@ -63,4 +63,10 @@ impl Collector for Fifo {
     fn prefetch(&self, slot: Slot) {
         self.0.prefetch(slot)
     }
+    fn cold_lists(&self) -> usize {
+        self.0.cold_lists()
+    }
+    fn walk_cold(&self, list: usize, after: Option<Slot>) -> Option<Slot> {
+        self.0.walk_cold(list, after)
+    }
 }

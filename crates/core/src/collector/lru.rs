@@ -151,4 +151,15 @@ impl Collector for Lru {
     fn prefetch(&self, slot: Slot) {
         crate::object_table::prefetch(self.nodes.as_ptr().wrapping_add(slot.idx()));
     }
+
+    fn cold_lists(&self) -> usize {
+        1
+    }
+
+    fn walk_cold(&self, _list: usize, after: Option<Slot>) -> Option<Slot> {
+        match after {
+            None => self.lists[Tier::Fast.index()].back().map(Slot),
+            Some(s) => Some(self.nodes[s.idx()].link.prev).filter(|&p| p != crate::list::NIL).map(Slot),
+        }
+    }
 }

@@ -117,6 +117,17 @@ pub trait Collector {
     fn memory_bytes(&self) -> usize;
     /// A hint that `slot` (possibly not tracked) will be touched soon. Default: nothing.
     fn prefetch(&self, _slot: Slot) {}
+    /// How many fast-tier eviction lists [`Collector::walk_cold`] can walk; 0 when the
+    /// collector has no list order (a feeder such as ZFS's L2ARC then cannot use it).
+    fn cold_lists(&self) -> usize {
+        0
+    }
+    /// Walks fast-tier eviction list `list` from its cold end towards its hot end: the slot
+    /// after `after`, or the coldest one when `after` is `None`. For feeders that copy out what
+    /// is about to be evicted.
+    fn walk_cold(&self, _list: usize, _after: Option<Slot>) -> Option<Slot> {
+        None
+    }
 }
 
 /// How a collector is built from its spec.
@@ -252,6 +263,13 @@ impl Collector for AnyCollector {
     #[inline]
     fn prefetch(&self, slot: Slot) {
         dispatch!(self, c => c.prefetch(slot))
+    }
+    fn cold_lists(&self) -> usize {
+        dispatch!(self, c => c.cold_lists())
+    }
+    #[inline]
+    fn walk_cold(&self, list: usize, after: Option<Slot>) -> Option<Slot> {
+        dispatch!(self, c => c.walk_cold(list, after))
     }
 }
 

@@ -350,3 +350,36 @@ fn million_objects_stay_cheap() {
         assert!(per_object < limit, "{} uses {per_object:.1} bytes per object", info.name);
     }
 }
+
+/// The cold walk visits the fast tier from the victim upwards: LRU in recency order, ARC its
+/// frequent list (T2) and then its recent list (T1); collectors without list order say so.
+#[test]
+fn cold_walks_follow_eviction_order() {
+    let walk = |c: &AnyCollector, list: usize| {
+        let mut out = Vec::new();
+        let mut cur = c.walk_cold(list, None);
+        while let Some(s) = cur {
+            out.push(s.0);
+            cur = c.walk_cold(list, Some(s));
+        }
+        out
+    };
+    for name in ["lru", "arc"] {
+        let mut c = build(name);
+        for i in 0..4u32 {
+            c.insert(Slot(i), ObjectId(u64::from(i)), Tier::Fast, 1, &Touch::at(u64::from(i)));
+        }
+        c.touch(Slot(1), &Touch::at(10));
+        c.insert(Slot(9), ObjectId(9), Tier::Slow, 1, &Touch::at(11));
+        if name == "lru" {
+            assert_eq!(c.cold_lists(), 1);
+            assert_eq!(walk(&c, 0), vec![0, 2, 3, 1]);
+        } else {
+            assert_eq!(c.cold_lists(), 2);
+            assert_eq!(walk(&c, 0), vec![1], "T2: seen twice");
+            assert_eq!(walk(&c, 1), vec![0, 2, 3], "T1");
+        }
+    }
+    assert_eq!(build("lfu").cold_lists(), 0);
+    assert_eq!(build("lfu").walk_cold(0, None), None);
+}
