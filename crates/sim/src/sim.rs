@@ -260,7 +260,13 @@ pub fn simulate(trace: &mut Trace, cfg: &SimConfig, progress: &mut dyn Progress)
     let mut report = match timing {
         Timing::None => {
             engine.set_instant(true);
-            run_untimed(trace, cfg, &mapper, &mut engine, progress)?
+            if engine.next_deadline().is_some() && !trace.info().has_time {
+                notes.push(format!(
+                    "the trace has no timestamps: the architecture's timers run at {} µs per request",
+                    UNTIMED_STEP.0 / 1000
+                ));
+            }
+            run_untimed(trace, cfg, &mapper, &mut engine, &clock, progress)?
         }
         _ => Timed::new(cfg, &mapper, &clock, timing)?.run(trace, cfg, &mut engine, progress)?,
     };
@@ -317,17 +323,44 @@ fn settle_instantly(engine: &mut Engine<ManualClock>, buf: &mut Vec<Work>) -> Re
     }
 }
 
+/// Time per request for an untimed replay of a trace without timestamps, so that an
+/// architecture's timers (feeds, intervals) still run.
+const UNTIMED_STEP: Nanos = Nanos::from_millis(1);
+
+/// Hit counting without device timing. The clock still follows the trace's timestamps (or
+/// [`UNTIMED_STEP`] per request without them) and the architecture's timers fire on time.
 fn run_untimed(
     trace: &mut Trace,
     cfg: &SimConfig,
     mapper: &Mapper,
     engine: &mut Engine<ManualClock>,
+    clock: &ManualClock,
     progress: &mut dyn Progress,
 ) -> Result<SimReport, SimError> {
     let mut tally = Tally::default();
     let mut buf: Vec<Work> = Vec::with_capacity(64);
     let limit = cfg.max_requests.unwrap_or(u64::MAX);
+    let has_time = trace.info().has_time;
+    let timers = engine.next_deadline().is_some();
+    let mut first_time: Option<u64> = None;
     trace.for_each_ahead(limit, (8, 24), |rec, near, far| -> Result<(), SimError> {
+        if timers {
+            let now = if has_time {
+                let t0 = *first_time.get_or_insert(rec.time_ns);
+                Nanos(rec.time_ns.saturating_sub(t0)).max(clock.now())
+            } else {
+                Nanos(UNTIMED_STEP.0.saturating_mul(tally.requests))
+            };
+            while let Some(d) = engine.next_deadline().filter(|&d| d <= now) {
+                clock.set(d.max(clock.now()));
+                engine.tick();
+                settle_instantly(engine, &mut buf)?;
+                if engine.next_deadline().is_some_and(|n| n <= d) {
+                    break; // a timer that does not move forward (contract violation): stop
+                }
+            }
+            clock.set(now);
+        }
         if let Some(a) = far {
             engine.prefetch(mapper.first_object(a), false);
         }

@@ -24,7 +24,7 @@ use crate::engine::Ctx;
 use crate::list::{Link, Linked, List};
 use crate::object_table::ObjectTable;
 use crate::params::{ConfigError, ParamSpec, Params};
-use crate::{Level, Levels, ObjectId, Op, Outcome, Request, Served, Slot, Tier, Work, WorkKind};
+use crate::{Level, Levels, Nanos, ObjectId, Op, Outcome, Request, Served, Slot, Tier, Work, WorkKind};
 
 /// Write policy of the cache.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,15 +68,20 @@ impl CacheMeta {
     }
 }
 
+/// A dirty object's place in the write-back order, and when it became dirty (age-based
+/// cleaners such as Open-CAS's ALRU).
 #[derive(Clone, Copy, Debug, Default)]
-struct DirtyLink(Link);
+struct DirtyLink {
+    link: Link,
+    since: Nanos,
+}
 
 impl Linked for DirtyLink {
     fn link(&self) -> &Link {
-        &self.0
+        &self.link
     }
     fn link_mut(&mut self) -> &mut Link {
-        &mut self.0
+        &mut self.link
     }
 }
 
@@ -182,7 +187,46 @@ impl ArchBuild for Cache {
     }
 }
 
+/// Implements the [`Architecture`] methods that a wrapper around a [`Cache`] (held in field
+/// `$field`) passes through unchanged: everything but `access`, `complete`, `tick`,
+/// `next_tick`, `counters` and `memory_bytes`.
+macro_rules! delegate_to_cache {
+    ($field:ident) => {
+        fn flush(&mut self, cx: &mut Ctx<'_>) {
+            self.$field.flush(cx)
+        }
+        fn adopt(&mut self, cx: &mut Ctx<'_>, obj: ObjectId, level: Level, size: u64, dirty: bool) {
+            self.$field.adopt(cx, obj, level, size, dirty)
+        }
+        fn placement(&self, obj: ObjectId) -> Placement {
+            self.$field.placement(obj)
+        }
+        fn usage(&self) -> Usage {
+            self.$field.usage()
+        }
+        fn check_invariants(&self) -> Result<(), String> {
+            self.$field.check_invariants()
+        }
+        fn prefetch(&self, obj: ObjectId, deep: bool) {
+            self.$field.prefetch(obj, deep)
+        }
+    };
+}
+pub(super) use delegate_to_cache;
+
 impl Cache {
+    /// Builds a cache from knobs set by a wrapping architecture (bcache-like, ...), which
+    /// validated its own knobs already.
+    pub(super) fn from_knobs(owner: &str, knobs: &[(&str, String)], setup: &Setup) -> Result<Cache, ConfigError> {
+        let mut p = Params::new(owner);
+        for (k, v) in knobs {
+            p.insert(k, v);
+        }
+        let cache = Cache::build(&mut p, setup)?;
+        p.finish(&[PARAMS])?;
+        Ok(cache)
+    }
+
     /// The write policy.
     pub fn mode(&self) -> Mode {
         self.mode
@@ -191,6 +235,43 @@ impl Cache {
     /// The collector.
     pub fn collector(&self) -> &AnyCollector {
         &self.collector
+    }
+
+    /// Serves an access like [`Architecture::access`]; with `admit == false` nothing new enters
+    /// the cache (a bypass, e.g. a sequential stream past its cutoff): misses go to the HDD, a
+    /// write drops a clean cached copy, and cached copies still serve reads and dirty ones still
+    /// absorb writes.
+    pub fn access_admitting(&mut self, cx: &mut Ctx<'_>, req: &Request, admit: bool) -> Served {
+        match req.op {
+            Op::Read => self.read(cx, req, admit),
+            Op::Write => self.write(cx, req, admit),
+            _ => self.access(cx, req),
+        }
+    }
+
+    /// Whether `obj` has a copy on the SSD (cached or being filled).
+    pub fn holds(&self, obj: ObjectId) -> bool {
+        self.table.get(obj).is_some_and(|s| self.table.meta(s).state != NOT_CACHED)
+    }
+
+    /// Committed share of the SSD, 0..=1.
+    pub fn occupancy(&self) -> f64 {
+        self.used as f64 / self.capacity as f64
+    }
+
+    /// Writes back, oldest-dirtied first, up to `max` dirty objects that became dirty at or
+    /// before `cutoff` (an age-based cleaner); returns how many were issued.
+    pub fn clean_dirty_before(&mut self, cx: &mut Ctx<'_>, cutoff: Nanos, max: usize) -> usize {
+        let mut n = 0;
+        while n < max {
+            let Some(s) = self.dirty_order.front() else { break };
+            if self.dirty_links[s as usize].since > cutoff {
+                break;
+            }
+            self.issue_writeback(cx, Slot(s));
+            n += 1;
+        }
+        n
     }
 
     fn size_for(&self, req: &Request) -> Option<u32> {
@@ -267,8 +348,9 @@ impl Cache {
 
     // --- dirty list ------------------------------------------------------------------------
 
-    fn dirty_push(&mut self, s: Slot) {
+    fn dirty_push(&mut self, s: Slot, now: Nanos) {
         ensure_slot(&mut self.dirty_links, s, DirtyLink::default());
+        self.dirty_links[s.idx()].since = now;
         self.dirty_order.push_back(&mut self.dirty_links, s.0);
     }
 
@@ -276,7 +358,7 @@ impl Cache {
         self.dirty_order.unlink(&mut self.dirty_links, s.0);
     }
 
-    fn mark_dirty(&mut self, s: Slot) {
+    fn mark_dirty(&mut self, s: Slot, now: Nanos) {
         let m = *self.table.meta(s);
         match m.state {
             CLEAN => {
@@ -286,7 +368,7 @@ impl Cache {
                     // Cannot happen (only dirty objects are written back), kept for safety.
                     self.table.meta_mut(s).flags |= REDIRTIED;
                 } else {
-                    self.dirty_push(s);
+                    self.dirty_push(s, now);
                 }
             }
             DIRTY if m.flags & WRITING_BACK != 0 => self.table.meta_mut(s).flags |= REDIRTIED,
@@ -396,7 +478,7 @@ impl Cache {
 
     // --- the data path ---------------------------------------------------------------------
 
-    fn read(&mut self, cx: &mut Ctx<'_>, req: &Request) -> Served {
+    fn read(&mut self, cx: &mut Ctx<'_>, req: &Request, admit: bool) -> Served {
         let t = Self::touch_of(cx, req);
         let slot = self.table.get(req.obj);
         if let Some(s) = slot {
@@ -414,7 +496,9 @@ impl Cache {
                 return Served::by(Level::Slow);
             }
         }
-        if let Some(size) = self.size_for(req) {
+        if let Some(size) = self.size_for(req)
+            && admit
+        {
             let whole = req.offset == 0 && req.len >= u64::from(size);
             let slot = match slot {
                 None if self.tracks_slow => Some(self.track_slow(req.obj, size, &t)),
@@ -425,7 +509,7 @@ impl Cache {
         Served::by(Level::Slow)
     }
 
-    fn write(&mut self, cx: &mut Ctx<'_>, req: &Request) -> Served {
+    fn write(&mut self, cx: &mut Ctx<'_>, req: &Request, admit: bool) -> Served {
         let t = Self::touch_of(cx, req);
         let slot = self.table.get(req.obj);
         if let Some(s) = slot {
@@ -437,6 +521,10 @@ impl Cache {
                 self.collector.touch(s, &t);
             }
             if m.cached() {
+                if !admit && m.state == CLEAN && m.flags & (WRITING_BACK | EVICTING) == 0 {
+                    // A bypassed write drops a clean copy rather than update it (bcache).
+                    return self.write_around(cx, s, m);
+                }
                 return self.write_hit(cx, s, m, &t);
             }
             if m.state == FILLING {
@@ -458,7 +546,7 @@ impl Cache {
             other => other,
         };
         let whole = req.offset == 0 && req.len >= u64::from(size);
-        if !allocate || !whole {
+        if !allocate || !whole || !admit {
             return Served::by(Level::Slow);
         }
         if let Some(s) = slot
@@ -479,7 +567,7 @@ impl Cache {
         self.used += u64::from(size);
         self.coll_enter_fast(s, &t);
         if self.mode == Mode::WriteBack {
-            self.mark_dirty(s);
+            self.mark_dirty(s, cx.now);
             self.maybe_writeback(cx);
             Served::by(Level::Fast)
         } else {
@@ -487,17 +575,19 @@ impl Cache {
         }
     }
 
+    /// Write-around: the cached copy would be stale, so it goes.
+    fn write_around(&mut self, cx: &mut Ctx<'_>, s: Slot, m: CacheMeta) -> Served {
+        self.coll_leave_fast(s);
+        self.used -= u64::from(m.size);
+        let id = self.table.id(s);
+        Self::issue(cx, WorkKind::Invalidate, id, s, u64::from(m.size), false);
+        self.drop_to_slow_or_forget(s);
+        Served::by(Level::Slow)
+    }
+
     fn write_hit(&mut self, cx: &mut Ctx<'_>, s: Slot, m: CacheMeta, t: &Touch) -> Served {
         match self.mode {
-            Mode::ReadOnly => {
-                // Write-around: the cached copy would be stale.
-                self.coll_leave_fast(s);
-                self.used -= u64::from(m.size);
-                let id = self.table.id(s);
-                Self::issue(cx, WorkKind::Invalidate, id, s, u64::from(m.size), false);
-                self.drop_to_slow_or_forget(s);
-                Served::by(Level::Slow)
-            }
+            Mode::ReadOnly => self.write_around(cx, s, m),
             Mode::WriteThrough => Served::written_to(Levels::one(Level::Fast).with(Level::Slow)),
             Mode::WriteBack => {
                 if m.flags & EVICTING != 0 {
@@ -506,7 +596,7 @@ impl Cache {
                     self.evicting_bytes -= u64::from(m.size);
                     self.coll_enter_fast(s, t);
                 }
-                self.mark_dirty(s);
+                self.mark_dirty(s, cx.now);
                 self.maybe_writeback(cx);
                 Served::by(Level::Fast)
             }
@@ -569,8 +659,8 @@ impl Architecture for Cache {
     #[inline]
     fn access(&mut self, cx: &mut Ctx<'_>, req: &Request) -> Served {
         match req.op {
-            Op::Read => self.read(cx, req),
-            Op::Write => self.write(cx, req),
+            Op::Read => self.read(cx, req, true),
+            Op::Write => self.write(cx, req, true),
             Op::Delete => self.delete(cx, req.obj),
             _ => Served::metadata(),
         }
@@ -630,7 +720,7 @@ impl Architecture for Cache {
                     // the object was deleted and revived without a write since).
                     self.table.meta_mut(s).flags &= !REDIRTIED;
                     if m.state == DIRTY {
-                        self.dirty_push(s);
+                        self.dirty_push(s, self.dirty_links[s.idx()].since);
                     }
                     if m.flags & EVICTING != 0 {
                         self.table.meta_mut(s).flags &= !EVICTING;
@@ -663,7 +753,7 @@ impl Architecture for Cache {
             self.used += size;
             self.coll_enter_fast(s, &t);
             if dirty && self.mode == Mode::WriteBack {
-                self.mark_dirty(s);
+                self.mark_dirty(s, cx.now);
             }
         } else if self.tracks_slow {
             self.track_slow(obj, size32, &t);

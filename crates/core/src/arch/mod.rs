@@ -15,7 +15,9 @@
 //! One file per architecture implementing [`Architecture`] + [`ArchBuild`], and one line in the
 //! `architectures!` list below.
 
+pub mod bcache;
 pub mod cache;
+pub mod dmcache_smq;
 pub mod flashcache;
 pub mod greendm_caching;
 pub mod greendm_tiering;
@@ -23,7 +25,9 @@ pub mod hca;
 pub mod hdd_only;
 pub mod l2arc;
 pub mod linear;
+pub mod opencas;
 pub mod otf_ast;
+mod seq_cutoff;
 mod ssd_log;
 pub mod ssd_only;
 pub mod static_tiering;
@@ -197,6 +201,9 @@ architectures! {
     Flashcache => flashcache::Flashcache,
     Hca => hca::Hca,
     ZfsL2Arc => l2arc::L2Arc,
+    Bcache => bcache::Bcache,
+    DmCacheSmq => dmcache_smq::DmCacheSmq,
+    OpenCas => opencas::OpenCas,
 }
 
 impl Architecture for AnyArch {

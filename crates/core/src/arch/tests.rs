@@ -430,6 +430,15 @@ fn specs() -> Vec<String> {
     v.push("zfs-l2arc-like:l1=8KiB,write-max=4KiB,write-boost=4KiB,headroom=1".into());
     v.push("zfs-l2arc-like:l1=4KiB,collector=lru,write-boost=0".into());
     v.push("zfs-l2arc-like:l1=16KiB,collector=fifo".into());
+    v.push("bcache-like:cache-mode=writeback,writeback-percent=20,sequential-cutoff=12KiB".into());
+    v.push("bcache-like:sequential-cutoff=8KiB".into());
+    v.push("bcache-like:cache-mode=writearound".into());
+    v.push("dm-cache-smq-like:hotspot=2,promote-hits=2,migration-threshold=8KiB,idle=30s".into());
+    v.push("dm-cache-smq-like:mode=writethrough".into());
+    v.push("open-cas-like:cache-mode=wb,promotion=nhit,nhit-trigger=0,seq-cutoff=always,seq-cutoff-threshold=8KiB,alru-staleness=0,alru-activity=0".into());
+    v.push("open-cas-like:cache-mode=wb,cleaning=acp".into());
+    v.push("open-cas-like:cache-mode=wa".into());
+    v.push("open-cas-like:cache-mode=pt".into());
     v
 }
 
@@ -444,7 +453,7 @@ proptest! {
                 // device model says holds every write.
                 continue;
             }
-            if variable && (spec == "linear" || spec.starts_with("greendm") || spec.starts_with("otf") || spec.starts_with("static") || spec.starts_with("flashcache") || spec.starts_with("hca") || spec.starts_with("zfs")) {
+            if variable && (spec == "linear" || spec.starts_with("greendm") || spec.starts_with("otf") || spec.starts_with("static") || spec.starts_with("flashcache") || spec.starts_with("hca") || spec.starts_with("zfs") || spec.starts_with("dm-cache")) {
                 continue;
             }
             let mut h = Harness::new(&spec, cap, variable);

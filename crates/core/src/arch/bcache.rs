@@ -1,0 +1,191 @@
+//! A bcache-like cache, re-implemented from the bcache documentation
+//! (Documentation/admin-guide/bcache.rst and the sysfs knobs it lists), for comparing what
+//! people run today against the papers' architectures.
+//!
+//! - `cache-mode`: `writethrough` (bcache's default: writes go to both devices and are cached),
+//!   `writeback`, `writearound` (writes go to the HDD and drop a cached copy) or `none`.
+//! - `sequential-cutoff` (4 MiB): a stream of sequential I/O that has reached this many bytes
+//!   bypasses the cache, reads and writes alike (bcache tracks recent streams by where they
+//!   ended; so do we, see [`super::seq_cutoff`]). A bypassed write drops a clean cached copy;
+//!   one to dirty data is still absorbed, as bcache does when a write overlaps dirty keys.
+//! - `writeback-percent` (10): bcache's write-back rate controller holds dirty data near this
+//!   share of the cache; modelled as background write-back that starts above it and stops one
+//!   percentage point below, at most `writeback-inflight` at a time.
+//!
+//! Not modelled: buckets and their garbage collection (replacement here is per block, LRU by
+//! default as bcache's bucket priorities approximate), congestion-based bypass, the
+//! `cutoff_writeback` thresholds (they depend on REQ_SYNC, which traces do not carry), and
+//! journal writes.
+
+use super::cache::{Cache, delegate_to_cache};
+use super::seq_cutoff::SeqCutoff;
+use super::{ArchBuild, Architecture, Placement, Setup, Usage};
+use crate::engine::Ctx;
+use crate::params::{ConfigError, ParamSpec, Params};
+use crate::{Level, ObjectId, Outcome, Request, Served, Work};
+
+const MODES: [&str; 4] = ["writethrough", "writeback", "writearound", "none"];
+
+/// The bcache-like architecture.
+#[derive(Debug)]
+pub struct Bcache {
+    cache: Cache,
+    none: bool,
+    seq: SeqCutoff,
+    object_size: u64,
+    bypassed: u64,
+}
+
+const PARAMS: &[ParamSpec] = &[
+    ParamSpec { name: "cache-mode", default: "writethrough", help: "writethrough, writeback, writearound or none" },
+    ParamSpec {
+        name: "sequential-cutoff",
+        default: "4MiB",
+        help: "sequential streams this long bypass the cache (0 = never)",
+    },
+    ParamSpec {
+        name: "writeback-percent",
+        default: "10",
+        help: "writeback: dirty share the write-back holds (0..=99)",
+    },
+    ParamSpec {
+        name: "writeback-inflight",
+        default: "64",
+        help: "writeback: write-backs in flight at most (1..=65536)",
+    },
+    ParamSpec { name: "collector", default: "lru", help: "block replacement (bcache: bucket LRU)" },
+];
+
+impl ArchBuild for Bcache {
+    const NAME: &'static str = "bcache-like";
+    const VERSION: u32 = 1;
+    const HELP: &'static str =
+        "bcache-like: writethrough/writeback/writearound cache with sequential cutoff and writeback_percent";
+    const PARAMS: &'static [ParamSpec] = PARAMS;
+    const USES_COLLECTOR: bool = true;
+
+    fn build(p: &mut Params, setup: &Setup) -> Result<Self, ConfigError> {
+        let mode = p.choice("cache-mode", 0, &MODES)?;
+        let cutoff = p.size("sequential-cutoff", 4 << 20, 0, 1 << 50)?;
+        let wbp = p.u64("writeback-percent", 10, 0, 99)?;
+        let inflight = p.u64("writeback-inflight", 64, 1, 65_536)?;
+        let collector = p.string("collector", "lru");
+        let cache_mode = match mode {
+            1 => "write-back",
+            2 | 3 => "read-only",
+            _ => "write-through",
+        };
+        let knobs = [
+            ("mode", cache_mode.to_string()),
+            ("dirty-high", format!("{}%", wbp.max(1))),
+            ("dirty-low", format!("{}%", wbp.saturating_sub(1))),
+            ("max-writebacks", inflight.to_string()),
+            ("collector", collector),
+        ];
+        let cache = Cache::from_knobs(Self::NAME, &knobs, setup).map_err(|e| p.inconsistent(e.to_string()))?;
+        Ok(Bcache {
+            cache,
+            none: mode == 3,
+            seq: SeqCutoff::new(64, cutoff),
+            object_size: setup.object_size,
+            bypassed: 0,
+        })
+    }
+}
+
+/// The stream key and byte position of an access: block devices have one address space,
+/// files one each.
+pub(super) fn stream_position(object_size: u64, req: &Request) -> (u64, u64) {
+    if object_size != 0 {
+        (0, req.obj.0.saturating_mul(object_size).saturating_add(req.offset))
+    } else {
+        (req.obj.0, req.offset)
+    }
+}
+
+impl Architecture for Bcache {
+    fn access(&mut self, cx: &mut Ctx<'_>, req: &Request) -> Served {
+        if !req.op.is_data() {
+            return self.cache.access(cx, req);
+        }
+        let (file, pos) = stream_position(self.object_size, req);
+        let sequential = self.seq.access(file, pos, req.len);
+        let admit = !self.none && !sequential;
+        if !admit {
+            self.bypassed += 1;
+        }
+        self.cache.access_admitting(cx, req, admit)
+    }
+
+    fn complete(&mut self, cx: &mut Ctx<'_>, work: &Work, outcome: Outcome) {
+        self.cache.complete(cx, work, outcome)
+    }
+
+    delegate_to_cache!(cache);
+
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        vec![("accesses bypassed (sequential cutoff or mode none)", self.bypassed)]
+    }
+
+    fn memory_bytes(&self) -> usize {
+        self.cache.memory_bytes() + self.seq.memory_bytes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{Harness, OBJ, Step, run_work};
+    use crate::{Level, ObjectId, Request, Setup, build_arch};
+
+    /// Sequential streams past the cutoff bypass the cache; random I/O is cached.
+    #[test]
+    fn sequential_streams_past_the_cutoff_bypass_the_cache() {
+        let mut h = Harness::new("bcache-like:sequential-cutoff=16KiB", 64, false);
+        for o in 0..8 {
+            h.step(&Step::Read(o, true)).unwrap();
+        }
+        run_work(&mut h);
+        let cached: Vec<bool> = (0..8).map(|o| h.engine.placement(ObjectId(o)).on_fast).collect();
+        assert_eq!(cached, [true, true, true, false, false, false, false, false], "from the 4th block (16 KiB) on");
+        for o in [40, 20, 12] {
+            h.step(&Step::Read(o, true)).unwrap();
+        }
+        run_work(&mut h);
+        assert!([40, 20, 12].iter().all(|&o| h.engine.placement(ObjectId(o)).on_fast), "random reads are cached");
+        // The first stream goes on (other streams do not break it): a bypassed write to the
+        // cached block 12 drops it.
+        for o in 8..13 {
+            h.step(&Step::Write(o, true)).unwrap();
+        }
+        assert!(!h.engine.placement(ObjectId(12)).on_fast);
+        let c: std::collections::BTreeMap<_, _> = h.engine.arch_counters().into_iter().collect();
+        assert_eq!(c["accesses bypassed (sequential cutoff or mode none)"], 10);
+        h.settle().unwrap();
+    }
+
+    /// Writeback holds dirty data near writeback-percent.
+    #[test]
+    fn writeback_percent_bounds_dirty_data() {
+        let mut h = Harness::new("bcache-like:cache-mode=writeback,writeback-percent=25,sequential-cutoff=0", 8, false);
+        for o in [5, 1] {
+            h.step(&Step::Write(o, true)).unwrap();
+        }
+        assert!(h.queued.is_empty(), "2 of 8 dirty is at 25 %");
+        h.step(&Step::Write(7, true)).unwrap();
+        assert_eq!(h.queued.len(), 2, "written back down to 24 %, i.e. one dirty block");
+        h.settle().unwrap();
+    }
+
+    #[test]
+    fn modes_and_knobs_are_validated() {
+        let setup = Setup { fast_capacity: 64 * OBJ, slow_capacity: 0, object_size: OBJ };
+        let mut e =
+            crate::Engine::new(build_arch("bcache-like:cache-mode=none", &setup).unwrap(), crate::ManualClock::new());
+        e.set_instant(true);
+        e.access(&Request::read(ObjectId(1), 0, OBJ));
+        assert_eq!(e.access(&Request::read(ObjectId(1), 0, OBJ)).level, Level::Slow, "mode none caches nothing");
+        let err = build_arch("bcache-like:cache-mode=writeforward", &setup).unwrap_err().to_string();
+        assert!(err.contains("writearound"), "{err}");
+        assert!(build_arch("bcache-like:writeback-percent=100", &setup).unwrap_err().to_string().contains("0..=99"));
+    }
+}
