@@ -334,6 +334,7 @@ fn write_file(path: &Path, content: &[u8]) -> Result<()> {
 fn cmd_sim(a: SimArgs, bars: &Bars) -> Result<()> {
     let mut cfg = a.model.base()?;
     cfg.arch = a.arch.clone();
+    cfg = cfg.split_at_arch_extents().0;
     let size = SsdSize::parse(&a.ssd).map_err(anyhow::Error::msg).context("--ssd")?;
     let mut t = a.trace_opts.open(&a.trace)?;
     let mode = Mapper::new(cfg.objects, t.info().object_trace).mode();

@@ -309,6 +309,9 @@ pub fn report_text(r: &SimReport) -> String {
             num(h.hcdrta_us)
         );
     }
+    if !r.arch_counters.is_empty() {
+        let _ = writeln!(o, "arch counters  {}", arch_counters_text(r, ", "));
+    }
     let _ = writeln!(o, "engine         {} objects tracked, {} heap", r.objects_tracked, Bytes(r.engine_memory_bytes));
     let _ = writeln!(o, "simulated in   {:.3} s ({} requests/s)", r.wall_s, si(r.requests as f64 / r.wall_s.max(1e-9)));
     for n in &r.notes {
@@ -321,7 +324,12 @@ pub fn report_text(r: &SimReport) -> String {
 pub const CSV_HEADER: &str = "trace,arch,ssd_label,ssd_bytes,ssd_fraction,timing,objects,requests,reads,writes,accesses,\
 read_ram,read_ssd,read_hdd,rhr,shr,dhr,miss_ratio,mean_us,p50_us,p95_us,p99_us,max_us,duration_s,iops,mb_s,\
 promotions,demotions,copies,writebacks,invalidations,bytes_moved,hdd_util,ssd_util,energy_j,mean_power_w,\
-ssd_eu,hdd_eu,hdd_start_stops,capex_usd,usd_per_iops,xcrta_us,hcrta_us,xciops,bdrta_us,hcdrta_us,engine_bytes,wall_s";
+ssd_eu,hdd_eu,hdd_start_stops,capex_usd,usd_per_iops,xcrta_us,hcrta_us,xciops,bdrta_us,hcdrta_us,engine_bytes,wall_s,arch_counters";
+
+/// The architecture's own counters as `name=value` pairs joined by `sep`.
+pub fn arch_counters_text(r: &SimReport, sep: &str) -> String {
+    r.arch_counters.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(sep)
+}
 
 fn csv_escape(s: &str) -> String {
     if s.contains([',', '"', '\n']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.to_string() }
@@ -379,6 +387,7 @@ pub fn csv_row(r: &SimReport, size_label: &str, fraction: f64) -> String {
         format!("{:.3}", r.hca.hcdrta_us),
         r.engine_memory_bytes.to_string(),
         format!("{:.4}", r.wall_s),
+        csv_escape(&arch_counters_text(r, ";")),
     ];
     f.join(",")
 }

@@ -17,7 +17,7 @@ use std::time::Instant;
 
 use tierwise_core::{
     Clock, ConfigError, Engine, LOGICAL_ADDR, Level, Levels, ManualClock, Nanos, Outcome, Served, Setup, Work,
-    WorkKind, build_arch,
+    WorkKind, build_arch, extent_size_of,
 };
 
 use crate::device::{DevOp, Device, DeviceSet, Hdd, Ram, Ssd};
@@ -126,6 +126,26 @@ impl SimConfig {
             max_requests: None,
             check_every: 0,
             footprint_bytes: None,
+        }
+    }
+}
+
+impl SimConfig {
+    /// This configuration with requests split at the extent size the architecture's `es` or
+    /// `sub-lun` knob names (when it differs from the block size given), and a note saying so.
+    pub fn split_at_arch_extents(&self) -> (SimConfig, Option<String>) {
+        match (self.objects, extent_size_of(&self.arch)) {
+            (ObjectMode::Blocks { size }, Some(es))
+                if es != size && ObjectMode::parse(&format!("blocks:{es}")).is_ok() =>
+            {
+                let note = format!(
+                    "requests split into {} extents, as the architecture's extent size asks (not {})",
+                    tierwise_core::Bytes(es),
+                    tierwise_core::Bytes(size)
+                );
+                (SimConfig { objects: ObjectMode::Blocks { size: es }, ..self.clone() }, Some(note))
+            }
+            _ => (self.clone(), None),
         }
     }
 }
@@ -243,12 +263,15 @@ fn build_engine(cfg: &SimConfig, mapper: &Mapper, clock: &ManualClock) -> Result
 /// Runs the simulation of `trace` under `cfg`.
 pub fn simulate(trace: &mut Trace, cfg: &SimConfig, progress: &mut dyn Progress) -> Result<SimReport, SimError> {
     let wall = Instant::now();
+    let mut notes = Vec::new();
+    let (adjusted, note) = cfg.split_at_arch_extents();
+    notes.extend(note);
+    let cfg = &adjusted;
     let mapper = Mapper::new(cfg.objects, trace.info().object_trace);
     let clock = ManualClock::new();
     let mut engine = build_engine(cfg, &mapper, &clock)?;
     // The simulator models no SSD layout: dropping a copy costs no device time.
     engine.set_report_invalidations(false);
-    let mut notes = Vec::new();
     if mapper.mode() != cfg.objects {
         notes.push(format!("object trace: {} mode used instead of {}", mapper.mode().label(), cfg.objects.label()));
     }

@@ -256,6 +256,13 @@ pub fn arch_info(name: &str) -> Result<&'static ArchInfo, ConfigError> {
     })
 }
 
+/// The extent size a spec asks for through its `es` (GreenDM) or `sub-lun` (OTF-AST, static
+/// tiering) knob, when it names one; front ends split requests at this size.
+pub fn extent_size_of(spec: &str) -> Option<u64> {
+    let (_, params) = Params::parse(spec).ok()?;
+    ["es", "sub-lun"].iter().find_map(|k| params.peek(k)).and_then(|v| crate::params::parse_size(v).ok())
+}
+
 /// Builds an architecture from a spec such as `cache:mode=write-back,collector=lfu`. Every knob
 /// is validated here; an unknown knob is an error that lists the valid ones.
 pub fn build_arch(spec: &str, setup: &Setup) -> Result<AnyArch, ConfigError> {
