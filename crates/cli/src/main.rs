@@ -586,12 +586,12 @@ fn cmd_list(what: Option<&str>) -> Result<()> {
     if all || "architectures".starts_with(w) {
         println!("Architectures (--arch NAME[:knob=value,...]):");
         for a in ARCHITECTURES {
-            println!("  {:<16} v{}  {}", a.name, a.version, a.help);
+            println!("  {:<18} v{}  {}", a.name, a.version, a.help);
             for p in a.params.iter().chain(a.extra_params) {
-                println!("      {:<18} default {:<14} {}", p.name, p.default, p.help);
+                println!("      {:<21} default {:<14} {}", p.name, p.default, p.help);
             }
-            if a.uses_collector {
-                println!("      {:<18} default {:<14} any collector below, with its knobs", "collector", "lru");
+            if a.uses_collector && !a.params.iter().chain(a.extra_params).any(|p| p.name == "collector") {
+                println!("      {:<21} default {:<14} any collector below, with its knobs", "collector", "lru");
             }
         }
         println!();
@@ -601,7 +601,7 @@ fn cmd_list(what: Option<&str>) -> Result<()> {
         for c in COLLECTORS {
             println!("  {:<16} v{}  {}", c.name, c.version, c.help);
             for p in c.params {
-                println!("      {:<18} default {:<14} {}", p.name, p.default, p.help);
+                println!("      {:<21} default {:<14} {}", p.name, p.default, p.help);
             }
         }
         println!();

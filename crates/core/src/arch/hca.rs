@@ -47,6 +47,8 @@ pub struct Hca {
     page: u64,
     l1_pages: u32,
     tb_pages: u32,
+    /// L1 evictions go to the TB and the SSD (false: they are dropped; the RAM-only baseline).
+    l2: bool,
     table: ObjectTable<PageMeta>,
     l1: AnyCollector,
     l1_len: u32,
@@ -64,6 +66,11 @@ pub struct Hca {
 
 const PARAMS: &[ParamSpec] = &[
     ParamSpec { name: "l1", default: "64MiB", help: "RAM L1 cache size (at least one page)" },
+    ParamSpec {
+        name: "l2",
+        default: "true",
+        help: "false: L1 evictions are dropped, the SSD stays unused (the paper's baseline)",
+    },
     ParamSpec { name: "tb", default: "64KiB", help: "transient buffer size (0 = write each L1 eviction at once)" },
     ParamSpec { name: "collector", default: "lfu", help: "L1 ranking (the paper: LFU)" },
 ];
@@ -82,6 +89,7 @@ impl ArchBuild for Hca {
         let page = setup.object_size;
         let l1 = p.size("l1", 64 << 20, page, 1 << 44)?;
         let tb = p.size("tb", 64 << 10, 0, 1 << 40)?;
+        let l2 = p.bool("l2", true)?;
         let slots = setup.fast_capacity / page;
         if slots == 0 {
             return Err(p.inconsistent(format!(
@@ -99,6 +107,7 @@ impl ArchBuild for Hca {
             page,
             l1_pages: l1_pages as u32,
             tb_pages: tb_pages as u32,
+            l2,
             table: ObjectTable::new(),
             l1,
             l1_len: 0,
@@ -165,6 +174,11 @@ impl Hca {
     }
 
     fn evict_to_buffer(&mut self, cx: &mut Ctx<'_>, v: Slot) {
+        if !self.l2 {
+            self.drop_ram(cx, v);
+            self.table.remove(v);
+            return;
+        }
         *self.table.meta_mut(v) = PageMeta { at: TB, pos: self.tb.len() as u32 };
         self.tb.push(v);
         if self.tb.len() as u32 >= self.tb_pages.max(1) {

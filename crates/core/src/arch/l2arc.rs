@@ -56,6 +56,8 @@ pub struct L2Arc {
     next_feed: Nanos,
     write_max: u64,
     write_boost: u64,
+    /// The L2 is fed (false: the ARC-only baseline).
+    l2: bool,
     headroom: u64,
     feeds: u64,
     pages_fed: u64,
@@ -66,6 +68,11 @@ pub struct L2Arc {
 
 const PARAMS: &[ParamSpec] = &[
     ParamSpec { name: "l1", default: "64MiB", help: "RAM ARC size (at least one page)" },
+    ParamSpec {
+        name: "l2",
+        default: "true",
+        help: "false: no L2 feed, the SSD stays unused (the paper's ARC-only baseline)",
+    },
     ParamSpec { name: "feed", default: "200ms", help: "L2ARC feed interval (ZFS l2arc_feed_min_ms)" },
     ParamSpec { name: "write-max", default: "8MiB", help: "bytes written to the L2 per feed (l2arc_write_max)" },
     ParamSpec { name: "write-boost", default: "8MiB", help: "extra bytes per feed until the L2 has filled once" },
@@ -100,6 +107,7 @@ impl ArchBuild for L2Arc {
         let write_max = p.size("write-max", 8 << 20, page, 1 << 40)?;
         let write_boost = p.size("write-boost", 8 << 20, 0, 1 << 40)?;
         let headroom = p.u64("headroom", 2, 1, 64)?;
+        let l2 = p.bool("l2", true)?;
         let slots = setup.fast_capacity / page;
         if slots == 0 {
             return Err(p.inconsistent(format!(
@@ -130,6 +138,7 @@ impl ArchBuild for L2Arc {
             write_max,
             write_boost,
             headroom,
+            l2,
             feeds: 0,
             pages_fed: 0,
             l2_hits: 0,
@@ -348,14 +357,14 @@ impl Architecture for L2Arc {
     }
 
     fn tick(&mut self, cx: &mut Ctx<'_>) {
-        if cx.now >= self.next_feed {
+        if self.l2 && cx.now >= self.next_feed {
             self.feed(cx);
             self.next_feed = self.next_feed.saturating_add(self.feed_interval).max(cx.now.saturating_add(Nanos(1)));
         }
     }
 
     fn next_tick(&self) -> Option<Nanos> {
-        Some(self.next_feed)
+        self.l2.then_some(self.next_feed)
     }
 
     fn placement(&self, obj: ObjectId) -> Placement {

@@ -427,6 +427,8 @@ fn specs() -> Vec<String> {
     v.push("hca:l1=8KiB,tb=8KiB".into());
     v.push("hca:l1=4KiB,tb=0,collector=lru".into());
     v.push("hca:l1=12KiB,tb=4KiB".into());
+    v.push("hca:l1=8KiB,l2=false".into());
+    v.push("zfs-l2arc-like:l1=8KiB,l2=false".into());
     v.push("zfs-l2arc-like:l1=8KiB,write-max=4KiB,write-boost=4KiB,headroom=1".into());
     v.push("zfs-l2arc-like:l1=4KiB,collector=lru,write-boost=0".into());
     v.push("zfs-l2arc-like:l1=16KiB,collector=fifo".into());
