@@ -46,6 +46,8 @@ enum Command {
     /// Inspect, convert or generate traces.
     #[command(subcommand)]
     Trace(TraceCommand),
+    /// Run a seed paper's experiments (greendm, otf-ast, hca) and print ours beside the paper's numbers.
+    Reproduce(ReproduceArgs),
     /// Measure the speed and memory targets (generates seeded workloads once, then reuses them).
     Bench(BenchArgs),
     /// List architectures, collectors, trace formats and device presets with their knobs.
@@ -106,6 +108,9 @@ struct ModelOpts {
     /// Stop after this many requests.
     #[arg(long)]
     max_requests: Option<u64>,
+    /// Timed runs: stop admitting requests after this much simulated time (e.g. 6h).
+    #[arg(long)]
+    max_time: Option<String>,
     /// Check the engine's invariants every N requests (slow; for debugging).
     #[arg(long, default_value_t = 0)]
     check_every: u64,
@@ -139,6 +144,10 @@ impl ModelOpts {
         c.read_weight = self.read_weight;
         c.flush_at_end = self.flush;
         c.max_requests = self.max_requests;
+        c.max_time = match &self.max_time {
+            Some(t) => Some(parse_duration(t).map_err(anyhow::Error::msg).context("--max-time")?),
+            None => None,
+        };
         c.check_every = self.check_every;
         Ok(c)
     }
@@ -199,6 +208,27 @@ struct CompareArgs {
     /// Allow SSD sizes at least as large as the footprint.
     #[arg(long)]
     allow_oversize: bool,
+}
+
+#[derive(Args)]
+struct ReproduceArgs {
+    /// greendm, otf-ast or hca.
+    target: String,
+    /// Fraction of the full experiment to run (request counts, run lengths; see docs/REPRODUCTION.md).
+    #[arg(long, default_value_t = 1.0)]
+    scale: f64,
+    /// Directory for reproduce-TARGET.json, reproduce-TARGET.csv and the PNG charts.
+    #[arg(long, default_value = "out")]
+    out: PathBuf,
+    /// Directory of the bundled traces (default: data/traces of this checkout).
+    #[arg(long)]
+    traces: Option<PathBuf>,
+    /// Seed of the synthetic stand-ins.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// Simulations at once (default: available cores).
+    #[arg(long)]
+    threads: Option<usize>,
 }
 
 #[derive(Args)]
@@ -319,6 +349,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Compare(a) => cmd_compare(a, &bars),
         Command::Mrc(a) => cmd_mrc(a, &bars),
         Command::Trace(t) => cmd_trace(t, &bars),
+        Command::Reproduce(a) => cmd_reproduce(a, &bars),
         Command::Bench(a) => cmd_bench(a),
         Command::List { what } => cmd_list(what.as_deref()),
     }
@@ -568,6 +599,25 @@ fn cmd_bench(a: BenchArgs) -> Result<()> {
 
 /// The repository root (for the bundled traces): the current directory if it has `data/traces`,
 /// else the source tree this binary was built from.
+fn cmd_reproduce(a: ReproduceArgs, bars: &Bars) -> Result<()> {
+    use tierwise_sim::reproduce::{ReproOptions, TARGETS, reproduce};
+    if !TARGETS.iter().any(|(t, _)| *t == a.target) {
+        let known: Vec<String> = TARGETS.iter().map(|(t, h)| format!("  {t:<8} {h}")).collect();
+        bail!("unknown reproduction target `{}`; expected one of:\n{}", a.target, known.join("\n"));
+    }
+    let traces_dir = a.traces.clone().unwrap_or_else(|| repo_root().join("data/traces"));
+    let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+    let opts = ReproOptions { scale: a.scale, traces_dir, seed: a.seed, threads };
+    let bar = bars.counter(&format!("reproduce {}", a.target));
+    let progress = |label: &str, done: usize, total: usize| bar.step(label, done, total);
+    let r = reproduce(&a.target, &opts, &progress)?;
+    bar.done();
+    print!("{}", r.to_text());
+    let files = r.write(&a.out).map_err(anyhow::Error::msg)?;
+    println!("\nwrote {}", files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(", "));
+    Ok(())
+}
+
 fn repo_root() -> PathBuf {
     let cwd = std::env::current_dir().unwrap_or_default();
     if cwd.join("data/traces").is_dir() {

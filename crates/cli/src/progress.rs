@@ -26,6 +26,38 @@ impl Bars {
     }
 }
 
+/// A bar counting finished jobs (simulations of a sweep), safe to update from several threads.
+pub struct Counter {
+    bar: ProgressBar,
+}
+
+impl Bars {
+    /// A job counter labelled `label`.
+    pub fn counter(&self, label: &str) -> Counter {
+        let bar = if self.quiet { ProgressBar::hidden() } else { self.multi.add(ProgressBar::new(0)) };
+        let style = ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} {elapsed} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar());
+        bar.set_style(style.progress_chars("=> "));
+        bar.set_prefix(label.to_string());
+        bar.enable_steady_tick(Duration::from_millis(200));
+        Counter { bar }
+    }
+}
+
+impl Counter {
+    /// `done` of `total` jobs finished, the last being `label`.
+    pub fn step(&self, label: &str, done: usize, total: usize) {
+        self.bar.set_length(total as u64);
+        self.bar.set_position(done as u64);
+        self.bar.set_message(label.to_string());
+    }
+
+    /// Removes the bar.
+    pub fn done(&self) {
+        self.bar.finish_and_clear();
+    }
+}
+
 /// One spinner with a request count and rate.
 pub struct Spinner {
     bar: ProgressBar,

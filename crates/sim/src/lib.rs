@@ -8,6 +8,7 @@ pub mod mrc;
 pub mod objects;
 pub mod plot;
 pub mod report;
+pub mod reproduce;
 pub mod sim;
 pub mod stat;
 pub mod synth;

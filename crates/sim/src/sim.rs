@@ -105,6 +105,8 @@ pub struct SimConfig {
     pub flush_at_end: bool,
     /// Stop after this many requests.
     pub max_requests: Option<u64>,
+    /// Timed runs: admit no request that would arrive after this much simulated time.
+    pub max_time: Option<Nanos>,
     /// Check the engine's invariants every this many requests (0: never).
     pub check_every: u64,
     /// Unique bytes of the trace, when known (for cost and the report).
@@ -124,6 +126,7 @@ impl SimConfig {
             read_weight: 0.1,
             flush_at_end: false,
             max_requests: None,
+            max_time: None,
             check_every: 0,
             footprint_bytes: None,
         }
@@ -174,6 +177,10 @@ pub enum SimError {
     /// The engine refused a completion (a bug).
     #[error("engine refused a completion: {0}")]
     Complete(String),
+    /// Internal: the replay reached `max_time` (never returned by [`simulate`]).
+    #[doc(hidden)]
+    #[error("simulated time limit reached")]
+    TimeLimitReached,
 }
 
 /// Receives progress reports (every 64 Ki requests).
@@ -830,7 +837,8 @@ impl Timed {
                 slots.push(Reverse(Nanos::ZERO));
             }
         }
-        trace.for_each(limit, |rec| -> Result<(), SimError> {
+        let time_limit = cfg.max_time.unwrap_or(Nanos(u64::MAX));
+        let replayed = trace.for_each(limit, |rec| -> Result<(), SimError> {
             let arrival = match self.timing {
                 Timing::Open { speedup } => {
                     let t0 = *first_time.get_or_insert(rec.time_ns);
@@ -839,6 +847,9 @@ impl Timed {
                 }
                 _ => slots.pop().map_or(Nanos::ZERO, |Reverse(t)| t),
             };
+            if arrival > time_limit {
+                return Err(SimError::TimeLimitReached);
+            }
             last_arrival = arrival;
             self.advance_to(engine, arrival)?;
             tally.record(rec);
@@ -857,7 +868,11 @@ impl Timed {
                 progress.update(tally.requests);
             }
             Ok(())
-        })?;
+        });
+        match replayed {
+            Ok(_) | Err(SimError::TimeLimitReached) => {}
+            Err(e) => return Err(e),
+        }
         progress.update(tally.requests);
         // Let background work in flight finish (timers are not run past the last request).
         while let Some(Reverse(ev)) = self.events.pop() {

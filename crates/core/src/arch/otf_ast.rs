@@ -8,7 +8,8 @@
 //!   `n` for `c` consecutive concentrated intervals is promoted (while the SSD has room), and a
 //!   promoted one out of the top `n` for `o` consecutive intervals times out and is demoted.
 //! - A move copies a whole sub-LUN at a throttled rate (the paper measured 2–3 minutes per GiB
-//!   up and 6–7 minutes down); at most `max-moves` run at once.
+//!   up and 6–7 minutes down); at most `max-moves` run at once. Promotions are started before
+//!   timed-out demotions (ours: the mover is the bottleneck and a demotion only frees a slot).
 //! - Writes to a sub-LUN under migration go to the temporary buffer (RAM, 512-byte validity
 //!   bitmap); reads of fully buffered ranges are served from it, others from the source; when the
 //!   move ends, the buffered sectors are merged into the new home (a copy from RAM), repeated
@@ -465,13 +466,17 @@ impl Architecture for OtfAst {
             if out.concentrated {
                 self.concentrated += 1;
             }
-            for id in out.timeout {
-                self.mover.demote(cx, id);
-            }
+            // Promotions go first: the mover is the bottleneck (minutes per sub-LUN) and a
+            // demotion only frees a slot. When the SSD is full the promotion fails and the
+            // timed-out sub-LUN's demotion takes the mover; a timeout not started now is
+            // reported again at the next interval.
             for id in out.promote {
                 if !self.mover.promote(cx, id) {
                     self.promotions_blocked += 1;
                 }
+            }
+            for id in out.timeout {
+                self.mover.demote(cx, id);
             }
         }
     }
@@ -535,13 +540,19 @@ mod tests {
         assert!(h.engine.placement(ObjectId(7)).on_fast);
         let c: std::collections::BTreeMap<_, _> = h.engine.arch_counters().into_iter().collect();
         assert_eq!(c["buffer merges"], 1);
-        // Cold for o = 2 intervals: it times out.
+        // Cold for o = 2 intervals: it times out, but sub-LUN 2, hot meanwhile, takes the mover
+        // first; the demotion starts at the next interval once the mover is free.
         for _ in 0..2 {
             for _ in 0..6 {
                 h.step(&Step::Read(2, true)).unwrap();
             }
             h.step(&Step::Tick).unwrap();
         }
+        assert!(h.queued.iter().any(|w| w.kind == WorkKind::Promote && w.obj == ObjectId(2)));
+        assert!(!h.queued.iter().any(|w| w.kind == WorkKind::Demote));
+        h.drain();
+        run_work(&mut h);
+        h.step(&Step::Tick).unwrap();
         assert!(h.queued.iter().any(|w| w.kind == WorkKind::Demote && w.obj == ObjectId(7)));
         h.settle().unwrap();
         assert!(!h.engine.placement(ObjectId(7)).on_fast);
