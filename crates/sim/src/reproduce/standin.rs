@@ -108,7 +108,8 @@ impl StandIn {
             name: format!("MSR src1_{variant} (synthetic stand-in)"),
             description: format!(
                 "published (OTF-AST Table 2): a 293 GB LUN, a {}-minute replay window, 1 GB sub-LUNs; assumed (the \
-                 trace is not public in our set): {:.0} requests/s Poisson, {:.0}% writes, 4-64 KiB requests; \
+                 trace is not public in our set): {:.1} requests/s Poisson (the order of src1_0's weekly average; the \
+                 paper's 4-disk RAID0 could take more, our one-HDD model cannot), {:.0}% writes, 4-64 KiB requests; \
                  {:.0}% of I/O goes to {} hot sub-LUNs that move every {} minutes, the rest is uniform over the LUN \
                  (the hot share is above OTF-AST's concentration threshold i = 50%: the paper's premise is that src1 \
                  concentrates){}{}; at this scale a sub-LUN is {} and the rate shrinks by the same factor",
@@ -278,17 +279,10 @@ impl Src1Params {
     fn of(variant: u8) -> Src1Params {
         if variant == 0 {
             // src1_0: 100-minute window (1920-2020 min); write-heavy, hot spots that move.
-            Src1Params { window_min: 100, rate: 300.0, write_share: 0.5, hot_share: 0.6, hot_count: 6, phase_min: 20 }
+            Src1Params { window_min: 100, rate: 60.0, write_share: 0.5, hot_share: 0.6, hot_count: 6, phase_min: 20 }
         } else {
             // src1_1: 120-minute window (480-600 min); read-mostly, one lasting hot spot.
-            Src1Params {
-                window_min: 120,
-                rate: 300.0,
-                write_share: 0.1,
-                hot_share: 0.65,
-                hot_count: 10,
-                phase_min: 120,
-            }
+            Src1Params { window_min: 120, rate: 60.0, write_share: 0.1, hot_share: 0.65, hot_count: 10, phase_min: 120 }
         }
     }
 }
