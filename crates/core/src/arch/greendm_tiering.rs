@@ -51,6 +51,8 @@ struct Ve {
     miss: WindowedMiss,
 }
 
+const _: () = assert!(std::mem::size_of::<Ve>() == 8, "a mapping-table entry stays 8 bytes");
+
 /// The GreenDM tiering architecture.
 #[derive(Debug)]
 pub struct GreenDmTiering {

@@ -5,8 +5,10 @@
 
 use crate::Nanos;
 
-/// Per-extent state.
+/// Per-extent state (3 bytes, byte-aligned, so that it packs into an 8-byte table entry with a
+/// u32 and a u8 beside it).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C, packed)]
 pub struct WindowedMiss {
     last_s: u16,
     count: u8,

@@ -10,6 +10,7 @@ pub mod binary;
 pub mod blkparse;
 pub mod csv;
 pub mod fiu;
+pub mod memory;
 pub mod mqsim;
 pub mod msr;
 pub mod open;
