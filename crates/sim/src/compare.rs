@@ -56,14 +56,16 @@ impl SsdSize {
         Ok(SsdSize::Fraction(v))
     }
 
-    /// Resolves against a footprint, rounding down to whole objects (at least one).
+    /// Resolves against a footprint, rounding down to whole objects. A fraction gives at least
+    /// one object; an explicit size below one object is returned as is, so that the
+    /// architecture refuses it by name ("the SSD is smaller than one extent").
     pub fn resolve(&self, footprint: u64, object_size: u64) -> u64 {
-        let b = match *self {
-            SsdSize::Bytes(b) => b,
-            SsdSize::Fraction(f) => (footprint as f64 * f) as u64,
-        };
         let unit = object_size.max(1);
-        (b / unit).max(1) * unit
+        match *self {
+            SsdSize::Bytes(b) if b < unit => b,
+            SsdSize::Bytes(b) => b / unit * unit,
+            SsdSize::Fraction(f) => ((footprint as f64 * f) as u64 / unit).max(1) * unit,
+        }
     }
 
     /// Label for tables.
@@ -254,5 +256,11 @@ mod tests {
         }
         assert_eq!(SsdSize::Fraction(0.5).resolve(10_000, 4096), 4096);
         assert_eq!(SsdSize::Fraction(0.0001).resolve(10_000, 4096), 4096, "at least one object");
+        assert_eq!(
+            SsdSize::Bytes(64 << 20).resolve(0, 1 << 30),
+            64 << 20,
+            "below one extent: kept, refused by the architecture"
+        );
+        assert_eq!(SsdSize::Bytes(5000).resolve(0, 4096), 4096);
     }
 }
