@@ -331,6 +331,13 @@ enum TraceCommand {
         /// Seed.
         #[arg(long, default_value_t = 42)]
         seed: u64,
+        /// Write a paper's synthetic stand-in instead (MQSim ascii): fiu-online, src1_0, src1_1,
+        /// spc-financial, filebench-randread, filebench-oltp (the Filebench ones stop at --requests).
+        #[arg(long)]
+        standin: Option<String>,
+        /// Scale of the stand-in (see docs/REPRODUCTION.md).
+        #[arg(long, default_value_t = 1.0)]
+        scale: f64,
     },
 }
 
@@ -365,7 +372,8 @@ fn write_file(path: &Path, content: &[u8]) -> Result<()> {
 fn cmd_sim(a: SimArgs, bars: &Bars) -> Result<()> {
     let mut cfg = a.model.base()?;
     cfg.arch = a.arch.clone();
-    cfg = cfg.split_at_arch_extents().0;
+    let (split, split_note) = cfg.split_at_arch_extents();
+    cfg = split;
     let size = SsdSize::parse(&a.ssd).map_err(anyhow::Error::msg).context("--ssd")?;
     let mut t = a.trace_opts.open(&a.trace)?;
     let mode = Mapper::new(cfg.objects, t.info().object_trace).mode();
@@ -381,8 +389,9 @@ fn cmd_sim(a: SimArgs, bars: &Bars) -> Result<()> {
     cfg.ssd_bytes = size.resolve(fp, mode.object_size().max(1));
     let mut t = a.trace_opts.open(&a.trace)?;
     let mut spinner = Spinner::new(bars, &format!("{} @ {}", cfg.arch, size.label()));
-    let r = simulate(&mut t, &cfg, &mut spinner)?;
+    let mut r = simulate(&mut t, &cfg, &mut spinner)?;
     spinner.done();
+    r.notes.extend(split_note);
     print!("{}", report::report_text(&r));
     if let Some(p) = a.json {
         write_file(&p, serde_json::to_string_pretty(&r)?.as_bytes())?;
@@ -537,7 +546,10 @@ fn cmd_trace(t: TraceCommand, bars: &Bars) -> Result<()> {
             println!("wrote {} oracleGeneral records ({}) to {}", recs.len(), mapper.mode().label(), output.display());
             Ok(())
         }
-        TraceCommand::Gen { output, requests, objects, alpha, size, write_fraction, rate, seed } => {
+        TraceCommand::Gen { output, requests, objects, alpha, size, write_fraction, rate, seed, standin, scale } => {
+            if let Some(name) = standin {
+                return write_standin(&name, scale, seed, requests, &output);
+            }
             if objects == 0 || size == 0 || !(0.0..=1.0).contains(&write_fraction) || alpha < 0.0 {
                 bail!("--objects and --size must be positive, --write-fraction within 0..=1, --alpha >= 0");
             }
@@ -571,6 +583,30 @@ fn cmd_trace(t: TraceCommand, bars: &Bars) -> Result<()> {
             Ok(())
         }
     }
+}
+
+/// Writes a stand-in as MQSim ascii (time ns, device, LBA sectors, sectors, 1 = read).
+fn write_standin(name: &str, scale: f64, seed: u64, limit: u64, output: &Path) -> Result<()> {
+    use tierwise_sim::reproduce::standin::{STANDINS, StandIn};
+    if !(scale > 0.0 && scale <= 1.0) {
+        bail!("--scale {scale}: expected a fraction in (0, 1]");
+    }
+    let Some(s) = StandIn::by_name(name, scale, seed) else {
+        bail!("unknown stand-in `{name}`; expected one of: {}", STANDINS.join(", "));
+    };
+    let mut t = s.trace();
+    let f = fs::File::create(output).with_context(|| format!("creating {}", output.display()))?;
+    let mut out = BufWriter::new(f);
+    let mut r = tierwise_sim::trace::TraceRecord::default();
+    let (mut n, unbounded) = (0u64, !s.has_time());
+    while (!unbounded || n < limit) && t.next(&mut r)? {
+        let ty = u8::from(r.op == tierwise_sim::trace::IoOp::Read);
+        writeln!(out, "{} 0 {} {} {}", r.time_ns, r.offset / 512, r.len.div_ceil(512), ty)?;
+        n += 1;
+    }
+    out.flush()?;
+    println!("wrote {n} requests of {} to {}\n{}", s.name, output.display(), s.description);
+    Ok(())
 }
 
 fn cmd_bench(a: BenchArgs) -> Result<()> {

@@ -224,3 +224,42 @@ fn malformed_trace_lines_name_file_line_and_field() {
         &["/nonexistent/x.csv", "No such file"],
     );
 }
+
+#[test]
+fn block_architecture_knob_combinations_are_refused_by_name() {
+    let t = trace("msr_hm_0.excerpt1000.csv");
+    fails(
+        &["sim", &t, "--arch", "greendm-tiering:lt=200,ht=100", "--ssd", "64MiB"],
+        &["lt (200) must be below ht (100)"],
+    );
+    fails(&["sim", &t, "--arch", "greendm-tiering:es=6KiB", "--ssd", "64MiB"], &["es = 6144", "multiple of 4 KiB"]);
+    fails(&["sim", &t, "--arch", "greendm-caching:mcml=0", "--ssd", "64MiB"], &["mcml", "1..=4096"]);
+    fails(&["sim", &t, "--arch", "greendm-tiering:es=1GiB", "--ssd", "64MiB"], &["smaller than one extent"]);
+    fails(&["sim", &t, "--arch", "otf-ast:sub-lun=1GiB", "--ssd", "64MiB"], &["smaller than one sub-LUN"]);
+    fails(
+        &["sim", &t, "--arch", "zfs-l2arc-like:collector=lfu", "--ssd", "64MiB"],
+        &["cannot be walked", "arc, lru or fifo"],
+    );
+}
+
+#[test]
+fn es_knob_sets_the_split_size_and_counters_are_reported() {
+    let t = trace("msr_hm_0.excerpt1000.csv");
+    let s = ok(&["sim", &t, "--arch", "greendm-tiering:es=64KiB", "--ssd", "25%", "--timing", "none"]);
+    assert!(s.contains("blocks:64KiB objects"), "{s}");
+    assert!(s.contains("requests split into 64KiB extents"), "{s}");
+    assert!(s.contains("arch counters  "), "{s}");
+}
+
+#[test]
+fn standins_are_written_and_reproduce_refuses_unknown_targets() {
+    let out = tempfile::tempdir().unwrap();
+    let p = out.path().join("fiu.mqsim").display().to_string();
+    let s = ok(&["trace", "gen", "--standin", "fiu-online", "--scale", "0.001", "-o", &p]);
+    assert!(s.contains("wrote 4868 requests") && s.contains("655,526 reads"), "{s}");
+    let st = ok(&["trace", "stat", &p]);
+    assert!(st.contains("requests       4868 (656 reads"), "{st}");
+    fails(&["trace", "gen", "--standin", "fiu", "-o", &p], &["unknown stand-in `fiu`", "fiu-online, src1_0"]);
+    fails(&["reproduce", "loris"], &["unknown reproduction target `loris`", "greendm", "otf-ast", "hca"]);
+    fails(&["reproduce", "hca", "--scale", "2"], &["--scale 2"]);
+}

@@ -838,7 +838,14 @@ impl Timed {
             }
         }
         let time_limit = cfg.max_time.unwrap_or(Nanos(u64::MAX));
-        let replayed = trace.for_each(limit, |rec| -> Result<(), SimError> {
+        let mapper = self.mapper;
+        let replayed = trace.for_each_ahead(limit, (8, 24), |rec, near, far| -> Result<(), SimError> {
+            if let Some(a) = far {
+                engine.prefetch(mapper.first_object(a), false);
+            }
+            if let Some(a) = near {
+                engine.prefetch(mapper.first_object(a), true);
+            }
             let arrival = match self.timing {
                 Timing::Open { speedup } => {
                     let t0 = *first_time.get_or_insert(rec.time_ns);

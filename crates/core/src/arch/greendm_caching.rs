@@ -13,9 +13,9 @@
 //!   dirty victim is written back before it is dropped.
 //! - Discards (deletes) are ignored: the data stays valid, as on a drive without TRIM support.
 
-use super::greendm_tiering::extent_size;
+use super::greendm_tiering::GreenDmKnobs;
 use super::{ArchBuild, Architecture, Placement, Setup, Usage};
-use crate::collector::windowed_miss::{MAX_WINDOW_S, WindowedMiss};
+use crate::collector::windowed_miss::WindowedMiss;
 use crate::engine::Ctx;
 use crate::extent_map::ExtentMap;
 use crate::params::{ConfigError, ParamSpec, Params};
@@ -110,33 +110,9 @@ impl ArchBuild for GreenDmCaching {
     const USES_COLLECTOR: bool = false;
 
     fn build(p: &mut Params, setup: &Setup) -> Result<Self, ConfigError> {
-        let es = extent_size(p, setup)?;
-        let pt = p.u64("pt", 1, 1, 255)? as u8;
-        let max_w = Nanos::from_secs(MAX_WINDOW_S);
-        let tw = p.duration("tw", Nanos::from_secs(60), Nanos::from_secs(1), max_w)?;
-        let mcml = p.u64("mcml", 16, 1, 4096)? as u32;
-        let n = setup.fast_capacity / es;
-        if n == 0 {
-            return Err(p.inconsistent(format!(
-                "the SSD ({} bytes) is smaller than one extent (es = {es} bytes)",
-                setup.fast_capacity
-            )));
-        }
-        if n > u64::from(u32::MAX) {
-            return Err(p.inconsistent("more than 2^32 SSD extents: use a larger es"));
-        }
-        let n = n as u32;
-        let lt = p.u64("lt", 64.min(u64::from(n) / 4), 0, u64::from(n))? as u32;
-        let ht = p.u64("ht", 128.min(u64::from(n) / 2).max(u64::from(lt) + 1), 1, u64::from(n))? as u32;
-        if lt >= ht {
-            return Err(
-                p.inconsistent(format!("lt ({lt}) must be below ht ({ht}); allowed: 0 <= lt < ht <= {n} SSD extents"))
-            );
-        }
-        let window = p.duration("window", Nanos::from_secs(30), Nanos::from_secs(1), max_w)?;
+        let GreenDmKnobs { es, pt, tw_s, mcml, extents: n, lt, ht, tau_s, md_every, md_time } =
+            GreenDmKnobs::parse(p, setup)?;
         let wb_cap = p.u64("wb-queue", 1024, 1, 1 << 24)? as usize;
-        let md_every = p.duration("md-flush", Nanos::from_secs(60), Nanos::ZERO, Nanos::from_secs(86_400))?;
-        let md_time = p.duration("md-flush-time", Nanos::from_millis(100), Nanos::ZERO, Nanos::from_secs(60))?;
         let words = (n as usize).div_ceil(64);
         let mut used = vec![0u64; words];
         if n % 64 != 0 {
@@ -145,11 +121,11 @@ impl ArchBuild for GreenDmCaching {
         Ok(GreenDmCaching {
             es,
             pt,
-            tw_s: (tw.0 / 1_000_000_000) as u16,
+            tw_s,
             mcml,
             lt,
             ht,
-            tau_s: (window.0 / 1_000_000_000) as u16,
+            tau_s,
             wb_cap,
             md_every,
             md_time,

@@ -126,45 +126,20 @@ impl ArchBuild for GreenDmTiering {
     const USES_COLLECTOR: bool = false;
 
     fn build(p: &mut Params, setup: &Setup) -> Result<Self, ConfigError> {
-        let es = extent_size(p, setup)?;
-        let pt = p.u64("pt", 1, 1, 255)? as u8;
-        let max_w = Nanos::from_secs(MAX_WINDOW_S);
-        let tw = p.duration("tw", Nanos::from_secs(60), Nanos::from_secs(1), max_w)?;
-        let mcml = p.u64("mcml", 16, 1, 4096)? as u32;
-        let ssd_extents = setup.fast_capacity / es;
-        if ssd_extents == 0 {
-            return Err(p.inconsistent(format!(
-                "the SSD ({} bytes) is smaller than one extent (es = {es} bytes)",
-                setup.fast_capacity
-            )));
-        }
-        if ssd_extents > u64::from(u32::MAX) {
-            return Err(p.inconsistent("more than 2^32 SSD extents: use a larger es"));
-        }
-        let ssd_extents = ssd_extents as u32;
-        let lt = p.u64("lt", 64.min(u64::from(ssd_extents) / 4), 0, u64::from(ssd_extents))? as u32;
-        let ht =
-            p.u64("ht", 128.min(u64::from(ssd_extents) / 2).max(u64::from(lt) + 1), 1, u64::from(ssd_extents))? as u32;
-        if lt >= ht {
-            return Err(p.inconsistent(format!(
-                "lt ({lt}) must be below ht ({ht}); allowed: 0 <= lt < ht <= {ssd_extents} SSD extents"
-            )));
-        }
+        let GreenDmKnobs { es, pt, tw_s, mcml, extents: ssd_extents, lt, ht, tau_s, md_every, md_time } =
+            GreenDmKnobs::parse(p, setup)?;
         let reserved = p.u64("reserved", 64, 0, 1 << 20)? as u32;
-        let window = p.duration("window", Nanos::from_secs(30), Nanos::from_secs(1), max_w)?;
-        let md_every = p.duration("md-flush", Nanos::from_secs(60), Nanos::ZERO, Nanos::from_secs(86_400))?;
-        let md_time = p.duration("md-flush-time", Nanos::from_millis(100), Nanos::ZERO, Nanos::from_secs(60))?;
         // Scanned start: every SSD extent is in use. Bits past the last extent are set too and
         // never cleared, so they are never handed out.
         let used = vec![u64::MAX; (ssd_extents as usize).div_ceil(64)];
         Ok(GreenDmTiering {
             es,
             pt,
-            tw_s: (tw.0 / 1_000_000_000) as u16,
+            tw_s,
             mcml,
             lt,
             ht,
-            tau_s: (window.0 / 1_000_000_000) as u16,
+            tau_s,
             md_every,
             md_time,
             map: ExtentMap::new(),
@@ -188,6 +163,64 @@ impl ArchBuild for GreenDmTiering {
             flushing_until: Nanos::ZERO,
             ssd_residents: u64::from(ssd_extents),
             counters: Counters::default(),
+        })
+    }
+}
+
+/// The knobs GreenDM's tiering and caching modes share, validated together.
+pub(crate) struct GreenDmKnobs {
+    pub(crate) es: u64,
+    pub(crate) pt: u8,
+    pub(crate) tw_s: u16,
+    pub(crate) mcml: u32,
+    /// SSD extents.
+    pub(crate) extents: u32,
+    pub(crate) lt: u32,
+    pub(crate) ht: u32,
+    /// WSClock working-set window, seconds.
+    pub(crate) tau_s: u16,
+    pub(crate) md_every: Nanos,
+    pub(crate) md_time: Nanos,
+}
+
+impl GreenDmKnobs {
+    pub(crate) fn parse(p: &mut Params, setup: &Setup) -> Result<GreenDmKnobs, ConfigError> {
+        let es = extent_size(p, setup)?;
+        let pt = p.u64("pt", 1, 1, 255)? as u8;
+        let max_w = Nanos::from_secs(MAX_WINDOW_S);
+        let tw = p.duration("tw", Nanos::from_secs(60), Nanos::from_secs(1), max_w)?;
+        let mcml = p.u64("mcml", 16, 1, 4096)? as u32;
+        let n = setup.fast_capacity / es;
+        if n == 0 {
+            return Err(p.inconsistent(format!(
+                "the SSD ({} bytes) is smaller than one extent (es = {es} bytes)",
+                setup.fast_capacity
+            )));
+        }
+        if n > u64::from(u32::MAX) {
+            return Err(p.inconsistent("more than 2^32 SSD extents: use a larger es"));
+        }
+        let lt = p.u64("lt", 64.min(n / 4), 0, n)? as u32;
+        let ht = p.u64("ht", 128.min(n / 2).max(u64::from(lt) + 1), 1, n)? as u32;
+        if lt >= ht {
+            return Err(
+                p.inconsistent(format!("lt ({lt}) must be below ht ({ht}); allowed: 0 <= lt < ht <= {n} SSD extents"))
+            );
+        }
+        let window = p.duration("window", Nanos::from_secs(30), Nanos::from_secs(1), max_w)?;
+        let md_every = p.duration("md-flush", Nanos::from_secs(60), Nanos::ZERO, Nanos::from_secs(86_400))?;
+        let md_time = p.duration("md-flush-time", Nanos::from_millis(100), Nanos::ZERO, Nanos::from_secs(60))?;
+        Ok(GreenDmKnobs {
+            es,
+            pt,
+            tw_s: (tw.0 / 1_000_000_000) as u16,
+            mcml,
+            extents: n as u32,
+            lt,
+            ht,
+            tau_s: (window.0 / 1_000_000_000) as u16,
+            md_every,
+            md_time,
         })
     }
 }

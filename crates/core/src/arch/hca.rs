@@ -397,14 +397,7 @@ impl Architecture for Hca {
     }
 
     fn usage(&self) -> Usage {
-        Usage {
-            fast_capacity: u64::from(self.log.len()) * self.page,
-            fast_used: u64::from(self.log.occupied()) * self.page,
-            dirty_bytes: 0,
-            objects: self.table.len(),
-            fast_objects: self.log.valid().count(),
-            in_flight: 0,
-        }
+        self.log.usage(self.page, self.table.len())
     }
 
     fn counters(&self) -> Vec<(&'static str, u64)> {

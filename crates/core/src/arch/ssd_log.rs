@@ -159,6 +159,19 @@ impl SsdLog {
     }
 
     /// Verifies the counters.
+    /// Space and object counts of a read cache whose L2 is this log of `page`-byte pages and
+    /// which tracks `objects` pages in all.
+    pub(super) fn usage(&self, page: u64, objects: usize) -> super::Usage {
+        super::Usage {
+            fast_capacity: u64::from(self.len()) * page,
+            fast_used: u64::from(self.occupied()) * page,
+            dirty_bytes: 0,
+            objects,
+            fast_objects: self.valid().count(),
+            in_flight: 0,
+        }
+    }
+
     pub(super) fn check(&self) -> Result<(), String> {
         let occupied = self.slots.iter().filter(|s| s.state != EMPTY).count() as u32;
         let writing = self.slots.iter().filter(|s| s.state == WRITING || s.state == WRITING_STALE).count() as u32;

@@ -85,7 +85,26 @@ pub fn src1_sublun(scale: f64) -> u64 {
 /// SPC Financial1 request count.
 pub const FINANCIAL1_REQUESTS: u64 = 5_334_987;
 
+/// Names accepted by [`StandIn::by_name`].
+pub const STANDINS: &[&str] =
+    &["fiu-online", "src1_0", "src1_1", "spc-financial", "filebench-randread", "filebench-oltp"];
+
 impl StandIn {
+    /// A stand-in by name (see [`STANDINS`]) at `scale` (the Filebench ones: a 10 GiB working set
+    /// times `scale`).
+    pub fn by_name(name: &str, scale: f64, seed: u64) -> Option<StandIn> {
+        let ws = ((10.0 * GIB as f64 * scale) as u64 / 8192).max(2) * 8192;
+        Some(match name {
+            "fiu-online" => StandIn::fiu_online(scale, seed),
+            "src1_0" => StandIn::msr_src1(0, scale, seed, false, 1),
+            "src1_1" => StandIn::msr_src1(1, scale, seed, false, 1),
+            "spc-financial" => StandIn::spc_financial(scale, seed),
+            "filebench-randread" => StandIn::filebench_random_read(ws, seed),
+            "filebench-oltp" => StandIn::filebench_oltp(ws, seed),
+            _ => return None,
+        })
+    }
+
     /// FIU online: 8 GB drive, 655,526 reads of 8 KB, 4,211,786 writes of 4 KB (published).
     pub fn fiu_online(scale: f64, seed: u64) -> StandIn {
         StandIn {
@@ -94,8 +113,7 @@ impl StandIn {
                 "published (GreenDM Table III): 8 GB drive, 655,526 reads averaging 8 KB, 4,211,786 writes averaging \
                  4 KB; assumed: 64 KiB regions with Zipf(1.1) popularity scattered over the drive, offsets \
                  4 KiB-aligned and uniform within a region, reads and writes interleaved at random, 100 requests/s; \
-                 scaled to {:.0}% of the request counts",
-                scale * 100.0
+                 request counts scaled by {scale}"
             ),
             kind: StandInKind::FiuOnline { scale, seed },
         }
@@ -162,9 +180,8 @@ impl StandIn {
             description: format!(
                 "commonly cited for SPC Financial1 (approximate, not from the HCA paper): 5,334,987 requests over \
                  12 hours, about 23% reads, 512 B-8 KB requests (mean ~3.4 KB), 24 ASUs with skewed popularity; \
-                 assumed: ASUs of 1 GiB, Zipf(1.0) over ASUs and Zipf(0.9) over 4 KiB blocks within an ASU; scaled \
-                 to {:.0}% of the requests",
-                scale * 100.0
+                 assumed: ASUs of 1 GiB, Zipf(1.0) over ASUs and Zipf(0.9) over 4 KiB blocks within an ASU; request \
+                 count scaled by {scale}"
             ),
             kind: StandInKind::SpcFinancial { scale, seed },
         }
