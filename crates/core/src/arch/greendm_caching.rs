@@ -13,6 +13,7 @@
 //!   dirty victim is written back before it is dropped.
 //! - Discards (deletes) are ignored: the data stays valid, as on a drive without TRIM support.
 
+use super::greendm_common::{MetaFlush, SsdBitmap, TAG_META};
 use super::greendm_tiering::GreenDmKnobs;
 use super::{ArchBuild, Architecture, Placement, Setup, Usage};
 use crate::collector::windowed_miss::WindowedMiss;
@@ -33,7 +34,6 @@ const REFERENCED: u16 = 256;
 const TOUCHED: u16 = 512;
 
 const FREE: u64 = u64::MAX;
-const TAG_META: u64 = u64::MAX;
 /// Write-backs in flight at most (the write-back thread's queue depth).
 const WRITEBACKS_IN_FLIGHT: u32 = 64;
 
@@ -56,22 +56,17 @@ pub struct GreenDmCaching {
     ht: u32,
     tau_s: u16,
     wb_cap: usize,
-    md_every: Nanos,
-    md_time: Nanos,
+    meta: MetaFlush,
     map: ExtentMap<Ce>,
     ssd_extents: u32,
     owner: Vec<u64>,
-    used: Vec<u64>,
-    free_ssd: u32,
-    free_hint: usize,
+    ssd: SsdBitmap,
     queue: std::collections::VecDeque<u64>,
     moves: u32,
     writebacks: u32,
     evicting_pending: u32,
     evicting_mode: bool,
     hand: u32,
-    next_flush: Nanos,
-    flushing_until: Nanos,
     dirty: u64,
     cached: u64,
     counters: Counters,
@@ -86,7 +81,6 @@ struct Counters {
     duplicate_writebacks: u64,
     write_through_queue_full: u64,
     served_from_ram: u64,
-    metadata_flushes: u64,
 }
 
 const PARAMS: &[ParamSpec] = &[
@@ -113,11 +107,6 @@ impl ArchBuild for GreenDmCaching {
         let GreenDmKnobs { es, pt, tw_s, mcml, extents: n, lt, ht, tau_s, md_every, md_time } =
             GreenDmKnobs::parse(p, setup)?;
         let wb_cap = p.u64("wb-queue", 1024, 1, 1 << 24)? as usize;
-        let words = (n as usize).div_ceil(64);
-        let mut used = vec![0u64; words];
-        if n % 64 != 0 {
-            used[words - 1] = !((1u64 << (n % 64)) - 1);
-        }
         Ok(GreenDmCaching {
             es,
             pt,
@@ -127,22 +116,17 @@ impl ArchBuild for GreenDmCaching {
             ht,
             tau_s,
             wb_cap,
-            md_every,
-            md_time,
+            meta: MetaFlush::new(md_every, md_time),
             map: ExtentMap::new(),
             ssd_extents: n,
             owner: vec![FREE; n as usize],
-            used,
-            free_ssd: n,
-            free_hint: 0,
+            ssd: SsdBitmap::new(n, false),
             queue: std::collections::VecDeque::new(),
             moves: 0,
             writebacks: 0,
             evicting_pending: 0,
             evicting_mode: false,
             hand: 0,
-            next_flush: md_every,
-            flushing_until: Nanos::ZERO,
             dirty: 0,
             cached: 0,
             counters: Counters::default(),
@@ -163,27 +147,12 @@ impl GreenDmCaching {
     }
 
     fn alloc_ssd(&mut self) -> Option<u32> {
-        if self.free_ssd == 0 {
-            return None;
-        }
-        for w in self.free_hint..self.used.len() {
-            if self.used[w] != u64::MAX {
-                let b = (!self.used[w]).trailing_zeros();
-                self.used[w] |= 1 << b;
-                self.free_hint = w;
-                self.free_ssd -= 1;
-                return Some((w * 64) as u32 + b);
-            }
-        }
-        None
+        self.ssd.alloc()
     }
 
     fn free_le(&mut self, le: u32) {
-        let (w, b) = ((le / 64) as usize, le % 64);
-        self.used[w] &= !(1 << b);
+        self.ssd.release(le);
         self.owner[le as usize] = FREE;
-        self.free_ssd += 1;
-        self.free_hint = self.free_hint.min(w);
     }
 
     fn fast_addr(&self, le: u32) -> u64 {
@@ -213,7 +182,7 @@ impl GreenDmCaching {
             self.counters.cancel_mcml += 1;
             return;
         }
-        if cx.now < self.flushing_until {
+        if self.meta.flushing(cx.now) {
             self.counters.cancel_flush += 1;
             return;
         }
@@ -305,10 +274,10 @@ impl GreenDmCaching {
     }
 
     fn run_eviction(&mut self, cx: &mut Ctx<'_>) {
-        if self.free_ssd <= self.lt {
+        if self.ssd.free() <= self.lt {
             self.evicting_mode = true;
         }
-        while self.evicting_mode && self.free_ssd + self.evicting_pending < self.ht && self.moves < self.mcml {
+        while self.evicting_mode && self.ssd.free() + self.evicting_pending < self.ht && self.moves < self.mcml {
             let Some((v, le)) = self.victim(cx.now) else { break };
             let e = self.map.get(v);
             if e.flags & DIRTY == 0 {
@@ -322,7 +291,7 @@ impl GreenDmCaching {
                 }
             }
         }
-        if self.free_ssd + self.evicting_pending >= self.ht {
+        if self.ssd.free() + self.evicting_pending >= self.ht {
             self.evicting_mode = false;
         }
     }
@@ -386,7 +355,7 @@ impl Architecture for GreenDmCaching {
         } else {
             let tw = self.tw_s;
             let count = self.entry_mut(v).miss.miss(now, tw);
-            if self.free_ssd <= self.lt || self.evicting_mode {
+            if self.ssd.free() <= self.lt || self.evicting_mode {
                 self.run_eviction(cx);
             }
             if count >= self.pt {
@@ -453,22 +422,11 @@ impl Architecture for GreenDmCaching {
     }
 
     fn tick(&mut self, cx: &mut Ctx<'_>) {
-        if self.md_every == Nanos::ZERO || cx.now < self.next_flush {
-            return;
-        }
-        self.counters.metadata_flushes += 1;
-        self.flushing_until = cx.now.saturating_add(self.md_time);
-        while self.next_flush <= cx.now {
-            self.next_flush = self.next_flush.saturating_add(self.md_every);
-        }
-        let bytes = (self.map.memory_bytes() as u64).max(4096);
-        cx.issue(
-            Work::new(WorkKind::Copy, ObjectId(u64::MAX), Level::Ram, Level::Fast, bytes).with_tag(TAG_META).at(0, 0),
-        );
+        self.meta.tick(cx, self.map.memory_bytes() as u64);
     }
 
     fn next_tick(&self) -> Option<Nanos> {
-        (self.md_every != Nanos::ZERO).then_some(self.next_flush)
+        self.meta.next_tick()
     }
 
     fn flush(&mut self, cx: &mut Ctx<'_>) {
@@ -498,7 +456,7 @@ impl Architecture for GreenDmCaching {
     fn usage(&self) -> Usage {
         Usage {
             fast_capacity: u64::from(self.ssd_extents) * self.es,
-            fast_used: u64::from(self.ssd_extents - self.free_ssd) * self.es,
+            fast_used: u64::from(self.ssd_extents - self.ssd.free()) * self.es,
             dirty_bytes: self.dirty * self.es,
             objects: self.map.iter().filter(|(_, e)| e.flags & TOUCHED != 0).count(),
             fast_objects: self.cached as usize,
@@ -516,14 +474,14 @@ impl Architecture for GreenDmCaching {
             ("write-backs deduplicated in the queue", c.duplicate_writebacks),
             ("writes sent through: queue full", c.write_through_queue_full),
             ("I/Os served from RAM during prefetch", c.served_from_ram),
-            ("metadata flushes", c.metadata_flushes),
+            ("metadata flushes", self.meta.count),
         ]
     }
 
     fn check_invariants(&self) -> Result<(), String> {
         let (mut used, mut cached, mut dirty, mut wb, mut evicting) = (0u32, 0u64, 0u64, 0u32, 0u32);
         for le in 0..self.ssd_extents {
-            let bit = self.used[(le / 64) as usize] & (1 << (le % 64)) != 0;
+            let bit = self.ssd.is_used(le);
             let v = self.owner[le as usize];
             if bit != (v != FREE) {
                 return Err(format!("SSD extent {le}: bitmap {bit} but owner {v:#x}"));
@@ -560,10 +518,10 @@ impl Architecture for GreenDmCaching {
                 evicting += 1;
             }
         }
-        if self.ssd_extents - used != self.free_ssd || cached != self.cached || dirty != self.dirty {
+        if self.ssd_extents - used != self.ssd.free() || cached != self.cached || dirty != self.dirty {
             return Err(format!(
                 "counters free {} cached {} dirty {} but found {} {cached} {dirty}",
-                self.free_ssd,
+                self.ssd.free(),
                 self.cached,
                 self.dirty,
                 self.ssd_extents - used
@@ -579,7 +537,7 @@ impl Architecture for GreenDmCaching {
     }
 
     fn memory_bytes(&self) -> usize {
-        self.map.memory_bytes() + self.owner.capacity() * 8 + self.used.capacity() * 8 + self.queue.capacity() * 8
+        self.map.memory_bytes() + self.owner.capacity() * 8 + self.ssd.memory_bytes() + self.queue.capacity() * 8
     }
 }
 

@@ -23,6 +23,7 @@
 //! Memory: an 8-byte table entry per virtual extent in touched 64-extent chunks, 8 bytes per SSD
 //! extent for the reverse map and a bitmap bit.
 
+use super::greendm_common::{MetaFlush, SsdBitmap, TAG_META};
 use super::{ArchBuild, Architecture, Placement, Setup, Usage};
 use crate::collector::windowed_miss::{MAX_WINDOW_S, WindowedMiss};
 use crate::engine::Ctx;
@@ -40,7 +41,6 @@ const REFERENCED: u8 = 32;
 const TOUCHED: u8 = 64;
 
 const FREE: u64 = u64::MAX;
-const TAG_META: u64 = u64::MAX;
 
 /// One mapping-table entry (8 bytes).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -63,16 +63,12 @@ pub struct GreenDmTiering {
     lt: u32,
     ht: u32,
     tau_s: u16,
-    md_every: Nanos,
-    md_time: Nanos,
+    meta: MetaFlush,
     map: ExtentMap<Ve>,
     ssd_extents: u32,
     /// Virtual extent per SSD logical extent, FREE when free.
     owner: Vec<u64>,
-    used: Vec<u64>,
-    free_ssd: u32,
-    /// Lowest word of `used` that may have a free bit.
-    free_hint: usize,
+    ssd: SsdBitmap,
     hdd_free: Vec<u64>,
     relocated: Vec<u64>,
     relocated_free: Vec<u32>,
@@ -82,8 +78,6 @@ pub struct GreenDmTiering {
     demotions_in_flight: u32,
     demoting: bool,
     hand: u32,
-    next_flush: Nanos,
-    flushing_until: Nanos,
     ssd_residents: u64,
     counters: Counters,
 }
@@ -97,7 +91,6 @@ struct Counters {
     demotion_stalled: u64,
     demotion_cancelled: u64,
     served_from_ram: u64,
-    metadata_flushes: u64,
 }
 
 const PARAMS: &[ParamSpec] = &[
@@ -129,9 +122,6 @@ impl ArchBuild for GreenDmTiering {
         let GreenDmKnobs { es, pt, tw_s, mcml, extents: ssd_extents, lt, ht, tau_s, md_every, md_time } =
             GreenDmKnobs::parse(p, setup)?;
         let reserved = p.u64("reserved", 64, 0, 1 << 20)? as u32;
-        // Scanned start: every SSD extent is in use. Bits past the last extent are set too and
-        // never cleared, so they are never handed out.
-        let used = vec![u64::MAX; (ssd_extents as usize).div_ceil(64)];
         Ok(GreenDmTiering {
             es,
             pt,
@@ -140,15 +130,12 @@ impl ArchBuild for GreenDmTiering {
             lt,
             ht,
             tau_s,
-            md_every,
-            md_time,
+            meta: MetaFlush::new(md_every, md_time),
             map: ExtentMap::new(),
             ssd_extents,
             // Scanned start: SSD extent i holds virtual extent i.
             owner: (0..u64::from(ssd_extents)).collect(),
-            used,
-            free_ssd: 0,
-            free_hint: 0,
+            ssd: SsdBitmap::new(ssd_extents, true),
             hdd_free: Vec::new(),
             relocated: Vec::new(),
             relocated_free: Vec::new(),
@@ -159,8 +146,6 @@ impl ArchBuild for GreenDmTiering {
             demotions_in_flight: 0,
             demoting: false,
             hand: 0,
-            next_flush: md_every,
-            flushing_until: Nanos::ZERO,
             ssd_residents: u64::from(ssd_extents),
             counters: Counters::default(),
         })
@@ -277,28 +262,12 @@ impl GreenDmTiering {
     }
 
     fn alloc_ssd(&mut self) -> Option<u32> {
-        if self.free_ssd == 0 {
-            return None;
-        }
-        for w in self.free_hint..self.used.len() {
-            let word = self.used[w];
-            if word != u64::MAX {
-                let b = (!word).trailing_zeros();
-                self.used[w] |= 1 << b;
-                self.free_hint = w;
-                self.free_ssd -= 1;
-                return Some((w * 64) as u32 + b);
-            }
-        }
-        None
+        self.ssd.alloc()
     }
 
     fn free_ssd_le(&mut self, le: u32) {
-        let (w, b) = ((le / 64) as usize, le % 64);
-        self.used[w] &= !(1 << b);
+        self.ssd.release(le);
         self.owner[le as usize] = FREE;
-        self.free_ssd += 1;
-        self.free_hint = self.free_hint.min(w);
     }
 
     fn alloc_hdd(&mut self) -> Option<u64> {
@@ -314,7 +283,7 @@ impl GreenDmTiering {
     }
 
     fn flushing(&self, now: Nanos) -> bool {
-        now < self.flushing_until
+        self.meta.flushing(now)
     }
 
     fn try_promote(&mut self, cx: &mut Ctx<'_>, v: u64) {
@@ -383,10 +352,10 @@ impl GreenDmTiering {
     }
 
     fn run_demotion(&mut self, cx: &mut Ctx<'_>) {
-        if self.free_ssd <= self.lt {
+        if self.ssd.free() <= self.lt {
             self.demoting = true;
         }
-        while self.demoting && self.free_ssd + self.demotions_in_flight < self.ht && self.moves < self.mcml {
+        while self.demoting && self.ssd.free() + self.demotions_in_flight < self.ht && self.moves < self.mcml {
             let Some((v, le)) = self.victim(cx.now) else { break };
             let Some(hdd) = self.alloc_hdd() else {
                 self.counters.demotion_stalled += 1;
@@ -403,7 +372,7 @@ impl GreenDmTiering {
                 .with_tag(hdd);
             cx.issue(w);
         }
-        if self.free_ssd + self.demotions_in_flight >= self.ht {
+        if self.ssd.free() + self.demotions_in_flight >= self.ht {
             self.demoting = false;
         }
     }
@@ -468,7 +437,7 @@ impl Architecture for GreenDmTiering {
         let hdd = self.hdd_le(v, &e);
         let (now, tw) = (cx.now, self.tw_s);
         let count = self.entry_mut(v).miss.miss(now, tw);
-        if self.free_ssd <= self.lt || self.demoting {
+        if self.ssd.free() <= self.lt || self.demoting {
             self.run_demotion(cx);
         }
         if count >= self.pt {
@@ -531,23 +500,11 @@ impl Architecture for GreenDmTiering {
     }
 
     fn tick(&mut self, cx: &mut Ctx<'_>) {
-        if self.md_every == Nanos::ZERO || cx.now < self.next_flush {
-            return;
-        }
-        // Write the mapping table to the SSD; promotions pause meanwhile.
-        self.counters.metadata_flushes += 1;
-        self.flushing_until = cx.now.saturating_add(self.md_time);
-        while self.next_flush <= cx.now {
-            self.next_flush = self.next_flush.saturating_add(self.md_every);
-        }
-        let bytes = (self.map.memory_bytes() as u64).max(4096);
-        cx.issue(
-            Work::new(WorkKind::Copy, ObjectId(u64::MAX), Level::Ram, Level::Fast, bytes).with_tag(TAG_META).at(0, 0),
-        );
+        self.meta.tick(cx, self.map.memory_bytes() as u64);
     }
 
     fn next_tick(&self) -> Option<Nanos> {
-        (self.md_every != Nanos::ZERO).then_some(self.next_flush)
+        self.meta.next_tick()
     }
 
     fn placement(&self, obj: ObjectId) -> Placement {
@@ -566,7 +523,7 @@ impl Architecture for GreenDmTiering {
     fn usage(&self) -> Usage {
         Usage {
             fast_capacity: u64::from(self.ssd_extents) * self.es,
-            fast_used: u64::from(self.ssd_extents - self.free_ssd) * self.es,
+            fast_used: u64::from(self.ssd_extents - self.ssd.free()) * self.es,
             dirty_bytes: 0,
             objects: self.map.iter().filter(|(_, e)| e.flags & TOUCHED != 0).count(),
             fast_objects: self.ssd_residents as usize,
@@ -584,7 +541,7 @@ impl Architecture for GreenDmTiering {
             ("demotions stalled: no free HDD extent", c.demotion_stalled),
             ("demotions cancelled by an access", c.demotion_cancelled),
             ("I/Os served from RAM during promotion", c.served_from_ram),
-            ("metadata flushes", c.metadata_flushes),
+            ("metadata flushes", self.meta.count),
         ]
     }
 
@@ -592,7 +549,7 @@ impl Architecture for GreenDmTiering {
         let mut used = 0u32;
         let mut residents = 0u64;
         for le in 0..self.ssd_extents {
-            let bit = self.used[(le / 64) as usize] & (1 << (le % 64)) != 0;
+            let bit = self.ssd.is_used(le);
             let v = self.owner[le as usize];
             if bit != (v != FREE) {
                 return Err(format!("SSD extent {le}: bitmap {bit} but owner {v:#x}"));
@@ -611,8 +568,8 @@ impl Architecture for GreenDmTiering {
                 return Err(format!("SSD extent {le} owned by {v:#x}, which is neither on the SSD nor promoting"));
             }
         }
-        if self.ssd_extents - used != self.free_ssd {
-            return Err(format!("free SSD extents {} but the bitmap has {}", self.free_ssd, self.ssd_extents - used));
+        if self.ssd_extents - used != self.ssd.free() {
+            return Err(format!("free SSD extents {} but the bitmap has {}", self.ssd.free(), self.ssd_extents - used));
         }
         if residents != self.ssd_residents {
             return Err(format!("{} SSD residents counted, {residents} found", self.ssd_residents));
@@ -643,7 +600,7 @@ impl Architecture for GreenDmTiering {
     fn memory_bytes(&self) -> usize {
         self.map.memory_bytes()
             + self.owner.capacity() * 8
-            + self.used.capacity() * 8
+            + self.ssd.memory_bytes()
             + self.hdd_free.capacity() * 8
             + self.relocated.capacity() * 8
             + self.relocated_free.capacity() * 4

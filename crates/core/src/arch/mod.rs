@@ -20,6 +20,7 @@ pub mod cache;
 pub mod dmcache_smq;
 pub mod flashcache;
 pub mod greendm_caching;
+mod greendm_common;
 pub mod greendm_tiering;
 pub mod hca;
 pub mod hdd_only;
