@@ -642,6 +642,38 @@ mod tests {
         assert_eq!(c["I/Os served from RAM during promotion"], 1);
     }
 
+    /// LT/HT hysteresis: demotion starts only when free SSD extents fall to LT, stops once HT
+    /// are free (counting demotions in flight), and does not restart until LT again.
+    #[test]
+    fn demotion_runs_between_lt_and_ht_only() {
+        let mut h = Harness::new("greendm-tiering:pt=1,lt=2,ht=5,mcml=8,md-flush=0,reserved=16", 8, false);
+        let demotes = |h: &Harness| h.queued.iter().filter(|w| w.kind == WorkKind::Demote).count();
+        let free = |h: &Harness| {
+            let u = h.engine.usage();
+            (u.fast_capacity - u.fast_used) / OBJ
+        };
+        // Scanned start: the SSD is full (0 free <= LT), so the first access starts an episode
+        // that demotes until HT = 5 are free.
+        h.step(&Step::Read(100, true)).unwrap();
+        assert_eq!(demotes(&h), 5);
+        h.drain();
+        h.settle().unwrap();
+        assert_eq!(free(&h), 5);
+        // Promotions use free extents; nothing is demoted while more than LT = 2 stay free.
+        for (i, obj) in [101u64, 102].into_iter().enumerate() {
+            h.step(&Step::Read(obj, true)).unwrap();
+            assert_eq!(demotes(&h), 0, "free {} > LT: no demotion", free(&h));
+            h.drain();
+            h.settle().unwrap();
+            assert_eq!(free(&h), 4 - i as u64);
+        }
+        // The third promotion brings free to LT: a new episode refills to HT.
+        h.step(&Step::Read(103, true)).unwrap();
+        h.drain();
+        h.settle().unwrap();
+        assert_eq!(free(&h), 5, "demoted back up to HT");
+    }
+
     #[test]
     fn greendm_knobs_are_validated() {
         let setup = Setup { fast_capacity: 64 * OBJ, slow_capacity: 0, object_size: OBJ };
