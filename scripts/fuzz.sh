@@ -14,8 +14,9 @@ zcat data/traces/systor17_vdi.sample1000.csv.gz | head -30 | seed systor
 head -30 crates/sim/tests/fixtures/cloudphysics_head200.csv | seed csv
 head -30 crates/sim/tests/fixtures/arc_oltp_head500.lis | seed arc_lis
 cat data/traces/msr_hm_0.excerpt1000.csv | head -20 | seed detect
+printf '# tierwise file trace v1\ntime_ns,op,path,offset,length,path2\n0,mkdir,/d,0,0,\n1,create,/d/f,0,0,\n2,write,/d/f,0,4096,\n3,rename,/d/f,0,0,/d/g\n' | seed file_trace
 cd fuzz
-for t in msr spc fiu blkparse vscsi oracle_general csv mqsim arc_lis systor detect; do
+for t in msr spc fiu blkparse vscsi oracle_general csv mqsim arc_lis systor detect file_trace; do
   echo "== $t ($secs s)"
   cargo +nightly fuzz run "$t" -- -max_total_time="$secs" -max_len=4096
 done

@@ -279,6 +279,21 @@ struct BenchArgs {
 
 #[derive(Subcommand)]
 enum TraceCommand {
+    /// Generate a file-level workload (postmark, fileserver, webserver, webserver-zipf, mixed,
+    /// randomread, oltp) as a file trace (CSV, see docs/FILE_TRACES.md).
+    GenFiles {
+        /// The workload.
+        workload: String,
+        /// Output file.
+        #[arg(long, short)]
+        output: PathBuf,
+        /// Fraction of the papers' sizes (files, transactions, iterations).
+        #[arg(long, default_value_t = 1.0)]
+        scale: f64,
+        /// Seed.
+        #[arg(long, default_value_t = 42)]
+        seed: u64,
+    },
     /// Requests, read share, footprint, size histogram, duration.
     Stat {
         /// The trace file.
@@ -489,6 +504,7 @@ fn cmd_mrc(a: MrcArgs, bars: &Bars) -> Result<()> {
 
 fn cmd_trace(t: TraceCommand, bars: &Bars) -> Result<()> {
     match t {
+        TraceCommand::GenFiles { workload, output, scale, seed } => gen_files(&workload, scale, seed, &output),
         TraceCommand::Stat { trace, trace_opts, objects, json } => {
             let mode = ObjectMode::parse(&objects).map_err(anyhow::Error::msg).context("--objects")?;
             let mut tr = trace_opts.open(&trace)?;
@@ -583,6 +599,52 @@ fn cmd_trace(t: TraceCommand, bars: &Bars) -> Result<()> {
             Ok(())
         }
     }
+}
+
+/// Writes a file workload as a file trace and prints what it holds.
+fn gen_files(name: &str, scale: f64, seed: u64, output: &Path) -> Result<()> {
+    use tierwise_sim::filetrace::generate::{FILE_WORKLOADS, FileWorkload};
+    use tierwise_sim::filetrace::{FileOpKind, HEADER};
+    if !(scale > 0.0 && scale <= 1.0) {
+        bail!("--scale {scale}: expected a fraction in (0, 1]");
+    }
+    let Some(w) = FileWorkload::by_name(name, scale) else {
+        bail!("unknown file workload `{name}`; expected one of: {}", FILE_WORKLOADS.join(", "));
+    };
+    let f = fs::File::create(output).with_context(|| format!("creating {}", output.display()))?;
+    let mut out = BufWriter::new(f);
+    out.write_all(HEADER.as_bytes())?;
+    let mut counts = [0u64; 10];
+    let (mut read, mut written) = (0u64, 0u64);
+    let mut err = None;
+    w.generate(seed, |op| {
+        if let Some(i) = FileOpKind::ALL.iter().position(|(k, _)| *k == op.kind) {
+            counts[i] += 1;
+        }
+        match op.kind {
+            FileOpKind::Read => read += op.length,
+            FileOpKind::Write | FileOpKind::Append => written += op.length,
+            _ => {}
+        }
+        if let Err(e) = op.write_line(&mut out) {
+            err.get_or_insert(e);
+        }
+    });
+    if let Some(e) = err {
+        return Err(e.into());
+    }
+    out.flush()?;
+    let total: u64 = counts.iter().sum();
+    println!("wrote {total} operations of {name} (scale {scale}, seed {seed}) to {}", output.display());
+    let by_kind: Vec<String> = FileOpKind::ALL
+        .iter()
+        .zip(counts)
+        .filter(|(_, n)| *n > 0)
+        .map(|((_, name), n)| format!("{name} {n}"))
+        .collect();
+    println!("  {}", by_kind.join(", "));
+    println!("  {} read, {} written", tierwise_core::Bytes(read), tierwise_core::Bytes(written));
+    Ok(())
 }
 
 /// Writes a stand-in as MQSim ascii (time ns, device, LBA sectors, sectors, 1 = read).

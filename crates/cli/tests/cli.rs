@@ -263,3 +263,15 @@ fn standins_are_written_and_reproduce_refuses_unknown_targets() {
     fails(&["reproduce", "loris"], &["unknown reproduction target `loris`", "greendm", "otf-ast", "hca"]);
     fails(&["reproduce", "hca", "--scale", "2"], &["--scale 2"]);
 }
+
+#[test]
+fn gen_files_writes_a_readable_file_trace() {
+    let out = tempfile::tempdir().unwrap();
+    let p = out.path().join("pm.csv");
+    let s = ok(&["trace", "gen-files", "postmark", "--scale", "0.005", "-o", &p.display().to_string()]);
+    assert!(s.contains("wrote ") && s.contains("create ") && s.contains("rmdir 11"), "{s}");
+    let ops: Vec<_> = tierwise_sim::filetrace::FileTraceReader::open(&p).unwrap().collect::<Result<_, _>>().unwrap();
+    assert!(ops.len() > 1000);
+    fails(&["trace", "gen-files", "tpcc", "-o", "/tmp/x.csv"], &["unknown file workload `tpcc`", "postmark"]);
+    fails(&["trace", "gen-files", "postmark", "--scale", "0", "-o", "/tmp/x.csv"], &["--scale 0"]);
+}

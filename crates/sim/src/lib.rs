@@ -3,6 +3,7 @@
 
 pub mod compare;
 pub mod device;
+pub mod filetrace;
 pub mod metrics;
 pub mod mrc;
 pub mod objects;

@@ -25,7 +25,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-pub use open::{OpenOptions, open_bytes, open_trace};
+pub use open::{OpenOptions, open_bytes, open_lines, open_trace};
 
 /// Read or write.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]

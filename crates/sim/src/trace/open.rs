@@ -68,6 +68,13 @@ fn decompress(name: &str, mut file: Box<dyn Read + Send>) -> Result<(Vec<u8>, Bo
     Ok((head, stream))
 }
 
+/// Opens a (possibly gzip- or zstd-compressed) text file as numbered lines.
+pub fn open_lines(path: &Path) -> Result<super::Lines, TraceError> {
+    let (head, rest) = open_stream(path)?;
+    let reader = std::io::BufReader::with_capacity(1 << 16, Cursor::new(head).chain(rest));
+    Ok(super::Lines::new(Box::new(reader), std::sync::Arc::from(path.display().to_string())))
+}
+
 /// The name without compression suffixes, lower-cased.
 fn base_name(path: &Path) -> String {
     let mut n = path.file_name().map(|s| s.to_string_lossy().to_lowercase()).unwrap_or_default();
