@@ -187,20 +187,19 @@ impl Gen<'_> {
 
 /// Writes `size` bytes from offset 0 in `chunk` units.
 fn write_whole(g: &mut Gen<'_>, path: &str, size: u64, chunk: u64) {
-    let mut off = 0;
-    while off < size {
-        let n = chunk.min(size - off);
-        g.op(FileOp::new(0, FileOpKind::Write, path).range(off, n));
-        off += n;
-    }
+    whole(g, FileOpKind::Write, path, size, chunk);
 }
 
 /// Reads `size` bytes from offset 0 in `chunk` units.
 fn read_whole(g: &mut Gen<'_>, path: &str, size: u64, chunk: u64) {
+    whole(g, FileOpKind::Read, path, size, chunk);
+}
+
+fn whole(g: &mut Gen<'_>, kind: FileOpKind, path: &str, size: u64, chunk: u64) {
     let mut off = 0;
     while off < size {
         let n = chunk.min(size - off);
-        g.op(FileOp::new(0, FileOpKind::Read, path).range(off, n));
+        g.op(FileOp::new(0, kind, path).range(off, n));
         off += n;
     }
 }
