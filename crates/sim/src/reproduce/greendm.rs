@@ -82,16 +82,12 @@ pub(super) fn run(
         }
     }
     let runs = run_jobs(&workloads, &jobs, opts.threads, progress)?;
-    let mut out = Reproduction {
-        target: "greendm".into(),
-        paper: "GreenDM: A Versatile Hybrid Drive for Energy and Performance (ACM TOS 2015)".into(),
-        scale: opts.scale,
-        workloads: workloads.iter().map(Workload::note).collect(),
-        tables: Vec::new(),
-        findings: Vec::new(),
-        charts: Vec::new(),
-        runs: Vec::new(),
-        notes: vec![
+    let mut out = Reproduction::new(
+        "greendm",
+        "GreenDM: A Versatile Hybrid Drive for Energy and Performance (ACM TOS 2015)",
+        opts.scale,
+        &workloads,
+        vec![
             "energy and power are the two devices' (our models), not the whole machine's as the paper measured; \
              the paper's power differences (+4-8%) come from CPU and RAM activity we do not model"
                 .into(),
@@ -100,7 +96,7 @@ pub(super) fn run(
                 .into(),
             format!("Web-search drive (sample span) = {}; FIU online drive = 8 GiB", tierwise_core::Bytes(web_drive)),
         ],
-    };
+    );
     web_tables(&mut out, &runs);
     fiu_tables(&mut out, &runs, &fiu_name);
     ratio_table(&mut out, &runs, &fiu_name);
@@ -187,14 +183,10 @@ fn web_tables(out: &mut Reproduction, runs: &[RunRecord]) {
         series.push((format!("tiering MCML={mcml}"), pts));
     }
     series.push(("Mylinear".into(), WEB_PT.iter().map(|&pt| (f64::from(pt), base_iops)).collect()));
-    out.charts.push(Chart {
-        file: "greendm-websearch-iops.png".into(),
-        title: "GreenDM Web-search: IOPS vs PT (SSD 1/4)".into(),
-        x_label: "PT".into(),
-        y_label: "IOPS".into(),
-        log_x: true,
-        series,
-    });
+    out.charts.push(
+        Chart::new("greendm-websearch-iops.png", "GreenDM Web-search: IOPS vs PT (SSD 1/4)", "PT", "IOPS", series)
+            .log_x(),
+    );
 }
 
 fn fiu_tables(out: &mut Reproduction, runs: &[RunRecord], fiu: &str) {
@@ -299,18 +291,20 @@ fn fiu_tables(out: &mut Reproduction, runs: &[RunRecord], fiu: &str) {
         held: tier.iter().zip(&cach).all(|(t, c)| c < t),
     });
     let x: Vec<f64> = FIU_ES.iter().map(|&e| (e >> 10) as f64).collect();
-    out.charts.push(Chart {
-        file: "greendm-fiu-online-iops.png".into(),
-        title: "GreenDM FIU online (stand-in): IOPS vs ES (SSD 1/4)".into(),
-        x_label: "ES (KiB)".into(),
-        y_label: "IOPS".into(),
-        log_x: true,
-        series: vec![
-            ("tiering".into(), x.iter().copied().zip(tier.iter().copied()).collect()),
-            ("caching".into(), x.iter().copied().zip(cach.iter().copied()).collect()),
-            ("Mylinear".into(), x.iter().map(|&e| (e, b_iops)).collect()),
-        ],
-    });
+    out.charts.push(
+        Chart::new(
+            "greendm-fiu-online-iops.png",
+            "GreenDM FIU online (stand-in): IOPS vs ES (SSD 1/4)",
+            "ES (KiB)",
+            "IOPS",
+            vec![
+                ("tiering".into(), x.iter().copied().zip(tier.iter().copied()).collect()),
+                ("caching".into(), x.iter().copied().zip(cach.iter().copied()).collect()),
+                ("Mylinear".into(), x.iter().map(|&e| (e, b_iops)).collect()),
+            ],
+        )
+        .log_x(),
+    );
 }
 
 fn ratio_table(out: &mut Reproduction, runs: &[RunRecord], fiu: &str) {

@@ -49,7 +49,7 @@ pub(super) fn run(
     let arc = round_pages((2.0 * GIB as f64 * s) as u64, PAGE_ZFS);
     let l2 = round_pages((32.0 * GIB as f64 * s) as u64, PAGE_ZFS);
     let hours = Nanos::from_secs_f64(6.0 * 3600.0 * s);
-    let mut workloads = vec![
+    let workloads = vec![
         Workload::Synthetic(StandIn::filebench_random_read(ws, opts.seed)),
         Workload::Synthetic(StandIn::filebench_oltp(ws, opts.seed + 1)),
         Workload::Synthetic(StandIn::spc_financial(s, opts.seed + 2)),
@@ -89,16 +89,12 @@ pub(super) fn run(
         }
     }
     let runs = run_jobs(&workloads, &jobs, opts.threads, progress)?;
-    let mut out = Reproduction {
-        target: "hca".into(),
-        paper: "An SSD-aware hybrid cache architecture (HCA) and a ZFS L2ARC study".into(),
-        scale: s,
-        workloads: workloads.iter_mut().map(|w| w.note()).collect(),
-        tables: Vec::new(),
-        findings: Vec::new(),
-        charts: Vec::new(),
-        runs: Vec::new(),
-        notes: vec![
+    let mut out = Reproduction::new(
+        "hca",
+        "An SSD-aware hybrid cache architecture (HCA) and a ZFS L2ARC study",
+        s,
+        &workloads,
+        vec![
             format!(
                 "ZFS part at scale {s}: working set {}, ARC {}, L2ARC {}, {:.2} h simulated per run (the paper: 10 GB, \
                  2 GB, 32 GB, 6 h); a cheap Lexar SSD in the paper, our Vertex 3 model here",
@@ -111,7 +107,7 @@ pub(super) fn run(
                 .into(),
             "every simulation replays with one request outstanding, so IOPS is the configuration's capability".into(),
         ],
-    };
+    );
     zfs_tables(&mut out, &runs, &workloads);
     hca_tables(&mut out, &runs, &workloads, &sim_sizes);
     out.runs = runs;
@@ -278,14 +274,13 @@ fn hca_tables(out: &mut Reproduction, runs: &[RunRecord], workloads: &[Workload]
         dhr_series.push((short, pts));
     }
     out.tables.push(t);
-    out.charts.push(Chart {
-        file: "hca-dhr-vs-ssd.png".into(),
-        title: "HCA: disk hit ratio vs SSD size (0 = RAM only)".into(),
-        x_label: "SSD size / RAM size".into(),
-        y_label: "DHR (%)".into(),
-        log_x: false,
-        series: dhr_series,
-    });
+    out.charts.push(Chart::new(
+        "hca-dhr-vs-ssd.png",
+        "HCA: disk hit ratio vs SSD size (0 = RAM only)",
+        "SSD size / RAM size",
+        "DHR (%)",
+        dhr_series,
+    ));
     // Transient buffer sweep.
     let mut tb = ReproTable::new(
         "HCA Fig. 27-28: XCIOPS vs transient buffer size (SSD = 4x RAM)",
@@ -330,14 +325,10 @@ fn hca_tables(out: &mut Reproduction, runs: &[RunRecord], workloads: &[Workload]
             held: web.1 > fin.1,
         });
     }
-    out.charts.push(Chart {
-        file: "hca-xciops-vs-tb.png".into(),
-        title: "HCA: XCIOPS vs transient buffer size".into(),
-        x_label: "TB (KiB)".into(),
-        y_label: "XCIOPS".into(),
-        log_x: true,
-        series: tb_series,
-    });
+    out.charts.push(
+        Chart::new("hca-xciops-vs-tb.png", "HCA: XCIOPS vs transient buffer size", "TB (KiB)", "XCIOPS", tb_series)
+            .log_x(),
+    );
     cost_table(out, runs, workloads, sizes);
 }
 

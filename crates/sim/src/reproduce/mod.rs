@@ -408,7 +408,42 @@ fn ssd_eu(rep: &SimReport, r: f64) -> f64 {
     (rep.ssd.write_bytes as f64 + rep.ssd.read_bytes as f64 * r) / crate::sim::SSD_WRITE_LIMIT_BYTES * 1e6
 }
 
+impl Chart {
+    /// A line chart written to `file`, with a linear x axis.
+    fn new(file: &str, title: &str, x_label: &str, y_label: &str, series: Vec<(String, Vec<(f64, f64)>)>) -> Chart {
+        Chart {
+            file: file.into(),
+            title: title.into(),
+            x_label: x_label.into(),
+            y_label: y_label.into(),
+            log_x: false,
+            series,
+        }
+    }
+
+    /// The same with a logarithmic x axis.
+    fn log_x(mut self) -> Chart {
+        self.log_x = true;
+        self
+    }
+}
+
 impl Reproduction {
+    /// An empty reproduction of `target` over `workloads`, with `notes`.
+    fn new(target: &str, paper: &str, scale: f64, workloads: &[Workload], notes: Vec<String>) -> Reproduction {
+        Reproduction {
+            target: target.into(),
+            paper: paper.into(),
+            scale,
+            workloads: workloads.iter().map(Workload::note).collect(),
+            tables: Vec::new(),
+            findings: Vec::new(),
+            charts: Vec::new(),
+            runs: Vec::new(),
+            notes,
+        }
+    }
+
     /// The tables, findings and notes as text.
     pub fn to_text(&self) -> String {
         let mut o = String::new();
