@@ -13,7 +13,7 @@
 //!   dirty victim is written back before it is dropped.
 //! - Discards (deletes) are ignored: the data stays valid, as on a drive without TRIM support.
 
-use super::greendm_common::{MetaFlush, SsdBitmap, TAG_META};
+use super::greendm_common::{FREE, MetaFlush, SsdBitmap, TAG_META};
 use super::greendm_tiering::GreenDmKnobs;
 use super::{ArchBuild, Architecture, Placement, Setup, Usage};
 use crate::collector::windowed_miss::WindowedMiss;
@@ -33,7 +33,6 @@ const ABSORBED: u16 = 128;
 const REFERENCED: u16 = 256;
 const TOUCHED: u16 = 512;
 
-const FREE: u64 = u64::MAX;
 /// Write-backs in flight at most (the write-back thread's queue depth).
 const WRITEBACKS_IN_FLIGHT: u32 = 64;
 
@@ -479,17 +478,8 @@ impl Architecture for GreenDmCaching {
     }
 
     fn check_invariants(&self) -> Result<(), String> {
-        let (mut used, mut cached, mut dirty, mut wb, mut evicting) = (0u32, 0u64, 0u64, 0u32, 0u32);
-        for le in 0..self.ssd_extents {
-            let bit = self.ssd.is_used(le);
-            let v = self.owner[le as usize];
-            if bit != (v != FREE) {
-                return Err(format!("SSD extent {le}: bitmap {bit} but owner {v:#x}"));
-            }
-            if v == FREE {
-                continue;
-            }
-            used += 1;
+        let (mut cached, mut dirty, mut wb, mut evicting) = (0u64, 0u64, 0u32, 0u32);
+        for (le, v) in self.ssd.check(&self.owner)? {
             let e = self.map.get(v);
             if e.le != le || e.flags & (CACHED | FILLING) == 0 {
                 return Err(format!("SSD extent {le} owned by {v:#x} (flags {:#x}, le {})", e.flags, e.le));
@@ -518,14 +508,8 @@ impl Architecture for GreenDmCaching {
                 evicting += 1;
             }
         }
-        if self.ssd_extents - used != self.ssd.free() || cached != self.cached || dirty != self.dirty {
-            return Err(format!(
-                "counters free {} cached {} dirty {} but found {} {cached} {dirty}",
-                self.ssd.free(),
-                self.cached,
-                self.dirty,
-                self.ssd_extents - used
-            ));
+        if cached != self.cached || dirty != self.dirty {
+            return Err(format!("counters cached {} dirty {} but found {cached} {dirty}", self.cached, self.dirty));
         }
         if wb != self.writebacks || evicting != self.evicting_pending {
             return Err(format!(

@@ -4,6 +4,9 @@
 use crate::engine::Ctx;
 use crate::{Level, Nanos, ObjectId, Work, WorkKind};
 
+/// An SSD extent owned by no virtual extent.
+pub(super) const FREE: u64 = u64::MAX;
+
 /// Tag of the metadata-flush work item.
 pub(super) const TAG_META: u64 = u64::MAX;
 
@@ -56,6 +59,23 @@ impl SsdBitmap {
 
     pub(super) fn is_used(&self, le: u32) -> bool {
         self.words[(le / 64) as usize] & (1 << (le % 64)) != 0
+    }
+
+    /// Checks the bitmap against the reverse map (`owner[le]`, [`FREE`] when free) and the
+    /// free count; returns the owned extents as (SSD extent, virtual extent).
+    pub(super) fn check<'a>(&self, owner: &'a [u64]) -> Result<impl Iterator<Item = (u32, u64)> + 'a, String> {
+        let mut used = 0u32;
+        for (le, &v) in owner.iter().enumerate() {
+            let bit = self.is_used(le as u32);
+            if bit != (v != FREE) {
+                return Err(format!("SSD extent {le}: bitmap {bit} but owner {v:#x}"));
+            }
+            used += u32::from(bit);
+        }
+        if owner.len() as u32 - used != self.free {
+            return Err(format!("free SSD extents {} but the bitmap has {}", self.free, owner.len() as u32 - used));
+        }
+        Ok(owner.iter().enumerate().filter(|(_, v)| **v != FREE).map(|(le, &v)| (le as u32, v)))
     }
 
     /// Free extents.

@@ -23,7 +23,7 @@
 //! Memory: an 8-byte table entry per virtual extent in touched 64-extent chunks, 8 bytes per SSD
 //! extent for the reverse map and a bitmap bit.
 
-use super::greendm_common::{MetaFlush, SsdBitmap, TAG_META};
+use super::greendm_common::{FREE, MetaFlush, SsdBitmap, TAG_META};
 use super::{ArchBuild, Architecture, Placement, Setup, Usage};
 use crate::collector::windowed_miss::{MAX_WINDOW_S, WindowedMiss};
 use crate::engine::Ctx;
@@ -39,8 +39,6 @@ const DEMOTING: u8 = 8;
 const STALE: u8 = 16;
 const REFERENCED: u8 = 32;
 const TOUCHED: u8 = 64;
-
-const FREE: u64 = u64::MAX;
 
 /// One mapping-table entry (8 bytes).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -546,18 +544,8 @@ impl Architecture for GreenDmTiering {
     }
 
     fn check_invariants(&self) -> Result<(), String> {
-        let mut used = 0u32;
         let mut residents = 0u64;
-        for le in 0..self.ssd_extents {
-            let bit = self.ssd.is_used(le);
-            let v = self.owner[le as usize];
-            if bit != (v != FREE) {
-                return Err(format!("SSD extent {le}: bitmap {bit} but owner {v:#x}"));
-            }
-            if v == FREE {
-                continue;
-            }
-            used += 1;
+        for (le, v) in self.ssd.check(&self.owner)? {
             let e = self.entry(v);
             if e.flags & ON_SSD != 0 {
                 residents += 1;
@@ -567,9 +555,6 @@ impl Architecture for GreenDmTiering {
             } else if e.flags & PROMOTING == 0 {
                 return Err(format!("SSD extent {le} owned by {v:#x}, which is neither on the SSD nor promoting"));
             }
-        }
-        if self.ssd_extents - used != self.ssd.free() {
-            return Err(format!("free SSD extents {} but the bitmap has {}", self.ssd.free(), self.ssd_extents - used));
         }
         if residents != self.ssd_residents {
             return Err(format!("{} SSD residents counted, {residents} found", self.ssd_residents));
