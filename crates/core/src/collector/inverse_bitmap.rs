@@ -19,15 +19,44 @@ use crate::{Nanos, ObjectId, Slot, Tier};
 #[derive(Clone, Copy, Debug)]
 pub struct InverseBitmapState {
     counter: u32,
-    /// Position in its tier's heap.
-    pos: u32,
+    /// Position in its tier's heap (low 31 bits) and the tier (top bit set: fast), packed so the
+    /// state is 16 bytes.
+    pos_tier: u32,
     seq: u64,
-    tier: Tier,
 }
+
+const FAST_BIT: u32 = 1 << 31;
+
+impl InverseBitmapState {
+    fn new(counter: u32, seq: u64, tier: Tier) -> Self {
+        let mut n = InverseBitmapState { counter, pos_tier: 0, seq };
+        n.set_pos(NIL);
+        n.set_tier(tier);
+        n
+    }
+    #[inline]
+    fn pos(&self) -> u32 {
+        self.pos_tier & !FAST_BIT
+    }
+    #[inline]
+    fn set_pos(&mut self, pos: u32) {
+        self.pos_tier = (self.pos_tier & FAST_BIT) | (pos & !FAST_BIT);
+    }
+    #[inline]
+    fn tier(&self) -> Tier {
+        if self.pos_tier & FAST_BIT != 0 { Tier::Fast } else { Tier::Slow }
+    }
+    #[inline]
+    fn set_tier(&mut self, tier: Tier) {
+        self.pos_tier = if tier == Tier::Fast { self.pos_tier | FAST_BIT } else { self.pos_tier & !FAST_BIT };
+    }
+}
+
+const _: () = assert!(std::mem::size_of::<InverseBitmapState>() == 16);
 
 impl Default for InverseBitmapState {
     fn default() -> Self {
-        InverseBitmapState { counter: 0, pos: NIL, seq: 0, tier: Tier::Slow }
+        InverseBitmapState::new(0, 0, Tier::Slow)
     }
 }
 
@@ -94,11 +123,11 @@ impl InverseBitmap {
                 break;
             }
             self.heaps[t][i] = p;
-            self.nodes[p as usize].pos = i as u32;
+            self.nodes[p as usize].set_pos(i as u32);
             i = parent;
         }
         self.heaps[t][i] = s;
-        self.nodes[s as usize].pos = i as u32;
+        self.nodes[s as usize].set_pos(i as u32);
     }
 
     fn sift_down(&mut self, tier: Tier, mut i: usize) {
@@ -120,35 +149,35 @@ impl InverseBitmap {
                 break;
             }
             self.heaps[t][i] = cs;
-            self.nodes[cs as usize].pos = i as u32;
+            self.nodes[cs as usize].set_pos(i as u32);
             i = c;
         }
         self.heaps[t][i] = s;
-        self.nodes[s as usize].pos = i as u32;
+        self.nodes[s as usize].set_pos(i as u32);
     }
 
     fn heap_push(&mut self, tier: Tier, s: u32) {
         let t = tier.index();
-        self.nodes[s as usize].tier = tier;
+        self.nodes[s as usize].set_tier(tier);
         self.heaps[t].push(s);
         let i = self.heaps[t].len() - 1;
-        self.nodes[s as usize].pos = i as u32;
+        self.nodes[s as usize].set_pos(i as u32);
         self.sift_up(tier, i);
     }
 
     fn heap_remove(&mut self, s: u32) {
-        let tier = self.nodes[s as usize].tier;
+        let tier = self.nodes[s as usize].tier();
         let t = tier.index();
-        let i = self.nodes[s as usize].pos as usize;
+        let i = self.nodes[s as usize].pos() as usize;
         let last = self.heaps[t].len() - 1;
         self.heaps[t].swap(i, last);
         self.heaps[t].pop();
-        self.nodes[s as usize].pos = NIL;
+        self.nodes[s as usize].set_pos(NIL);
         if i < last {
             let moved = self.heaps[t][i];
-            self.nodes[moved as usize].pos = i as u32;
+            self.nodes[moved as usize].set_pos(i as u32);
             self.sift_up(tier, i);
-            let i2 = self.nodes[moved as usize].pos as usize;
+            let i2 = self.nodes[moved as usize].pos() as usize;
             self.sift_down(tier, i2);
         }
     }
@@ -157,7 +186,7 @@ impl InverseBitmap {
 impl Collector for InverseBitmap {
     fn insert(&mut self, slot: Slot, _id: ObjectId, tier: Tier, _size: u64, t: &Touch) {
         ensure_slot(&mut self.nodes, slot, InverseBitmapState::default());
-        self.nodes[slot.idx()] = InverseBitmapState { counter: increment(t.pages), pos: NIL, seq: t.seq, tier };
+        self.nodes[slot.idx()] = InverseBitmapState::new(increment(t.pages), t.seq, tier);
         self.heap_push(tier, slot.0);
     }
 
@@ -165,7 +194,7 @@ impl Collector for InverseBitmap {
         let n = &mut self.nodes[slot.idx()];
         n.counter = n.counter.saturating_add(increment(t.pages));
         n.seq = t.seq;
-        let (tier, pos) = (n.tier, n.pos as usize);
+        let (tier, pos) = (n.tier(), n.pos() as usize);
         // The key only grows: it rises in the slow max-heap and sinks in the fast min-heap.
         match tier {
             Tier::Slow => self.sift_up(tier, pos),
@@ -174,7 +203,7 @@ impl Collector for InverseBitmap {
     }
 
     fn set_tier(&mut self, slot: Slot, tier: Tier) {
-        let old = self.nodes[slot.idx()].tier;
+        let old = self.nodes[slot.idx()].tier();
         if old == tier {
             return;
         }
@@ -186,7 +215,7 @@ impl Collector for InverseBitmap {
     }
 
     fn remove(&mut self, slot: Slot, why: Removal) {
-        if why == Removal::Evicted && self.nodes[slot.idx()].tier == Tier::Fast {
+        if why == Removal::Evicted && self.nodes[slot.idx()].tier() == Tier::Fast {
             self.last_evicted_counter = self.nodes[slot.idx()].counter;
         }
         self.heap_remove(slot.0);
