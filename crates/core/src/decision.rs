@@ -31,6 +31,12 @@ pub struct Served {
     /// [`WorkKind::Invalidate`] from [`Level::Ram`]. Writes that touch [`Level::Ram`] update the
     /// RAM copy in place.
     pub keep_in_ram: bool,
+    /// The access completes only after the work issued while handling it, and any work already
+    /// in flight on the same object, has completed: a foreground cleaner had to make room on the
+    /// fast tier first (Loris's blocking write), or the object is leaving the fast tier and the
+    /// access lands on the destination after the move. Front ends MUST finish that work before
+    /// they execute the access (and re-submit the access if that work failed).
+    pub blocked: bool,
 }
 
 impl Served {
@@ -42,12 +48,13 @@ impl Served {
             slow_addr: LOGICAL_ADDR,
             fast_addr: LOGICAL_ADDR,
             keep_in_ram: false,
+            blocked: false,
         }
     }
     /// Written to several levels; the slowest acknowledges.
     pub fn written_to(touches: Levels) -> Served {
         let level = touches.slowest().unwrap_or(Level::Slow);
-        Served { level, touches, slow_addr: LOGICAL_ADDR, fast_addr: LOGICAL_ADDR, keep_in_ram: false }
+        Served { level, touches, slow_addr: LOGICAL_ADDR, fast_addr: LOGICAL_ADDR, keep_in_ram: false, blocked: false }
     }
     /// Sets the slow-device address.
     pub fn at_slow(mut self, addr: u64) -> Served {
@@ -64,6 +71,11 @@ impl Served {
         self.keep_in_ram = true;
         self
     }
+    /// Marks the access as waiting for the work issued while handling it.
+    pub fn after_work(mut self) -> Served {
+        self.blocked = true;
+        self
+    }
     /// A metadata-only operation (create, delete, rename, stat) touches no data device.
     pub fn metadata() -> Served {
         Served {
@@ -72,6 +84,7 @@ impl Served {
             slow_addr: LOGICAL_ADDR,
             fast_addr: LOGICAL_ADDR,
             keep_in_ram: false,
+            blocked: false,
         }
     }
 }

@@ -18,20 +18,33 @@
 pub mod bcache;
 pub mod cache;
 pub mod dmcache_smq;
+pub mod file_common;
+pub mod file_read_only_cache;
+pub mod file_write_back;
+pub mod file_write_through_all;
 pub mod flashcache;
 pub mod greendm_caching;
 mod greendm_common;
 pub mod greendm_tiering;
 pub mod hca;
 pub mod hdd_only;
+pub mod hycache;
 pub mod l2arc;
 pub mod linear;
+pub mod loris_dynamic_cold_dst;
+pub mod loris_dynamic_cold_dst_cleaner;
+pub mod loris_dynamic_hot_dst;
+pub mod loris_interval_caching;
+pub mod loris_interval_hot_dst;
+pub mod loris_on_demand_caching;
+pub mod loris_plain_cold_dst;
 pub mod opencas;
 pub mod otf_ast;
 mod seq_cutoff;
 mod ssd_log;
 pub mod ssd_only;
 pub mod static_tiering;
+pub mod type_aware;
 
 use serde::{Deserialize, Serialize};
 
@@ -135,6 +148,8 @@ pub trait ArchBuild: Architecture + Sized {
     const EXTRA_PARAMS: &'static [ParamSpec] = &[];
     /// Whether the architecture takes a `collector=` knob.
     const USES_COLLECTOR: bool;
+    /// Whether it places whole files (file traces, the FUSE front end) rather than blocks.
+    const FILE_LEVEL: bool = false;
     /// Builds from parameters (validated here, once).
     fn build(params: &mut Params, setup: &Setup) -> Result<Self, ConfigError>;
 }
@@ -154,6 +169,8 @@ pub struct ArchInfo {
     pub extra_params: &'static [ParamSpec],
     /// Whether a `collector=` knob applies.
     pub uses_collector: bool,
+    /// Whether it is a file-level architecture.
+    pub file_level: bool,
     /// Constructor.
     pub create: fn(&mut Params, &Setup) -> Result<AnyArch, ConfigError>,
 }
@@ -178,6 +195,7 @@ macro_rules! architectures {
                 params: <$module::$ty as ArchBuild>::PARAMS,
                 extra_params: <$module::$ty as ArchBuild>::EXTRA_PARAMS,
                 uses_collector: <$module::$ty as ArchBuild>::USES_COLLECTOR,
+                file_level: <$module::$ty as ArchBuild>::FILE_LEVEL,
                 create: |p, s| Ok(AnyArch::$variant(<$module::$ty as ArchBuild>::build(p, s)?)),
             }),+
         ];
@@ -205,6 +223,18 @@ architectures! {
     Bcache => bcache::Bcache,
     DmCacheSmq => dmcache_smq::DmCacheSmq,
     OpenCas => opencas::OpenCas,
+    DynamicHotDst => loris_dynamic_hot_dst::DynamicHotDst,
+    IntervalHotDst => loris_interval_hot_dst::IntervalHotDst,
+    PlainColdDst => loris_plain_cold_dst::PlainColdDst,
+    DynamicColdDst => loris_dynamic_cold_dst::DynamicColdDst,
+    DynamicColdDstCleaner => loris_dynamic_cold_dst_cleaner::DynamicColdDstCleaner,
+    OnDemandCaching => loris_on_demand_caching::OnDemandCaching,
+    IntervalCaching => loris_interval_caching::IntervalCaching,
+    FileReadOnlyCache => file_read_only_cache::FileReadOnlyCache,
+    FileWriteThroughAll => file_write_through_all::FileWriteThroughAll,
+    FileWriteBack => file_write_back::FileWriteBack,
+    TypeAware => type_aware::TypeAware,
+    HyCache => hycache::HyCache,
 }
 
 impl Architecture for AnyArch {
@@ -299,5 +329,7 @@ pub fn collector_names() -> Vec<&'static str> {
     COLLECTORS.iter().map(|c| c.name).collect()
 }
 
+#[cfg(test)]
+mod file_tests;
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,1323 @@
+//! The machinery every file-level architecture shares: Loris's seven caching/DST systems, the
+//! file caches Loris could not build (read-only, write-through-all, write-back) and HyCache.
+//!
+//! Objects are whole files (and directories, [`ObjectKind::Meta`]) whose sizes change under
+//! writes and truncates. What differs between the architectures is a [`FileMode`]: where new
+//! files are allocated, what triggers a promotion (a read served by the HDD, an open, a timer),
+//! whether a promotion moves (DST) or copies (caching), and what a write to a copy does. The
+//! type-aware architecture runs one mode per volume over one shared SSD and collector.
+//!
+//! Shared rules (SPEC §1):
+//! - **Sieving**: a file larger than `sieve` bytes is never placed on the SSD; an SSD-resident
+//!   file that grows past it is demoted (DST) or its copy invalidated (caching).
+//! - **Foreground cleaner**: when a write to an SSD file cannot complete for lack of space, the
+//!   coldest files are evicted until it fits — caching drops clean copies at once, DST demotes
+//!   and the write waits for the demotions ([`Served::blocked`]). When nothing colder can go,
+//!   the written file itself leaves the SSD.
+//! - **Background cleaner** (Dynamic Cold-DST + cleaner): after the first blocking write, a
+//!   timer frees ahead of demand as much space as foreground cleaning has had to free so far,
+//!   capped at `cleaner-cap` of the SSD.
+//!
+//! # Space accounting
+//! `fast_used` is the committed footprint: a settled SSD file counts its size; a file with a
+//! promotion or copy in flight counts the bytes reserved for it; a file leaving the SSD counts
+//! the bytes being moved out until the move completes. `leaving` is the part of `fast_used`
+//! that is on its way out. A write that had to wait for cleaning is counted when issued, so
+//! `fast_used` may exceed the capacity by at most `leaving`: the front end runs the write after
+//! the demotions, so the device never holds more than its capacity.
+//!
+//! # Moves and concurrent access
+//! At most one piece of work is in flight per file. A write to a file whose promotion or copy is
+//! in flight is served by the source and marks the move stale: its result is dropped on
+//! completion. A write to a file leaving the SSD waits for the move and lands on the HDD.
+//! A write to a dirty file being written back re-dirties it (and cancels its eviction).
+
+use std::collections::{HashMap, VecDeque};
+
+use super::{Placement, Setup, Usage};
+use crate::collector::{AnyCollector, Collector, CollectorContext, Removal, Touch, build_collector, pages_of};
+use crate::engine::Ctx;
+use crate::object_table::ObjectTable;
+use crate::params::{ConfigError, ParamSpec, Params};
+use crate::{Level, Levels, Nanos, ObjectId, ObjectKind, Op, Outcome, Request, Served, Slot, Tier, Work, WorkKind};
+
+/// What one file-level architecture does; see the module docs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FileMode {
+    /// Loris: allocate on the HDD; a read served by the HDD queues an admitted file for migration.
+    DynamicHotDst,
+    /// Loris: allocate on the HDD; every interval migrate hottest-on-HDD while hotter than
+    /// coldest-on-SSD.
+    IntervalHotDst,
+    /// Loris: allocate on the SSD; demote on space pressure; never promote.
+    PlainColdDst,
+    /// Loris: Plain Cold-DST plus on-demand promotion.
+    DynamicColdDst,
+    /// Loris: Dynamic Cold-DST plus the background cleaner.
+    DynamicColdDstCleaner,
+    /// Loris: Dynamic Hot-DST that copies (write-through-update).
+    OnDemandCaching,
+    /// Loris: Interval Hot-DST that copies (write-through-update).
+    IntervalCaching,
+    /// Copies on HDD reads; a write drops the copy.
+    ReadOnlyCaching,
+    /// Copies on HDD reads; writes go to both; whole-file writes allocate.
+    WriteThroughAll,
+    /// Copies on HDD reads; writes go to the SSD copy only (dirty) and are written back later;
+    /// new files are created on the SSD.
+    WriteBack,
+    /// HyCache: create on the SSD; above a usage threshold evict to the HDD; opening an HDD file
+    /// moves it back.
+    HyCache,
+}
+
+impl FileMode {
+    /// Every mode with its architecture name.
+    pub const ALL: [(FileMode, &'static str); 11] = [
+        (FileMode::DynamicHotDst, "dynamic-hot-dst"),
+        (FileMode::IntervalHotDst, "interval-hot-dst"),
+        (FileMode::PlainColdDst, "plain-cold-dst"),
+        (FileMode::DynamicColdDst, "dynamic-cold-dst"),
+        (FileMode::DynamicColdDstCleaner, "dynamic-cold-dst-cleaner"),
+        (FileMode::OnDemandCaching, "on-demand-caching"),
+        (FileMode::IntervalCaching, "interval-caching"),
+        (FileMode::ReadOnlyCaching, "file-read-only-cache"),
+        (FileMode::WriteThroughAll, "file-write-through-all"),
+        (FileMode::WriteBack, "file-write-back"),
+        (FileMode::HyCache, "hycache"),
+    ];
+
+    /// The architecture name of this mode.
+    pub fn name(self) -> &'static str {
+        FileMode::ALL.iter().find(|(m, _)| *m == self).map_or("?", |(_, n)| n)
+    }
+    /// The mode of an architecture name.
+    pub fn by_name(name: &str) -> Option<FileMode> {
+        FileMode::ALL.iter().find(|(_, n)| *n == name).map(|(m, _)| *m)
+    }
+    /// Caching: the SSD holds copies (else DST: one copy, moved).
+    pub fn copies(self) -> bool {
+        matches!(
+            self,
+            FileMode::OnDemandCaching
+                | FileMode::IntervalCaching
+                | FileMode::ReadOnlyCaching
+                | FileMode::WriteThroughAll
+                | FileMode::WriteBack
+        )
+    }
+    /// New files are created on the SSD.
+    pub fn allocates_on_ssd(self) -> bool {
+        matches!(
+            self,
+            FileMode::PlainColdDst
+                | FileMode::DynamicColdDst
+                | FileMode::DynamicColdDstCleaner
+                | FileMode::WriteBack
+                | FileMode::HyCache
+        )
+    }
+    /// A read served by the HDD promotes (or copies) an admitted file.
+    pub fn promotes_on_read(self) -> bool {
+        matches!(
+            self,
+            FileMode::DynamicHotDst
+                | FileMode::DynamicColdDst
+                | FileMode::DynamicColdDstCleaner
+                | FileMode::OnDemandCaching
+                | FileMode::ReadOnlyCaching
+                | FileMode::WriteThroughAll
+                | FileMode::WriteBack
+        )
+    }
+    /// Promotions run on a timer.
+    pub fn promotes_on_interval(self) -> bool {
+        matches!(self, FileMode::IntervalHotDst | FileMode::IntervalCaching)
+    }
+    /// Opening an HDD file moves it to the SSD.
+    pub fn promotes_on_open(self) -> bool {
+        self == FileMode::HyCache
+    }
+    /// Whether the file-level SSD may hold the only, dirty copy of a file.
+    fn dirties(self) -> bool {
+        self == FileMode::WriteBack
+    }
+}
+
+// Per-file flags.
+const ON_FAST: u16 = 1;
+const ON_SLOW: u16 = 2;
+const DIRTY: u16 = 4;
+const MOVING: u16 = 8;
+const LEAVING: u16 = 16;
+const STALE: u16 = 32;
+const DELETED: u16 = 64;
+const META: u16 = 128;
+const IN_COLL: u16 = 256;
+const COLL_FAST: u16 = 512;
+const REDIRTY: u16 = 1024;
+const PENDING: u16 = 2048;
+
+/// Per-file state packed into 8 bytes: size (44 bits: files up to 16 TiB, ext4's limit), flags
+/// (12 bits), volume (8 bits).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FileMeta(u64);
+
+const SIZE_BITS: u32 = 44;
+/// The largest file size tracked exactly; larger sizes saturate (and are sieved).
+pub const MAX_FILE_SIZE: u64 = (1 << SIZE_BITS) - 1;
+/// Volumes a type-aware spec may define.
+pub const MAX_VOLUMES: usize = 255;
+
+impl FileMeta {
+    fn new(size: u64, flags: u16, volume: u16) -> FileMeta {
+        let mut m = FileMeta(0);
+        m.set_size(size);
+        m.set_flags(flags);
+        m.set_volume(volume);
+        m
+    }
+    fn size(&self) -> u64 {
+        self.0 & MAX_FILE_SIZE
+    }
+    fn set_size(&mut self, size: u64) {
+        self.0 = (self.0 & !MAX_FILE_SIZE) | size.min(MAX_FILE_SIZE);
+    }
+    fn flags(&self) -> u16 {
+        ((self.0 >> SIZE_BITS) & 0xfff) as u16
+    }
+    fn set_flags(&mut self, flags: u16) {
+        self.0 = (self.0 & !(0xfff << SIZE_BITS)) | (u64::from(flags & 0xfff) << SIZE_BITS);
+    }
+    fn volume(&self) -> u16 {
+        (self.0 >> 56) as u16
+    }
+    fn set_volume(&mut self, volume: u16) {
+        self.0 = (self.0 & !(0xff << 56)) | (u64::from(volume.min(255)) << 56);
+    }
+    fn has(&self, f: u16) -> bool {
+        self.flags() & f != 0
+    }
+}
+
+const _: () = assert!(std::mem::size_of::<FileMeta>() == 8);
+
+/// Knobs every file-level architecture takes.
+pub const FILE_PARAMS: &[ParamSpec] = &[
+    ParamSpec { name: "sieve", default: "1MiB", help: "files larger than this never go to the SSD (0 = no sieving)" },
+    ParamSpec { name: "interval", default: "5s", help: "interval architectures: migration period (Loris: 5s and 80s)" },
+    ParamSpec { name: "cleaner-period", default: "1s", help: "background cleaner: how often it runs" },
+    ParamSpec {
+        name: "cleaner-cap",
+        default: "10%",
+        help: "background cleaner: free at most this share ahead of demand",
+    },
+    ParamSpec { name: "threshold", default: "90%", help: "hycache: evict down below this SSD usage" },
+    ParamSpec {
+        name: "dirty-high",
+        default: "50%",
+        help: "file-write-back: start writing back above this share dirty",
+    },
+    ParamSpec { name: "dirty-low", default: "25%", help: "file-write-back: stop writing back below this share dirty" },
+    ParamSpec { name: "max-writebacks", default: "16", help: "file-write-back: write-backs in flight at most" },
+];
+
+/// How many promotions wait for space at most; older requests are dropped (they are hints).
+const MAX_PENDING: usize = 4096;
+
+/// The shared file-level engine; see the module docs.
+#[derive(Debug)]
+pub struct FileCore {
+    /// Mode per volume; volumes past the end use entry 0.
+    modes: Vec<FileMode>,
+    sieve: u64,
+    capacity: u64,
+    /// HyCache's usage threshold in bytes (the capacity for other modes).
+    threshold: u64,
+    interval: Nanos,
+    next_interval: Nanos,
+    cleaner_period: Nanos,
+    cleaner_cap: u64,
+    next_clean: Nanos,
+    cleaner_active: bool,
+    dirty_high: u64,
+    dirty_low: u64,
+    max_writebacks: usize,
+    table: ObjectTable<FileMeta>,
+    collector: AnyCollector,
+    tracks_slow: bool,
+    fast_used: u64,
+    leaving: u64,
+    dirty_bytes: u64,
+    writebacks: usize,
+    /// Bytes held by in-flight promotions/copies (reserved) and demotions/evictions (leaving).
+    held: HashMap<u32, u64>,
+    pending: VecDeque<ObjectId>,
+    dirty_queue: VecDeque<ObjectId>,
+    /// Bytes admitted over capacity in the one case nothing can make room (see `write_cached`).
+    overcommit: u64,
+    /// Deleted files whose work is still in flight are kept under ids counted down from the top.
+    ghosts: u64,
+    counters: FileCounters,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct FileCounters {
+    blocked_writes: u64,
+    foreground_evictions: u64,
+    foreground_evicted_bytes: u64,
+    background_evictions: u64,
+    sieved_out: u64,
+    stale_moves: u64,
+    threshold_evictions: u64,
+    interval_runs: u64,
+    overcommitted_writes: u64,
+}
+
+impl FileCore {
+    /// Builds the core for `modes` (index = volume) from the shared knobs.
+    pub fn build(p: &mut Params, setup: &Setup, modes: Vec<FileMode>) -> Result<FileCore, ConfigError> {
+        if setup.object_size != 0 {
+            return Err(p.inconsistent(
+                "file-level architectures place whole files of changing sizes; they cannot run on \
+                 fixed-size blocks (use a file trace: `tierwise sim-files`)",
+            ));
+        }
+        if setup.fast_capacity == 0 {
+            return Err(p.inconsistent("the SSD capacity must be above zero"));
+        }
+        let hycache = modes.contains(&FileMode::HyCache);
+        let sieve = p.size("sieve", if hycache { 0 } else { 1 << 20 }, 0, u64::MAX)?;
+        let interval = p.duration("interval", Nanos::from_secs(5), Nanos::from_millis(1), Nanos::from_secs(86_400))?;
+        let cleaner_period =
+            p.duration("cleaner-period", Nanos::from_secs(1), Nanos::from_millis(1), Nanos::from_secs(86_400))?;
+        let cleaner_cap = p.percent("cleaner-cap", 10.0, 0.0, 100.0)?;
+        let threshold = p.percent("threshold", 90.0, 1.0, 100.0)?;
+        let high = p.percent("dirty-high", 50.0, 1.0, 100.0)?;
+        let low = p.percent("dirty-low", 25.0, 0.0, 100.0)?;
+        if low >= high {
+            return Err(p.inconsistent(format!(
+                "dirty-low ({:.0}%) must be below dirty-high ({:.0}%)",
+                low * 100.0,
+                high * 100.0
+            )));
+        }
+        let max_writebacks = p.u64("max-writebacks", 16, 1, 65_536)? as usize;
+        let default_collector = if hycache { "lru" } else { "inverse-bitmap" };
+        let collector_name = p.string("collector", default_collector);
+        let collector = build_collector(&collector_name, p, &CollectorContext { fast_capacity: setup.fast_capacity })?;
+        let tracks_slow = collector.tracks_slow_objects();
+        if !tracks_slow && modes.iter().any(|m| m.promotes_on_interval()) {
+            return Err(p.inconsistent(format!(
+                "interval migration needs a collector that ranks files on the HDD; `{collector_name}` \
+                 ranks only SSD files (use inverse-bitmap)"
+            )));
+        }
+        let cap = setup.fast_capacity;
+        Ok(FileCore {
+            modes,
+            sieve,
+            capacity: cap,
+            threshold: if hycache { ((cap as f64 * threshold) as u64).max(1) } else { cap },
+            interval,
+            next_interval: interval,
+            cleaner_period,
+            cleaner_cap: (cap as f64 * cleaner_cap) as u64,
+            next_clean: Nanos::MAX,
+            cleaner_active: false,
+            dirty_high: (cap as f64 * high) as u64,
+            dirty_low: (cap as f64 * low) as u64,
+            max_writebacks,
+            table: ObjectTable::new(),
+            collector,
+            tracks_slow,
+            fast_used: 0,
+            leaving: 0,
+            dirty_bytes: 0,
+            writebacks: 0,
+            held: HashMap::new(),
+            pending: VecDeque::new(),
+            dirty_queue: VecDeque::new(),
+            ghosts: 0,
+            overcommit: 0,
+            counters: FileCounters::default(),
+        })
+    }
+
+    fn mode_of(&self, volume: u16) -> FileMode {
+        self.modes.get(usize::from(volume)).copied().unwrap_or(self.modes[0])
+    }
+
+    fn mode(&self, s: Slot) -> FileMode {
+        self.mode_of(self.table.meta(s).volume())
+    }
+
+    fn sieved(&self, size: u64) -> bool {
+        self.sieve != 0 && size > self.sieve
+    }
+
+    fn touch_of(cx: &Ctx<'_>, req: &Request) -> Touch {
+        Touch { now: cx.now, seq: cx.seq, pages: pages_of(req.offset, req.len), write: req.op == Op::Write }
+    }
+
+    /// Makes the collector's view of `s` match its state: tracked when not sieved or deleted
+    /// (and, for SSD-only collectors, when it has or is getting an SSD copy), on the fast list
+    /// when it has or is getting an SSD copy and is not leaving.
+    fn coll_wanted(&self, m: &FileMeta) -> (bool, bool) {
+        let fast = (m.has(ON_FAST) || m.has(MOVING)) && !m.has(LEAVING);
+        (!m.has(DELETED) && !self.sieved(m.size()) && (self.tracks_slow || fast), fast)
+    }
+
+    fn sync_coll(&mut self, s: Slot, t: &Touch) {
+        let m = *self.table.meta(s);
+        let (want, fast) = self.coll_wanted(&m);
+        let tier = if fast { Tier::Fast } else { Tier::Slow };
+        let mut flags = m.flags();
+        if want && !m.has(IN_COLL) {
+            self.collector.insert(s, self.table.id(s), tier, m.size(), t);
+            flags |= IN_COLL;
+        } else if !want && m.has(IN_COLL) {
+            let why = if m.has(DELETED) { Removal::Deleted } else { Removal::Evicted };
+            self.collector.remove(s, why);
+            flags &= !IN_COLL;
+        } else if want && m.has(COLL_FAST) != fast {
+            self.collector.set_tier(s, tier);
+        }
+        flags = if fast { flags | COLL_FAST } else { flags & !COLL_FAST };
+        self.table.meta_mut(s).set_flags(flags);
+    }
+
+    fn set_flags(&mut self, s: Slot, set: u16, clear: u16) {
+        let m = self.table.meta_mut(s);
+        let f = m.flags();
+        m.set_flags((f | set) & !clear);
+    }
+
+    /// Sets the size of `s`, keeping the dirty byte count in step.
+    fn resize(&mut self, s: Slot, size: u64) {
+        let m = self.table.meta_mut(s);
+        let old = m.size();
+        m.set_size(size);
+        if m.has(DIRTY) {
+            self.dirty_bytes = self.dirty_bytes - old + m.size();
+        }
+    }
+
+    fn add_dirty(&mut self, s: Slot, delta: i64) {
+        self.dirty_bytes = self.dirty_bytes.saturating_add_signed(delta);
+        if delta > 0 && !self.table.meta(s).has(MOVING) {
+            self.dirty_queue.push_back(self.table.id(s));
+        }
+    }
+
+    /// Looks `obj` up, adopting an unknown one as an existing HDD file of `size` bytes (a trace
+    /// that starts with files already present).
+    fn lookup_or_adopt(&mut self, cx: &Ctx<'_>, req: &Request, size: u64) -> Slot {
+        if let Some(s) = self.table.get(req.obj) {
+            return s;
+        }
+        let mut flags = ON_SLOW;
+        if req.class.kind == ObjectKind::Meta {
+            flags |= META;
+        }
+        let s = self.table.insert(req.obj, FileMeta::new(size, flags, req.class.volume));
+        self.sync_coll(s, &Self::touch_of(cx, req));
+        s
+    }
+
+    fn issue(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        s: Slot,
+        kind: WorkKind,
+        (from, to): (Level, Level),
+        bytes: u64,
+        holds: bool,
+    ) {
+        if holds {
+            self.held.insert(s.0, bytes);
+        }
+        self.set_flags(s, MOVING, STALE | REDIRTY);
+        // The slot in the tag finds the file on completion even if its id was deleted and
+        // created again meanwhile.
+        cx.issue(Work::new(kind, self.table.id(s), from, to, bytes).with_tag(u64::from(s.0)));
+    }
+
+    /// Evicts `v` from the SSD: DST demotes, caching drops a clean copy at once and writes a
+    /// dirty one back first. Returns the bytes that will be free once done.
+    fn evict(&mut self, cx: &mut Ctx<'_>, v: Slot, t: &Touch) -> u64 {
+        let m = *self.table.meta(v);
+        let mode = self.mode_of(m.volume());
+        if mode.copies() && m.has(ON_SLOW) && !m.has(DIRTY) {
+            self.fast_used -= m.size();
+            self.set_flags(v, 0, ON_FAST);
+            cx.issue(Work::new(WorkKind::Invalidate, self.table.id(v), Level::Fast, Level::Fast, m.size()));
+        } else {
+            let kind = if mode.copies() { WorkKind::Writeback } else { WorkKind::Demote };
+            self.leaving += m.size();
+            self.set_flags(v, LEAVING, 0);
+            if kind == WorkKind::Writeback {
+                self.writebacks += 1;
+            }
+            self.issue(cx, v, kind, (Level::Fast, Level::Slow), m.size(), true);
+        }
+        self.sync_coll(v, t);
+        m.size()
+    }
+
+    /// The coldest SSD file that can be evicted now, other than `except`.
+    fn victim(&mut self, now: Nanos, except: Option<Slot>) -> Option<Slot> {
+        let v = self.collector.coldest_fast(now)?;
+        let m = self.table.meta(v);
+        if Some(v) == except || m.has(MOVING) || !m.has(ON_FAST) {
+            return None;
+        }
+        Some(v)
+    }
+
+    /// Evicts coldest files until `need` more bytes fit under `limit` counting what is leaving;
+    /// returns whether it did, and whether it had to evict anything.
+    fn clean(&mut self, cx: &mut Ctx<'_>, need: u64, limit: u64, except: Option<Slot>, t: &Touch) -> (bool, bool) {
+        let mut evicted = false;
+        while self.fast_used + need > limit + self.leaving {
+            let Some(v) = self.victim(cx.now, except) else { return (false, evicted) };
+            let freed = self.evict(cx, v, t);
+            evicted = true;
+            self.counters.foreground_evictions += 1;
+            self.counters.foreground_evicted_bytes += freed;
+        }
+        (true, evicted)
+    }
+
+    /// Room for `delta` more bytes of the settled SSD file `s`. `Some(blocked)` when it fits
+    /// (after cleaning, which the write must wait for when it demoted anything).
+    fn grow_on_fast(&mut self, cx: &mut Ctx<'_>, s: Slot, delta: u64, t: &Touch) -> Option<bool> {
+        if self.fast_used + delta <= self.capacity {
+            self.fast_used += delta;
+            return Some(false);
+        }
+        let leaving_before = self.leaving;
+        let (ok, _) = self.clean(cx, delta, self.capacity, Some(s), t);
+        if !ok {
+            return None;
+        }
+        self.fast_used += delta;
+        let blocked = self.leaving > leaving_before;
+        if blocked {
+            self.counters.blocked_writes += 1;
+            if self.mode(s) == FileMode::DynamicColdDstCleaner && !self.cleaner_active {
+                self.cleaner_active = true;
+                self.next_clean = cx.now.saturating_add(self.cleaner_period);
+            }
+        }
+        Some(blocked)
+    }
+
+    /// Sends the settled SSD file `s` (pre-write size `size`) off the SSD; the write that
+    /// caused it lands on the HDD after the move (or at once for a clean copy).
+    fn leave_fast(&mut self, cx: &mut Ctx<'_>, s: Slot, t: &Touch) -> Served {
+        let m = *self.table.meta(s);
+        self.evict(cx, s, t);
+        if self.mode_of(m.volume()).copies() && !m.has(DIRTY) {
+            Served::by(Level::Slow)
+        } else {
+            Served::by(Level::Slow).after_work()
+        }
+    }
+
+    /// Promotes or copies the HDD file `s` when it may go to the SSD; with `force` (HyCache's
+    /// open) without asking the collector's admission rule.
+    fn promote(&mut self, cx: &mut Ctx<'_>, s: Slot, force: bool, t: &Touch) {
+        let m = *self.table.meta(s);
+        if m.has(MOVING) || m.has(ON_FAST) || m.has(DELETED) || self.sieved(m.size()) {
+            return;
+        }
+        let limit = self.threshold;
+        if m.size() > limit {
+            return;
+        }
+        if !(force || m.has(IN_COLL) && self.collector.admits(s)) {
+            return;
+        }
+        if self.fast_used + m.size() > limit {
+            // Make room with colder files only, then wait for the space.
+            while self.fast_used + m.size() > limit + self.leaving {
+                let Some(v) = self.victim(cx.now, Some(s)) else { break };
+                if !force && m.has(IN_COLL) && !self.collector.hotter(s, v) {
+                    break;
+                }
+                self.evict(cx, v, t);
+                self.counters.background_evictions += 1;
+            }
+            if self.fast_used + m.size() > limit {
+                if self.fast_used + m.size() <= limit + self.leaving && !m.has(PENDING) {
+                    if self.pending.len() >= MAX_PENDING
+                        && let Some(old) = self.pending.pop_front()
+                        && let Some(o) = self.table.get(old)
+                    {
+                        self.set_flags(o, 0, PENDING);
+                    }
+                    self.pending.push_back(self.table.id(s));
+                    self.set_flags(s, PENDING, 0);
+                }
+                return;
+            }
+        }
+        self.fast_used += m.size();
+        let kind = if self.mode_of(m.volume()).copies() { WorkKind::Copy } else { WorkKind::Promote };
+        self.issue(cx, s, kind, (Level::Slow, Level::Fast), m.size(), true);
+        self.sync_coll(s, t);
+    }
+
+    /// Issues promotions that were waiting for space, in order, while they fit.
+    fn run_pending(&mut self, cx: &mut Ctx<'_>, t: &Touch) {
+        while let Some(&obj) = self.pending.front() {
+            let Some(s) = self.table.get(obj) else {
+                self.pending.pop_front();
+                continue;
+            };
+            let size = self.table.meta(s).size();
+            if self.fast_used + size > self.threshold && self.leaving > 0 {
+                return;
+            }
+            self.pending.pop_front();
+            self.set_flags(s, 0, PENDING);
+            self.promote(cx, s, true, t);
+        }
+    }
+
+    fn read(&mut self, cx: &mut Ctx<'_>, req: &Request) -> Served {
+        let t = Self::touch_of(cx, req);
+        let s = self.lookup_or_adopt(cx, req, req.offset.saturating_add(req.len));
+        let m = *self.table.meta(s);
+        if m.has(IN_COLL) {
+            self.collector.touch(s, &t);
+        }
+        if m.has(ON_FAST) {
+            if m.has(LEAVING) && m.has(STALE) {
+                return Served::by(Level::Slow).after_work();
+            }
+            return Served::by(Level::Fast);
+        }
+        let mode = self.mode_of(m.volume());
+        if mode.promotes_on_read() {
+            self.promote(cx, s, false, &t);
+        }
+        Served::by(Level::Slow)
+    }
+
+    fn write(&mut self, cx: &mut Ctx<'_>, req: &Request) -> Served {
+        let t = Self::touch_of(cx, req);
+        let end = req.offset.saturating_add(req.len);
+        let s = self.lookup_or_adopt(cx, req, 0);
+        let m = *self.table.meta(s);
+        if m.has(IN_COLL) {
+            self.collector.touch(s, &t);
+        }
+        let new_size = m.size().max(end);
+        let delta = new_size - m.size();
+        let mode = self.mode_of(m.volume());
+        let whole = req.offset == 0 && req.len >= m.size();
+        let served = if m.has(ON_FAST) {
+            self.write_cached(cx, s, m, mode, new_size, &t)
+        } else {
+            if m.has(MOVING) {
+                self.set_flags(s, STALE, 0);
+            }
+            self.resize(s, new_size);
+            let allocate = !m.has(MOVING)
+                && whole
+                && matches!(mode, FileMode::WriteThroughAll | FileMode::WriteBack)
+                && !self.sieved(new_size)
+                && (!m.has(IN_COLL) || self.collector.admits(s));
+            if allocate && self.clean(cx, new_size, self.capacity, Some(s), &t).0 {
+                // A whole-file write makes a complete copy: no fill needed.
+                self.fast_used += new_size;
+                if mode == FileMode::WriteBack {
+                    self.set_flags(s, ON_FAST | DIRTY, ON_SLOW);
+                    self.add_dirty(s, new_size as i64);
+                    Served::by(Level::Fast)
+                } else {
+                    self.set_flags(s, ON_FAST, 0);
+                    Served::written_to(Levels::one(Level::Fast).with(Level::Slow))
+                }
+            } else {
+                Served::by(Level::Slow)
+            }
+        };
+        let _ = delta;
+        self.sync_coll(s, &t);
+        served
+    }
+
+    /// A write to a file with an SSD copy; `m` is its state before the write.
+    fn write_cached(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        s: Slot,
+        m: FileMeta,
+        mode: FileMode,
+        new_size: u64,
+        t: &Touch,
+    ) -> Served {
+        let delta = new_size - m.size();
+        if m.has(LEAVING) && !(mode.dirties() && m.has(DIRTY)) {
+            // On its way to the HDD: the write lands there after the move.
+            self.set_flags(s, STALE, 0);
+            self.resize(s, new_size);
+            return Served::by(Level::Slow).after_work();
+        }
+        if m.has(LEAVING) {
+            // A dirty copy being written back for eviction takes a new write: keep it.
+            let held = self.held.remove(&s.0).unwrap_or(0);
+            self.leaving -= held;
+            self.set_flags(s, 0, LEAVING);
+        }
+        if m.has(MOVING) {
+            self.set_flags(s, REDIRTY, 0);
+        }
+        let clean_copy = mode.copies() && !m.has(DIRTY);
+        if mode == FileMode::ReadOnlyCaching && clean_copy && !m.has(MOVING) {
+            self.evict(cx, s, t);
+            self.resize(s, new_size);
+            return Served::by(Level::Slow);
+        }
+        if self.sieved(new_size) && !m.has(MOVING) {
+            self.counters.sieved_out += 1;
+            let served = self.leave_fast(cx, s, t);
+            self.resize(s, new_size);
+            return served;
+        }
+        let Some(blocked) = self.grow_on_fast(cx, s, delta, t) else {
+            if m.has(MOVING) && !m.has(REDIRTY) {
+                // A write-back in flight holds everything the SSD copy has: make it an eviction
+                // and let this write land on the HDD after it.
+                self.held.insert(s.0, m.size());
+                self.leaving += m.size();
+                self.set_flags(s, LEAVING | STALE, REDIRTY);
+                self.resize(s, new_size);
+                return Served::by(Level::Slow).after_work();
+            }
+            if m.has(MOVING) {
+                // The SSD copy is newer than the write-back in flight and nothing else can make
+                // room: the write lands on the SSD over capacity (counted) and the next access or
+                // completion evicts down again.
+                self.fast_used += delta;
+                self.overcommit += delta;
+                self.counters.overcommitted_writes += 1;
+                self.resize(s, new_size);
+                return Served::by(Level::Fast);
+            }
+            let served = self.leave_fast(cx, s, t);
+            self.resize(s, new_size);
+            return served;
+        };
+        self.resize(s, new_size);
+        let served = if mode.dirties() {
+            if !m.has(DIRTY) {
+                self.set_flags(s, DIRTY, 0);
+                self.add_dirty(s, new_size as i64);
+            }
+            Served::by(Level::Fast)
+        } else if mode.copies() {
+            Served::written_to(Levels::one(Level::Fast).with(Level::Slow))
+        } else {
+            Served::by(Level::Fast)
+        };
+        if blocked { served.after_work() } else { served }
+    }
+
+    fn create(&mut self, cx: &mut Ctx<'_>, req: &Request) -> Served {
+        if self.table.get(req.obj).is_some() {
+            self.delete(cx, req.obj);
+        }
+        let t = Self::touch_of(cx, req);
+        let mode = self.mode_of(req.class.volume);
+        let mut flags = if req.class.kind == ObjectKind::Meta { META } else { 0 };
+        let on_fast = mode.allocates_on_ssd() && !self.sieved(req.len) && self.fast_used + req.len <= self.capacity;
+        if on_fast {
+            self.fast_used += req.len;
+            flags |= if mode.dirties() { ON_FAST | DIRTY } else { ON_FAST };
+        } else {
+            flags |= ON_SLOW;
+        }
+        let s = self.table.insert(req.obj, FileMeta::new(req.len, flags, req.class.volume));
+        if flags & DIRTY != 0 {
+            self.add_dirty(s, req.len as i64);
+        }
+        self.sync_coll(s, &t);
+        Served::metadata()
+    }
+
+    fn delete(&mut self, _cx: &mut Ctx<'_>, obj: ObjectId) -> Served {
+        let Some(s) = self.table.get(obj) else { return Served::metadata() };
+        let m = *self.table.meta(s);
+        if m.has(DIRTY) {
+            self.dirty_bytes = self.dirty_bytes.saturating_sub(m.size());
+        }
+        if m.has(MOVING) {
+            // The work in flight still holds its bytes; they are released on completion.
+            if m.has(ON_FAST) && !self.held.contains_key(&s.0) {
+                self.fast_used -= m.size();
+            }
+            self.set_flags(s, DELETED, DIRTY);
+            self.sync_coll(s, &Touch::at(0));
+            // Free the id for a file created under it before the work completes.
+            self.ghosts += 1;
+            self.table.rekey(s, ObjectId(u64::MAX - self.ghosts));
+        } else {
+            if m.has(ON_FAST) {
+                self.fast_used -= m.size();
+            }
+            self.set_flags(s, DELETED, 0);
+            self.sync_coll(s, &Touch::at(0));
+            self.table.remove(s);
+        }
+        Served::metadata()
+    }
+
+    fn truncate(&mut self, cx: &mut Ctx<'_>, req: &Request) -> Served {
+        let t = Self::touch_of(cx, req);
+        let s = self.lookup_or_adopt(cx, req, req.offset);
+        let m = *self.table.meta(s);
+        let new_size = req.offset;
+        if new_size > m.size() && m.has(ON_FAST) {
+            // Growing is a write of zeroes.
+            let grow = Request { op: Op::Write, offset: m.size(), len: new_size - m.size(), ..*req };
+            let served = self.write(cx, &grow);
+            return if served.blocked { Served::metadata().after_work() } else { Served::metadata() };
+        }
+        if m.has(MOVING) {
+            self.set_flags(s, STALE | REDIRTY, 0);
+        }
+        if m.has(ON_FAST) && !self.held.contains_key(&s.0) {
+            self.fast_used -= m.size() - new_size;
+        }
+        self.resize(s, new_size);
+        self.sync_coll(s, &t);
+        Served::metadata()
+    }
+
+    fn open(&mut self, cx: &mut Ctx<'_>, req: &Request) -> Served {
+        let Some(s) = self.table.get(req.obj) else { return Served::metadata() };
+        let mode = self.mode(s);
+        if mode.promotes_on_open() {
+            let t = Self::touch_of(cx, req);
+            if self.table.meta(s).has(IN_COLL) {
+                self.collector.touch(s, &t);
+            }
+            self.promote(cx, s, true, &t);
+        }
+        Served::metadata()
+    }
+
+    /// Work every access may trigger afterwards: HyCache's threshold, write-back watermarks,
+    /// promotions waiting for space.
+    fn after_access(&mut self, cx: &mut Ctx<'_>, t: &Touch, accessed: Option<ObjectId>) {
+        // The file just accessed stays: its access may be waiting to land on the SSD.
+        let except = accessed.and_then(|o| self.table.get(o));
+        if self.fast_used <= self.capacity + self.leaving {
+            self.overcommit = 0;
+        }
+        if self.fast_used > self.threshold + self.leaving {
+            while self.fast_used > self.threshold + self.leaving {
+                let Some(v) = self.victim(cx.now, except) else { break };
+                self.evict(cx, v, t);
+                self.counters.threshold_evictions += 1;
+            }
+        }
+        if self.dirty_bytes > self.dirty_high {
+            self.write_back_some(cx, self.dirty_low, except);
+        }
+        if !self.pending.is_empty() {
+            self.run_pending(cx, t);
+        }
+    }
+
+    /// Writes dirty files back, oldest dirtied first, until dirty bytes fall to `target`.
+    fn write_back_some(&mut self, cx: &mut Ctx<'_>, target: u64, except: Option<Slot>) {
+        let mut in_progress = 0u64;
+        let mut skipped = None;
+        while self.dirty_bytes > target + in_progress && self.writebacks < self.max_writebacks {
+            let Some(obj) = self.dirty_queue.pop_front() else { break };
+            let Some(s) = self.table.get(obj) else { continue };
+            if Some(s) == except {
+                // Its access may still be waiting to land: write it back later.
+                skipped = Some(obj);
+                continue;
+            }
+            let m = *self.table.meta(s);
+            if !m.has(DIRTY) || m.has(MOVING) {
+                continue;
+            }
+            in_progress += m.size();
+            self.writebacks += 1;
+            self.issue(cx, s, WorkKind::Writeback, (Level::Fast, Level::Slow), m.size(), false);
+        }
+        if let Some(obj) = skipped {
+            self.dirty_queue.push_back(obj);
+        }
+    }
+
+    fn complete_work(&mut self, cx: &mut Ctx<'_>, w: &Work, outcome: Outcome) {
+        let s = Slot(w.tag as u32);
+        if w.kind == WorkKind::Invalidate || s.idx() >= self.table.slot_bound() {
+            return;
+        }
+        let held = self.held.remove(&s.0);
+        let m = *self.table.meta(s);
+        let ok = outcome == Outcome::Done;
+        let t = Touch { now: cx.now, seq: cx.seq, pages: 1, write: false };
+        match w.kind {
+            WorkKind::Promote | WorkKind::Copy => {
+                let bytes = held.unwrap_or(w.bytes);
+                if ok && !m.has(DELETED) {
+                    // Front-end contract: writes that arrived during the move are in the final
+                    // copy. Account for growth; a file that no longer fits or grew past the sieve
+                    // leaves again at once.
+                    let clear = if w.kind == WorkKind::Promote { MOVING | ON_SLOW | STALE } else { MOVING | STALE };
+                    self.set_flags(s, ON_FAST, clear);
+                    if m.has(STALE) {
+                        self.counters.stale_moves += 1;
+                    }
+                    let size = m.size();
+                    self.fast_used = self.fast_used - bytes + size;
+                    if self.sieved(size) || self.fast_used > self.capacity + self.leaving {
+                        self.sync_coll(s, &t);
+                        self.evict(cx, s, &t);
+                    }
+                } else {
+                    self.fast_used -= bytes;
+                    self.set_flags(s, 0, MOVING | STALE);
+                }
+            }
+            WorkKind::Demote => {
+                let bytes = held.unwrap_or(w.bytes);
+                self.leaving -= bytes;
+                if ok || m.has(DELETED) {
+                    self.fast_used -= bytes;
+                    self.set_flags(s, ON_SLOW, ON_FAST | MOVING | LEAVING | STALE);
+                } else if m.has(STALE) || m.size() != bytes || self.fast_used > self.capacity + self.leaving {
+                    // Writes already went to the HDD side: the move must happen; retry it.
+                    self.leaving += bytes;
+                    self.held.insert(s.0, bytes);
+                    cx.issue(Work::new(WorkKind::Demote, w.obj, Level::Fast, Level::Slow, bytes).with_tag(w.tag));
+                    return;
+                } else {
+                    self.set_flags(s, 0, MOVING | LEAVING);
+                }
+            }
+            WorkKind::Writeback => {
+                self.writebacks = self.writebacks.saturating_sub(1);
+                let redirtied = m.has(REDIRTY);
+                if let Some(bytes) = held {
+                    // An eviction: drop the SSD copy once it is safe on the HDD.
+                    if m.has(DELETED) || (ok && !redirtied) {
+                        self.leaving -= bytes;
+                        self.fast_used -= bytes;
+                        if m.has(DIRTY) {
+                            self.dirty_bytes = self.dirty_bytes.saturating_sub(m.size());
+                        }
+                        self.set_flags(s, ON_SLOW, ON_FAST | DIRTY | MOVING | LEAVING | STALE);
+                        if !m.has(DELETED) {
+                            cx.issue(Work::new(WorkKind::Invalidate, w.obj, Level::Fast, Level::Fast, bytes));
+                        }
+                    } else if redirtied || m.has(STALE) || self.fast_used > self.capacity + self.leaving - bytes {
+                        // The SSD copy changed meanwhile, or writes wait behind the eviction on the
+                        // HDD side: write back again and evict then.
+                        self.held.insert(s.0, bytes);
+                        self.writebacks += 1;
+                        self.set_flags(s, 0, REDIRTY);
+                        let work = Work::new(WorkKind::Writeback, w.obj, Level::Fast, Level::Slow, m.size());
+                        cx.issue(work.with_tag(w.tag));
+                        return;
+                    } else {
+                        self.leaving -= bytes;
+                        self.set_flags(s, 0, MOVING | LEAVING);
+                    }
+                } else if ok && !redirtied && m.has(DIRTY) {
+                    self.dirty_bytes = self.dirty_bytes.saturating_sub(m.size());
+                    self.set_flags(s, ON_SLOW, DIRTY | MOVING);
+                } else {
+                    self.set_flags(s, 0, MOVING);
+                    if m.has(DIRTY) && !m.has(DELETED) {
+                        self.dirty_queue.push_back(w.obj);
+                    }
+                }
+            }
+            WorkKind::Invalidate => {}
+        }
+        self.set_flags(s, 0, REDIRTY);
+        if m.has(DELETED) {
+            // Accounting was settled at delete time (non-held bytes) and above (held bytes).
+            self.table.remove(s);
+        } else {
+            self.sync_coll(s, &t);
+            let m = *self.table.meta(s);
+            if m.has(ON_FAST) && !m.has(MOVING) && self.sieved(m.size()) {
+                // It grew past the sieve while its work was in flight.
+                self.counters.sieved_out += 1;
+                self.evict(cx, s, &t);
+            }
+        }
+        self.after_access(cx, &t, None);
+    }
+
+    /// One interval migration pass: hottest-on-HDD in while hotter than coldest-on-SSD.
+    fn interval_pass(&mut self, cx: &mut Ctx<'_>) {
+        self.counters.interval_runs += 1;
+        let t = Touch { now: cx.now, seq: cx.seq, pages: 1, write: false };
+        let mut budget = self.table.len();
+        while budget > 0 {
+            budget -= 1;
+            let Some(c) = self.collector.hottest_slow() else { return };
+            let m = *self.table.meta(c);
+            if m.has(MOVING) || m.has(ON_FAST) || !self.mode_of(m.volume()).promotes_on_interval() {
+                return;
+            }
+            if !self.collector.admits(c) || m.size() > self.capacity {
+                return;
+            }
+            while self.fast_used + m.size() > self.capacity + self.leaving {
+                let Some(v) = self.victim(cx.now, None) else { return };
+                if !self.collector.hotter(c, v) {
+                    return;
+                }
+                self.evict(cx, v, &t);
+                self.counters.background_evictions += 1;
+            }
+            if self.fast_used + m.size() > self.capacity {
+                // Waits for the demotions; the next pass continues.
+                self.promote(cx, c, true, &t);
+                return;
+            }
+            self.promote(cx, c, true, &t);
+            if !self.table.meta(c).has(MOVING) {
+                return;
+            }
+        }
+    }
+
+    /// The background cleaner: frees ahead of demand what foreground cleaning had to free.
+    fn background_clean(&mut self, cx: &mut Ctx<'_>) {
+        let t = Touch { now: cx.now, seq: cx.seq, pages: 1, write: false };
+        let target = self.counters.foreground_evicted_bytes.min(self.cleaner_cap);
+        while self.capacity.saturating_sub(self.fast_used - self.leaving) < target {
+            let Some(v) = self.victim(cx.now, None) else { break };
+            self.evict(cx, v, &t);
+            self.counters.background_evictions += 1;
+        }
+    }
+
+    /// [`super::Architecture::access`].
+    pub fn access(&mut self, cx: &mut Ctx<'_>, req: &Request) -> Served {
+        let served = match req.op {
+            Op::Read => self.read(cx, req),
+            Op::Write => self.write(cx, req),
+            Op::Create => self.create(cx, req),
+            Op::Delete => self.delete(cx, req.obj),
+            Op::Truncate => self.truncate(cx, req),
+            Op::Open => self.open(cx, req),
+            Op::Rename => {
+                if let Some(s) = self.table.get(req.obj) {
+                    self.table.meta_mut(s).set_volume(req.class.volume);
+                }
+                Served::metadata()
+            }
+            Op::Stat => Served::metadata(),
+        };
+        let t = Touch { now: cx.now, seq: cx.seq, pages: 1, write: false };
+        self.after_access(cx, &t, Some(req.obj));
+        served
+    }
+
+    /// [`super::Architecture::complete`].
+    pub fn complete(&mut self, cx: &mut Ctx<'_>, w: &Work, outcome: Outcome) {
+        self.complete_work(cx, w, outcome);
+    }
+
+    /// [`super::Architecture::tick`].
+    pub fn tick(&mut self, cx: &mut Ctx<'_>) {
+        if self.modes.iter().any(|m| m.promotes_on_interval()) && cx.now >= self.next_interval {
+            self.interval_pass(cx);
+            while self.next_interval <= cx.now {
+                self.next_interval = self.next_interval.saturating_add(self.interval);
+            }
+        }
+        if self.cleaner_active && cx.now >= self.next_clean {
+            self.background_clean(cx);
+            while self.next_clean <= cx.now {
+                self.next_clean = self.next_clean.saturating_add(self.cleaner_period);
+            }
+        }
+    }
+
+    /// [`super::Architecture::next_tick`].
+    pub fn next_tick(&self) -> Option<Nanos> {
+        let interval = self.modes.iter().any(|m| m.promotes_on_interval()).then_some(self.next_interval);
+        let clean = self.cleaner_active.then_some(self.next_clean);
+        match (interval, clean) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// [`super::Architecture::flush`]: writes back every dirty file.
+    pub fn flush(&mut self, cx: &mut Ctx<'_>) {
+        let dirty: Vec<Slot> =
+            self.table.slots().filter(|&s| self.table.meta(s).has(DIRTY) && !self.table.meta(s).has(MOVING)).collect();
+        for s in dirty {
+            let size = self.table.meta(s).size();
+            self.writebacks += 1;
+            self.issue(cx, s, WorkKind::Writeback, (Level::Fast, Level::Slow), size, false);
+        }
+    }
+
+    /// [`super::Architecture::adopt`].
+    pub fn adopt(&mut self, cx: &mut Ctx<'_>, obj: ObjectId, level: Level, size: u64, dirty: bool) {
+        let t = Touch { now: cx.now, seq: cx.seq, pages: 1, write: false };
+        if self.table.get(obj).is_some() {
+            return;
+        }
+        let fast = level == Level::Fast && !self.sieved(size) && self.fast_used + size <= self.capacity;
+        let flags = match (fast, dirty) {
+            (true, true) => ON_FAST | DIRTY,
+            (true, false) if self.modes[0].copies() => ON_FAST | ON_SLOW,
+            (true, false) => ON_FAST,
+            (false, _) => ON_SLOW,
+        };
+        let s = self.table.insert(obj, FileMeta::new(size, flags, 0));
+        if fast {
+            self.fast_used += size;
+        }
+        if flags & DIRTY != 0 {
+            self.add_dirty(s, size as i64);
+        }
+        self.sync_coll(s, &t);
+    }
+
+    /// [`super::Architecture::placement`].
+    pub fn placement(&self, obj: ObjectId) -> Placement {
+        let Some(s) = self.table.get(obj) else { return Placement::default() };
+        let m = self.table.meta(s);
+        Placement {
+            tracked: true,
+            on_fast: m.has(ON_FAST),
+            on_slow: m.has(ON_SLOW),
+            dirty: m.has(DIRTY),
+            moving: m.has(MOVING),
+            in_ram: false,
+        }
+    }
+
+    /// The size the engine believes `obj` has (tests, front ends).
+    pub fn size_of(&self, obj: ObjectId) -> Option<u64> {
+        self.table.get(obj).map(|s| self.table.meta(s).size())
+    }
+
+    /// [`super::Architecture::usage`].
+    pub fn usage(&self) -> Usage {
+        let fast_objects = self.table.slots().filter(|&s| self.table.meta(s).has(ON_FAST)).count();
+        Usage {
+            fast_capacity: self.capacity,
+            fast_used: self.fast_used,
+            dirty_bytes: self.dirty_bytes,
+            objects: self.table.len(),
+            fast_objects,
+            in_flight: 0,
+        }
+    }
+
+    /// [`super::Architecture::check_invariants`].
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let mut used = 0u64;
+        let mut leaving = 0u64;
+        let mut dirty = 0u64;
+        for s in self.table.slots() {
+            let m = self.table.meta(s);
+            let id = self.table.id(s);
+            let mode = self.mode_of(m.volume());
+            let held = self.held.get(&s.0).copied();
+            if !m.has(ON_FAST) && !m.has(ON_SLOW) {
+                return Err(format!("file {id:?} is on neither tier"));
+            }
+            if !mode.copies() && m.has(ON_FAST) && m.has(ON_SLOW) && !m.has(DELETED) {
+                return Err(format!("DST file {id:?} is on both tiers"));
+            }
+            if m.has(DIRTY) && !m.has(ON_FAST) {
+                return Err(format!("file {id:?} is dirty without an SSD copy"));
+            }
+            if !m.has(ON_SLOW) && mode.copies() && !m.has(DIRTY) && !m.has(DELETED) {
+                return Err(format!("cached file {id:?} has no HDD copy and is not dirty"));
+            }
+            if m.has(ON_FAST) && self.sieved(m.size()) && !m.has(MOVING) && !m.has(DELETED) {
+                return Err(format!("sieved file {id:?} ({} bytes) is settled on the SSD", m.size()));
+            }
+            if m.has(LEAVING) {
+                leaving += held.unwrap_or(0);
+            }
+            match held {
+                Some(b) => used += b,
+                None if m.has(ON_FAST) && !m.has(DELETED) => used += m.size(),
+                None => {}
+            }
+            if m.has(DIRTY) {
+                dirty += m.size();
+            }
+            if m.has(IN_COLL) != self.coll_wanted(m).0 {
+                return Err(format!("file {id:?}: collector membership disagrees with its state"));
+            }
+        }
+        if used != self.fast_used {
+            return Err(format!("fast_used {} but files hold {used}", self.fast_used));
+        }
+        if leaving != self.leaving {
+            return Err(format!("leaving {} but moves out hold {leaving}", self.leaving));
+        }
+        if dirty != self.dirty_bytes {
+            return Err(format!("dirty_bytes {} but dirty files hold {dirty}", self.dirty_bytes));
+        }
+        if self.fast_used > self.capacity + self.leaving + self.overcommit {
+            return Err(format!(
+                "SSD over capacity: {} used, {} capacity, {} leaving",
+                self.fast_used, self.capacity, self.leaving
+            ));
+        }
+        Ok(())
+    }
+
+    /// [`super::Architecture::memory_bytes`].
+    pub fn memory_bytes(&self) -> usize {
+        self.table.memory_bytes()
+            + self.collector.memory_bytes()
+            + self.held.capacity() * 16
+            + (self.pending.capacity() + self.dirty_queue.capacity()) * 8
+    }
+
+    /// [`super::Architecture::counters`].
+    pub fn counters(&self) -> Vec<(&'static str, u64)> {
+        let c = &self.counters;
+        vec![
+            ("blocked writes", c.blocked_writes),
+            ("foreground evictions", c.foreground_evictions),
+            ("foreground evicted bytes", c.foreground_evicted_bytes),
+            ("background evictions", c.background_evictions),
+            ("threshold evictions", c.threshold_evictions),
+            ("sieved out of the SSD", c.sieved_out),
+            ("moves that took writes", c.stale_moves),
+            ("interval passes", c.interval_runs),
+            ("writes over capacity", c.overcommitted_writes),
+        ]
+    }
+
+    /// [`super::Architecture::prefetch`].
+    pub fn prefetch(&self, obj: ObjectId, deep: bool) {
+        if !deep {
+            self.table.prefetch(obj);
+        } else if let Some(s) = self.table.prefetch_entry(obj) {
+            self.collector.prefetch(s);
+        }
+    }
+}
+
+/// One file-level architecture: its name, help and mode(s).
+pub trait FileArchKind {
+    /// Registry token.
+    const NAME: &'static str;
+    /// Bumped when behaviour changes.
+    const VERSION: u32;
+    /// One line of help.
+    const HELP: &'static str;
+    /// Its own knobs (the shared ones are in [`FILE_PARAMS`]).
+    const PARAMS: &'static [ParamSpec] = &[];
+    /// The mode per volume (index 0 = everything not in a listed volume).
+    fn modes(p: &mut Params) -> Result<Vec<FileMode>, ConfigError>;
+}
+
+/// A file-level architecture: the shared core run in the modes `K` names.
+#[derive(Debug)]
+pub struct FileArch<K> {
+    core: FileCore,
+    _kind: std::marker::PhantomData<K>,
+}
+
+impl<K> FileArch<K> {
+    /// The shared core (inspection).
+    pub fn core(&self) -> &FileCore {
+        &self.core
+    }
+}
+
+impl<K: FileArchKind> super::ArchBuild for FileArch<K> {
+    const NAME: &'static str = K::NAME;
+    const VERSION: u32 = K::VERSION;
+    const HELP: &'static str = K::HELP;
+    const PARAMS: &'static [ParamSpec] = K::PARAMS;
+    const EXTRA_PARAMS: &'static [ParamSpec] = FILE_PARAMS;
+    const USES_COLLECTOR: bool = true;
+    const FILE_LEVEL: bool = true;
+    fn build(p: &mut Params, setup: &Setup) -> Result<Self, ConfigError> {
+        let modes = K::modes(p)?;
+        Ok(FileArch { core: FileCore::build(p, setup, modes)?, _kind: std::marker::PhantomData })
+    }
+}
+
+impl<K: FileArchKind> super::Architecture for FileArch<K> {
+    #[inline]
+    fn access(&mut self, cx: &mut Ctx<'_>, req: &Request) -> Served {
+        self.core.access(cx, req)
+    }
+    fn complete(&mut self, cx: &mut Ctx<'_>, work: &Work, outcome: Outcome) {
+        self.core.complete(cx, work, outcome)
+    }
+    fn tick(&mut self, cx: &mut Ctx<'_>) {
+        self.core.tick(cx)
+    }
+    fn next_tick(&self) -> Option<Nanos> {
+        self.core.next_tick()
+    }
+    fn flush(&mut self, cx: &mut Ctx<'_>) {
+        self.core.flush(cx)
+    }
+    fn adopt(&mut self, cx: &mut Ctx<'_>, obj: ObjectId, level: Level, size: u64, dirty: bool) {
+        self.core.adopt(cx, obj, level, size, dirty)
+    }
+    fn placement(&self, obj: ObjectId) -> Placement {
+        self.core.placement(obj)
+    }
+    fn usage(&self) -> Usage {
+        self.core.usage()
+    }
+    fn check_invariants(&self) -> Result<(), String> {
+        self.core.check_invariants()
+    }
+    fn memory_bytes(&self) -> usize {
+        self.core.memory_bytes()
+    }
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        self.core.counters()
+    }
+    fn prefetch(&self, obj: ObjectId, deep: bool) {
+        self.core.prefetch(obj, deep)
+    }
+}
+
+/// Defines a single-mode file architecture in its own module.
+macro_rules! single_mode_file_arch {
+    ($kind:ident, $mode:expr, $name:literal, $help:literal) => {
+        /// Marker for this architecture's mode.
+        #[derive(Debug)]
+        pub struct $kind;
+        impl $crate::arch::file_common::FileArchKind for $kind {
+            const NAME: &'static str = $name;
+            const VERSION: u32 = 1;
+            const HELP: &'static str = $help;
+            fn modes(
+                _p: &mut $crate::params::Params,
+            ) -> Result<Vec<$crate::arch::file_common::FileMode>, $crate::params::ConfigError> {
+                Ok(vec![$mode])
+            }
+        }
+    };
+}
+pub(crate) use single_mode_file_arch;
