@@ -204,7 +204,11 @@ const _: () = assert!(std::mem::size_of::<FileMeta>() == 8);
 
 /// Knobs every file-level architecture takes.
 pub const FILE_PARAMS: &[ParamSpec] = &[
-    ParamSpec { name: "sieve", default: "1MiB", help: "files larger than this never go to the SSD (0 = no sieving)" },
+    ParamSpec {
+        name: "sieve",
+        default: "1MiB",
+        help: "files larger than this never go to the SSD (0 = no sieving; hycache defaults to 0)",
+    },
     ParamSpec { name: "interval", default: "5s", help: "interval architectures: migration period (Loris: 5s and 80s)" },
     ParamSpec { name: "cleaner-period", default: "1s", help: "background cleaner: how often it runs" },
     ParamSpec {

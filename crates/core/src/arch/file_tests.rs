@@ -477,5 +477,6 @@ fn file_engine_memory_per_file_stays_under_64_bytes() {
     }
     let mean = figures.iter().sum::<f64>() / figures.len() as f64;
     let worst = figures.iter().copied().fold(0.0, f64::max);
+    eprintln!("bytes per file: mean {mean:.1}, worst {worst:.1}: {figures:.1?}");
     assert!(mean <= 64.0 && worst <= 72.0, "mean {mean:.1} worst {worst:.1} bytes per file: {figures:?}");
 }
