@@ -201,6 +201,23 @@ impl Params {
         Ok(v / 100.0)
     }
 
+    /// A high/low pair of percentages (write-back watermarks): `high` in 1..=100, `low` in
+    /// 0..=100 and below `high`; returned as fractions (high, low).
+    pub fn watermarks(&mut self, high: (&str, f64), low: (&str, f64)) -> Result<(f64, f64), ConfigError> {
+        let h = self.percent(high.0, high.1, 1.0, 100.0)?;
+        let l = self.percent(low.0, low.1, 0.0, 100.0)?;
+        if l >= h {
+            return Err(self.inconsistent(format!(
+                "{} ({:.0}%) must be below {} ({:.0}%)",
+                low.0,
+                l * 100.0,
+                high.0,
+                h * 100.0
+            )));
+        }
+        Ok((h, l))
+    }
+
     /// A byte size (`4096`, `4k`, `64MiB`, `1GB`) in `[min, max]`.
     pub fn size(&mut self, key: &str, default: u64, min: u64, max: u64) -> Result<u64, ConfigError> {
         let Some(raw) = self.take_raw(key) else {

@@ -143,15 +143,7 @@ impl ArchBuild for Cache {
             _ => Mode::WriteBack,
         };
         let write_allocate = p.bool("write-allocate", true)?;
-        let high = p.percent("dirty-high", 20.0, 1.0, 100.0)?;
-        let low = p.percent("dirty-low", 10.0, 0.0, 100.0)?;
-        if low >= high {
-            return Err(p.inconsistent(format!(
-                "dirty-low ({:.0}%) must be below dirty-high ({:.0}%)",
-                low * 100.0,
-                high * 100.0
-            )));
-        }
+        let (high, low) = p.watermarks(("dirty-high", 20.0), ("dirty-low", 10.0))?;
         let max_writebacks = p.u64("max-writebacks", 64, 1, 65_536)? as usize;
         if setup.fast_capacity == 0 {
             return Err(p.inconsistent("the SSD capacity must be above zero"));
