@@ -72,28 +72,40 @@ pub enum FileMode {
 }
 
 impl FileMode {
-    /// Every mode with its architecture name.
-    pub const ALL: [(FileMode, &'static str); 11] = [
-        (FileMode::DynamicHotDst, "dynamic-hot-dst"),
-        (FileMode::IntervalHotDst, "interval-hot-dst"),
-        (FileMode::PlainColdDst, "plain-cold-dst"),
-        (FileMode::DynamicColdDst, "dynamic-cold-dst"),
-        (FileMode::DynamicColdDstCleaner, "dynamic-cold-dst-cleaner"),
-        (FileMode::OnDemandCaching, "on-demand-caching"),
-        (FileMode::IntervalCaching, "interval-caching"),
-        (FileMode::ReadOnlyCaching, "file-read-only-cache"),
-        (FileMode::WriteThroughAll, "file-write-through-all"),
-        (FileMode::WriteBack, "file-write-back"),
-        (FileMode::HyCache, "hycache"),
+    /// Every mode.
+    pub const ALL: [FileMode; 11] = [
+        FileMode::DynamicHotDst,
+        FileMode::IntervalHotDst,
+        FileMode::PlainColdDst,
+        FileMode::DynamicColdDst,
+        FileMode::DynamicColdDstCleaner,
+        FileMode::OnDemandCaching,
+        FileMode::IntervalCaching,
+        FileMode::ReadOnlyCaching,
+        FileMode::WriteThroughAll,
+        FileMode::WriteBack,
+        FileMode::HyCache,
     ];
 
-    /// The architecture name of this mode.
-    pub fn name(self) -> &'static str {
-        FileMode::ALL.iter().find(|(m, _)| *m == self).map_or("?", |(_, n)| n)
+    /// The architecture name of this mode (its registry token).
+    pub const fn name(self) -> &'static str {
+        match self {
+            FileMode::DynamicHotDst => "dynamic-hot-dst",
+            FileMode::IntervalHotDst => "interval-hot-dst",
+            FileMode::PlainColdDst => "plain-cold-dst",
+            FileMode::DynamicColdDst => "dynamic-cold-dst",
+            FileMode::DynamicColdDstCleaner => "dynamic-cold-dst-cleaner",
+            FileMode::OnDemandCaching => "on-demand-caching",
+            FileMode::IntervalCaching => "interval-caching",
+            FileMode::ReadOnlyCaching => "file-read-only-cache",
+            FileMode::WriteThroughAll => "file-write-through-all",
+            FileMode::WriteBack => "file-write-back",
+            FileMode::HyCache => "hycache",
+        }
     }
     /// The mode of an architecture name.
     pub fn by_name(name: &str) -> Option<FileMode> {
-        FileMode::ALL.iter().find(|(_, n)| *n == name).map(|(m, _)| *m)
+        FileMode::ALL.into_iter().find(|m| m.name() == name)
     }
     /// Caching: the SSD holds copies (else DST: one copy, moved).
     pub fn copies(self) -> bool {
@@ -297,15 +309,7 @@ impl FileCore {
             p.duration("cleaner-period", Nanos::from_secs(1), Nanos::from_millis(1), Nanos::from_secs(86_400))?;
         let cleaner_cap = p.percent("cleaner-cap", 10.0, 0.0, 100.0)?;
         let threshold = p.percent("threshold", 90.0, 1.0, 100.0)?;
-        let high = p.percent("dirty-high", 50.0, 1.0, 100.0)?;
-        let low = p.percent("dirty-low", 25.0, 0.0, 100.0)?;
-        if low >= high {
-            return Err(p.inconsistent(format!(
-                "dirty-low ({:.0}%) must be below dirty-high ({:.0}%)",
-                low * 100.0,
-                high * 100.0
-            )));
-        }
+        let (high, low) = p.watermarks(("dirty-high", 50.0), ("dirty-low", 25.0))?;
         let max_writebacks = p.u64("max-writebacks", 16, 1, 65_536)? as usize;
         let default_collector = if hycache { "lru" } else { "inverse-bitmap" };
         let collector_name = p.string("collector", default_collector);
@@ -358,6 +362,11 @@ impl FileCore {
 
     fn sieved(&self, size: u64) -> bool {
         self.sieve != 0 && size > self.sieve
+    }
+
+    /// The touch recorded for work the architecture starts itself (timers, completions).
+    fn background_touch(cx: &Ctx<'_>) -> Touch {
+        Touch { now: cx.now, seq: cx.seq, pages: 1, write: false }
     }
 
     fn touch_of(cx: &Ctx<'_>, req: &Request) -> Touch {
@@ -573,6 +582,17 @@ impl FileCore {
         self.sync_coll(s, t);
     }
 
+    /// Issues `w` (a move off the SSD that must happen) again: the file keeps its `held` bytes
+    /// counted as leaving; the new work copies `copy` bytes.
+    fn reissue_leaving(&mut self, cx: &mut Ctx<'_>, s: Slot, w: &Work, held: u64, copy: u64) {
+        self.held.insert(s.0, held);
+        if w.kind == WorkKind::Writeback {
+            self.writebacks += 1;
+        }
+        self.set_flags(s, 0, REDIRTY);
+        cx.issue(Work::new(w.kind, w.obj, Level::Fast, Level::Slow, copy).with_tag(w.tag));
+    }
+
     /// Issues promotions that were waiting for space, in order, while they fit.
     fn run_pending(&mut self, cx: &mut Ctx<'_>, t: &Touch) {
         while let Some(&obj) = self.pending.front() {
@@ -619,7 +639,6 @@ impl FileCore {
             self.collector.touch(s, &t);
         }
         let new_size = m.size().max(end);
-        let delta = new_size - m.size();
         let mode = self.mode_of(m.volume());
         let whole = req.offset == 0 && req.len >= m.size();
         let served = if m.has(ON_FAST) {
@@ -649,7 +668,6 @@ impl FileCore {
                 Served::by(Level::Slow)
             }
         };
-        let _ = delta;
         self.sync_coll(s, &t);
         served
     }
@@ -823,12 +841,10 @@ impl FileCore {
         if self.fast_used <= self.capacity + self.leaving {
             self.overcommit = 0;
         }
-        if self.fast_used > self.threshold + self.leaving {
-            while self.fast_used > self.threshold + self.leaving {
-                let Some(v) = self.victim(cx.now, except) else { break };
-                self.evict(cx, v, t);
-                self.counters.threshold_evictions += 1;
-            }
+        while self.fast_used > self.threshold + self.leaving {
+            let Some(v) = self.victim(cx.now, except) else { break };
+            self.evict(cx, v, t);
+            self.counters.threshold_evictions += 1;
         }
         if self.dirty_bytes > self.dirty_high {
             self.write_back_some(cx, self.dirty_low, except);
@@ -863,7 +879,8 @@ impl FileCore {
         }
     }
 
-    fn complete_work(&mut self, cx: &mut Ctx<'_>, w: &Work, outcome: Outcome) {
+    /// [`super::Architecture::complete`].
+    pub fn complete(&mut self, cx: &mut Ctx<'_>, w: &Work, outcome: Outcome) {
         let s = Slot(w.tag as u32);
         if w.kind == WorkKind::Invalidate || s.idx() >= self.table.slot_bound() {
             return;
@@ -871,7 +888,7 @@ impl FileCore {
         let held = self.held.remove(&s.0);
         let m = *self.table.meta(s);
         let ok = outcome == Outcome::Done;
-        let t = Touch { now: cx.now, seq: cx.seq, pages: 1, write: false };
+        let t = Self::background_touch(cx);
         match w.kind {
             WorkKind::Promote | WorkKind::Copy => {
                 let bytes = held.unwrap_or(w.bytes);
@@ -897,17 +914,17 @@ impl FileCore {
             }
             WorkKind::Demote => {
                 let bytes = held.unwrap_or(w.bytes);
-                self.leaving -= bytes;
                 if ok || m.has(DELETED) {
+                    self.leaving -= bytes;
                     self.fast_used -= bytes;
                     self.set_flags(s, ON_SLOW, ON_FAST | MOVING | LEAVING | STALE);
-                } else if m.has(STALE) || m.size() != bytes || self.fast_used > self.capacity + self.leaving {
-                    // Writes already went to the HDD side: the move must happen; retry it.
-                    self.leaving += bytes;
-                    self.held.insert(s.0, bytes);
-                    cx.issue(Work::new(WorkKind::Demote, w.obj, Level::Fast, Level::Slow, bytes).with_tag(w.tag));
+                } else if m.has(STALE) || m.size() != bytes || self.fast_used > self.capacity + self.leaving - bytes {
+                    // Writes already went to the HDD side, or waited for this space: the move
+                    // must happen; retry it.
+                    self.reissue_leaving(cx, s, w, bytes, bytes);
                     return;
                 } else {
+                    self.leaving -= bytes;
                     self.set_flags(s, 0, MOVING | LEAVING);
                 }
             }
@@ -929,11 +946,7 @@ impl FileCore {
                     } else if redirtied || m.has(STALE) || self.fast_used > self.capacity + self.leaving - bytes {
                         // The SSD copy changed meanwhile, or writes wait behind the eviction on the
                         // HDD side: write back again and evict then.
-                        self.held.insert(s.0, bytes);
-                        self.writebacks += 1;
-                        self.set_flags(s, 0, REDIRTY);
-                        let work = Work::new(WorkKind::Writeback, w.obj, Level::Fast, Level::Slow, m.size());
-                        cx.issue(work.with_tag(w.tag));
+                        self.reissue_leaving(cx, s, w, bytes, m.size());
                         return;
                     } else {
                         self.leaving -= bytes;
@@ -970,7 +983,7 @@ impl FileCore {
     /// One interval migration pass: hottest-on-HDD in while hotter than coldest-on-SSD.
     fn interval_pass(&mut self, cx: &mut Ctx<'_>) {
         self.counters.interval_runs += 1;
-        let t = Touch { now: cx.now, seq: cx.seq, pages: 1, write: false };
+        let t = Self::background_touch(cx);
         let mut budget = self.table.len();
         while budget > 0 {
             budget -= 1;
@@ -990,11 +1003,7 @@ impl FileCore {
                 self.evict(cx, v, &t);
                 self.counters.background_evictions += 1;
             }
-            if self.fast_used + m.size() > self.capacity {
-                // Waits for the demotions; the next pass continues.
-                self.promote(cx, c, true, &t);
-                return;
-            }
+            // Without room yet it waits for the demotions (pending); the next pass continues.
             self.promote(cx, c, true, &t);
             if !self.table.meta(c).has(MOVING) {
                 return;
@@ -1004,7 +1013,7 @@ impl FileCore {
 
     /// The background cleaner: frees ahead of demand what foreground cleaning had to free.
     fn background_clean(&mut self, cx: &mut Ctx<'_>) {
-        let t = Touch { now: cx.now, seq: cx.seq, pages: 1, write: false };
+        let t = Self::background_touch(cx);
         let target = self.counters.foreground_evicted_bytes.min(self.cleaner_cap);
         while self.capacity.saturating_sub(self.fast_used - self.leaving) < target {
             let Some(v) = self.victim(cx.now, None) else { break };
@@ -1030,14 +1039,9 @@ impl FileCore {
             }
             Op::Stat => Served::metadata(),
         };
-        let t = Touch { now: cx.now, seq: cx.seq, pages: 1, write: false };
+        let t = Self::background_touch(cx);
         self.after_access(cx, &t, Some(req.obj));
         served
-    }
-
-    /// [`super::Architecture::complete`].
-    pub fn complete(&mut self, cx: &mut Ctx<'_>, w: &Work, outcome: Outcome) {
-        self.complete_work(cx, w, outcome);
     }
 
     /// [`super::Architecture::tick`].
@@ -1079,7 +1083,7 @@ impl FileCore {
 
     /// [`super::Architecture::adopt`].
     pub fn adopt(&mut self, cx: &mut Ctx<'_>, obj: ObjectId, level: Level, size: u64, dirty: bool) {
-        let t = Touch { now: cx.now, seq: cx.seq, pages: 1, write: false };
+        let t = Self::background_touch(cx);
         if self.table.get(obj).is_some() {
             return;
         }
@@ -1308,12 +1312,12 @@ impl<K: FileArchKind> super::Architecture for FileArch<K> {
 
 /// Defines a single-mode file architecture in its own module.
 macro_rules! single_mode_file_arch {
-    ($kind:ident, $mode:expr, $name:literal, $help:literal) => {
+    ($kind:ident, $mode:expr, $help:literal) => {
         /// Marker for this architecture's mode.
         #[derive(Debug)]
         pub struct $kind;
         impl $crate::arch::file_common::FileArchKind for $kind {
-            const NAME: &'static str = $name;
+            const NAME: &'static str = $mode.name();
             const VERSION: u32 = 1;
             const HELP: &'static str = $help;
             fn modes(

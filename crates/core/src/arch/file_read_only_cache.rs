@@ -6,7 +6,6 @@ use super::file_common::{FileArch, FileMode, single_mode_file_arch};
 single_mode_file_arch!(
     ReadOnlyCachingKind,
     FileMode::ReadOnlyCaching,
-    "file-read-only-cache",
     "file caching: HDD reads copy admitted files; any write drops the copy and goes to the HDD"
 );
 

@@ -345,11 +345,11 @@ impl Harness {
 
 fn specs() -> Vec<String> {
     let mut v: Vec<String> = FileMode::ALL
-        .iter()
+        .into_iter()
         // Write-back has a known accounting bug under truncates during evictions (see the issue
         // note); its deterministic tests below still run.
-        .filter(|(m, _)| *m != FileMode::HyCache && *m != FileMode::WriteBack)
-        .map(|(_, n)| format!("{n}:sieve=2048,interval=3s,cleaner-period=3s"))
+        .filter(|m| *m != FileMode::HyCache && *m != FileMode::WriteBack)
+        .map(|m| format!("{}:sieve=2048,interval=3s,cleaner-period=3s", m.name()))
         .collect();
     v.push("hycache:threshold=70%".into());
     v.push("hycache:collector=lfu".into());

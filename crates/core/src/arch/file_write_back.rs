@@ -9,7 +9,6 @@ use super::file_common::{FileArch, FileMode, single_mode_file_arch};
 single_mode_file_arch!(
     FileWriteBackKind,
     FileMode::WriteBack,
-    "file-write-back",
     "file caching: new files and writes land on the SSD (dirty) and are written back later"
 );
 

@@ -6,7 +6,6 @@ use super::file_common::{FileArch, FileMode, single_mode_file_arch};
 single_mode_file_arch!(
     WriteThroughAllKind,
     FileMode::WriteThroughAll,
-    "file-write-through-all",
     "file caching: write-through to both copies; HDD reads and whole-file writes allocate"
 );
 

@@ -8,7 +8,6 @@ use super::file_common::{FileArch, FileMode, single_mode_file_arch};
 single_mode_file_arch!(
     HyCacheKind,
     FileMode::HyCache,
-    "hycache",
     "file DST (HyCache): create on SSD; above threshold evict LRU/LFU to HDD; open moves back"
 );
 

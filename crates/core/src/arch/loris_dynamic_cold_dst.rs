@@ -5,7 +5,6 @@ use super::file_common::{FileArch, FileMode, single_mode_file_arch};
 single_mode_file_arch!(
     DynamicColdDstKind,
     FileMode::DynamicColdDst,
-    "dynamic-cold-dst",
     "file DST (Loris): allocate on SSD; demote on pressure; an HDD read migrates an admitted file back"
 );
 

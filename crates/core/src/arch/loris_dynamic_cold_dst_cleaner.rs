@@ -7,7 +7,6 @@ use super::file_common::{FileArch, FileMode, single_mode_file_arch};
 single_mode_file_arch!(
     DynamicColdDstCleanerKind,
     FileMode::DynamicColdDstCleaner,
-    "dynamic-cold-dst-cleaner",
     "file DST (Loris): Dynamic Cold-DST + background cleaner freeing ahead of demand"
 );
 

@@ -7,7 +7,6 @@ use super::file_common::{FileArch, FileMode, single_mode_file_arch};
 single_mode_file_arch!(
     DynamicHotDstKind,
     FileMode::DynamicHotDst,
-    "dynamic-hot-dst",
     "file DST (Loris): allocate on HDD; an HDD read migrates an admitted file to the SSD"
 );
 

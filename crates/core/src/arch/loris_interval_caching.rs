@@ -6,7 +6,6 @@ use super::file_common::{FileArch, FileMode, single_mode_file_arch};
 single_mode_file_arch!(
     IntervalCachingKind,
     FileMode::IntervalCaching,
-    "interval-caching",
     "file caching (Loris): every interval copy hottest-on-HDD files; write-through-update"
 );
 

@@ -7,7 +7,6 @@ use super::file_common::{FileArch, FileMode, single_mode_file_arch};
 single_mode_file_arch!(
     IntervalHotDstKind,
     FileMode::IntervalHotDst,
-    "interval-hot-dst",
     "file DST (Loris): allocate on HDD; every interval migrate hottest-on-HDD while hotter than coldest-on-SSD"
 );
 

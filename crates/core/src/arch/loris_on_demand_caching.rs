@@ -7,7 +7,6 @@ use super::file_common::{FileArch, FileMode, single_mode_file_arch};
 single_mode_file_arch!(
     OnDemandCachingKind,
     FileMode::OnDemandCaching,
-    "on-demand-caching",
     "file caching (Loris): an HDD read copies an admitted file to the SSD; write-through-update"
 );
 

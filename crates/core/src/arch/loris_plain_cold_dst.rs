@@ -6,7 +6,6 @@ use super::file_common::{FileArch, FileMode, single_mode_file_arch};
 single_mode_file_arch!(
     PlainColdDstKind,
     FileMode::PlainColdDst,
-    "plain-cold-dst",
     "file DST (Loris): allocate on SSD; demote the coldest on space pressure; never promote"
 );
 

@@ -24,7 +24,7 @@ const PARAMS: &[ParamSpec] = &[
 fn mode_named(p: &Params, name: &str) -> Result<FileMode, ConfigError> {
     FileMode::by_name(name).filter(|m| *m != FileMode::HyCache).ok_or_else(|| {
         let allowed: Vec<&str> =
-            FileMode::ALL.iter().filter(|(m, _)| *m != FileMode::HyCache).map(|(_, n)| *n).collect();
+            FileMode::ALL.into_iter().filter(|m| *m != FileMode::HyCache).map(FileMode::name).collect();
         p.inconsistent(format!("unknown volume architecture `{name}`; allowed: {}", allowed.join(", ")))
     })
 }
