@@ -22,7 +22,7 @@ pub mod params;
 pub mod temp_buffer;
 mod types;
 
-pub use arch::{AnyArch, Architecture, Placement, Setup, Usage, build_arch, extent_size_of};
+pub use arch::{ARCHITECTURES, AnyArch, Architecture, Placement, Setup, Usage, arch_info, build_arch, extent_size_of};
 pub use clock::{Clock, ManualClock};
 pub use decision::{LOGICAL_ADDR, Outcome, Served, Work, WorkKind};
 pub use engine::{CompleteError, Engine, EngineStats};

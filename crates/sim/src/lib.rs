@@ -3,6 +3,7 @@
 
 pub mod compare;
 pub mod device;
+pub mod filesim;
 pub mod filetrace;
 pub mod metrics;
 pub mod mrc;

@@ -177,6 +177,9 @@ pub enum SimError {
     /// The engine refused a completion (a bug).
     #[error("engine refused a completion: {0}")]
     Complete(String),
+    /// The run cannot be done as asked (a block-level architecture on a file trace, say).
+    #[error("{0}")]
+    Unsupported(String),
     /// Internal: the replay reached `max_time` (never returned by [`simulate`]).
     #[doc(hidden)]
     #[error("simulated time limit reached")]
@@ -907,8 +910,15 @@ impl Timed {
         report.energy_j = hdd.energy_j + ssd.energy_j;
         let elapsed = hdd.elapsed_ns.max(ssd.elapsed_ns) as f64 / 1e9;
         report.mean_power_w = if elapsed > 0.0 { report.energy_j / elapsed } else { 0.0 };
-        report.endurance = endurance(cfg, &hdd, &ssd);
-        report.cost = cost(cfg, report.iops, self.ssd.usd_per_gb(), self.hdd.usd_per_gb());
+        report.endurance = endurance(cfg.read_weight, &hdd, &ssd);
+        report.cost = cost(
+            &cfg.arch,
+            cfg.ssd_bytes,
+            cfg.footprint_bytes,
+            report.iops,
+            self.ssd.usd_per_gb(),
+            self.hdd.usd_per_gb(),
+        );
         report.hca = hca(&report, &hdd, &ssd, cfg);
         report.hdd = hdd;
         report.ssd = ssd;
@@ -921,24 +931,30 @@ pub const SSD_WRITE_LIMIT_BYTES: f64 = 36_500e9;
 /// GreenDM's HDD start/stop limit.
 pub const HDD_START_STOP_LIMIT: f64 = 300_000.0;
 
-fn endurance(cfg: &SimConfig, hdd: &crate::device::DeviceStats, ssd: &crate::device::DeviceStats) -> Endurance {
-    let wear = ssd.write_bytes as f64 + ssd.read_bytes as f64 * cfg.read_weight;
+/// GreenDM's endurance reductions for one run's device counters.
+pub(crate) fn endurance(
+    read_weight: f64,
+    hdd: &crate::device::DeviceStats,
+    ssd: &crate::device::DeviceStats,
+) -> Endurance {
+    let wear = ssd.write_bytes as f64 + ssd.read_bytes as f64 * read_weight;
     Endurance {
         ssd_eu: wear / SSD_WRITE_LIMIT_BYTES * 1e6,
         hdd_eu: hdd.spin_downs as f64 / HDD_START_STOP_LIMIT * 1e6,
-        read_weight: cfg.read_weight,
+        read_weight,
         ssd_limit_bytes: SSD_WRITE_LIMIT_BYTES,
         hdd_start_stop_limit: HDD_START_STOP_LIMIT,
     }
 }
 
-fn cost(cfg: &SimConfig, iops: f64, ssd_usd: f64, hdd_usd: f64) -> Cost {
-    let data = cfg.footprint_bytes.unwrap_or(0) as f64 / 1e9;
-    let name = cfg.arch.split(':').next().unwrap_or("");
+/// Capital cost of the devices a configuration needs, and per IOPS.
+pub(crate) fn cost(arch: &str, ssd_bytes: u64, footprint: Option<u64>, iops: f64, ssd_usd: f64, hdd_usd: f64) -> Cost {
+    let data = footprint.unwrap_or(0) as f64 / 1e9;
+    let name = arch.split(':').next().unwrap_or("");
     let (ssd_gb, hdd_gb) = match name {
         "ssd-only" => (data, 0.0),
         "hdd-only" => (0.0, data),
-        _ => (cfg.ssd_bytes as f64 / 1e9, data),
+        _ => (ssd_bytes as f64 / 1e9, data),
     };
     let capex = ssd_gb * ssd_usd + hdd_gb * hdd_usd;
     Cost { capex_usd: capex, usd_per_iops: if iops > 0.0 { capex / iops } else { 0.0 } }

@@ -1,0 +1,1051 @@
+//! The file-level simulator: replays file operations ([`FileOp`], from a file trace or a
+//! generator) through a namespace, an optional RAM buffer cache and the engine running a
+//! file-level architecture, and — in timed modes — through the device models.
+//!
+//! What it models, and why:
+//! - **Namespace.** Paths map to object ids (inode numbers) that stay the same across renames;
+//!   every object carries its volume (type-aware policy) and kind. Directories are objects too
+//!   (Loris saw them pinned hot): a create, delete or rename writes a 64-byte entry into the
+//!   parent directory, and the first operation of a session on a path (a run of operations on
+//!   the same path, as between open and close) reads the parent directory (a lookup) and tells
+//!   the engine the file was opened (HyCache promotes on open).
+//! - **RAM buffer cache** ([`page_cache`]; Loris ran with a 64 MB data cache). Reads that hit it
+//!   never reach the tiers. Writes are buffered and reach the tiers when evicted (clustered per
+//!   file) or at the final sync; a write that covers part of a page that is not cached and lies
+//!   inside the file first reads that page (Loris's "append-read"). Deletes and truncates drop
+//!   buffered pages at once, so deleted files never reach the SSD.
+//! - **Devices.** Each data access the engine serves is charged on the devices it touches, at
+//!   the file's address (one region per file, so the HDD seeks between files). Background work
+//!   runs as soon as it is issued: the source reads, then the destination writes, in the same
+//!   FIFO queues as foreground I/O. An access the engine marks [`Served::blocked`] starts only
+//!   after that work and any work in flight on the same file.
+//! - **Measurement window.** Operations before `measure_from` (a benchmark's preallocation
+//!   phase) run but are not counted: Loris reports Postmark's transaction time without its
+//!   preallocation, and FileBench's IOPS without fileset creation.
+
+pub mod page_cache;
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::time::Instant;
+
+use hashbrown::HashMap;
+use tierwise_core::arch::type_aware::{file_volumes, volume_of};
+use tierwise_core::{
+    Clock, Engine, EngineStats, Level, ManualClock, Nanos, ObjectClass, ObjectId, ObjectKind, Op, Outcome, Request,
+    Served, Setup, Work, WorkKind, arch_info, build_arch,
+};
+
+use crate::device::{DevOp, Device, DeviceSet, DeviceStats, Hdd, Ram, Ssd};
+use crate::filetrace::{FileOp, FileOpKind};
+use crate::metrics::{Histogram, HitRatios, SimReport};
+use crate::sim::{FoldHash, Progress, SimError, Timing};
+use page_cache::{DirtyRun, PAGE, PageCache};
+
+/// Bytes of one directory entry.
+pub const DIR_ENTRY: u64 = 64;
+
+/// What to simulate.
+#[derive(Clone, Debug)]
+pub struct FileSimConfig {
+    /// Architecture spec: a file-level architecture, `ssd-only` or `hdd-only`.
+    pub arch: String,
+    /// SSD bytes for the architecture.
+    pub ssd_bytes: u64,
+    /// RAM buffer cache bytes (0: none; every operation reaches the engine).
+    pub ram_bytes: u64,
+    /// Timing: `None` (placement and hit counting only), `Open` (the trace's timestamps) or
+    /// `Closed` (that many operations outstanding).
+    pub timing: Timing,
+    /// Devices.
+    pub devices: DeviceSet,
+    /// Directories are objects the engine places (lookups and entry updates access them).
+    pub dirs: bool,
+    /// HDD spin-down after this idle time (None: never).
+    pub spin_down: Option<Nanos>,
+    /// Endurance read weight (GreenDM's r).
+    pub read_weight: f64,
+    /// Operations before this index are not measured (a benchmark's setup phase).
+    pub measure_from: u64,
+    /// Write back buffered and dirty data at the end (not measured).
+    pub flush_at_end: bool,
+    /// Stop after this many operations.
+    pub max_ops: Option<u64>,
+    /// Check the engine's invariants every this many operations (0: never).
+    pub check_every: u64,
+    /// The workload's working set, when known (cost, report).
+    pub footprint_bytes: Option<u64>,
+}
+
+impl FileSimConfig {
+    /// A configuration with the paper presets, closed loop of one, a 64 MiB buffer cache (Loris)
+    /// and directories as objects.
+    pub fn new(arch: &str, ssd_bytes: u64) -> FileSimConfig {
+        FileSimConfig {
+            arch: arch.to_string(),
+            ssd_bytes,
+            ram_bytes: 64 << 20,
+            timing: Timing::Closed { depth: 1 },
+            devices: DeviceSet::default(),
+            dirs: true,
+            spin_down: None,
+            read_weight: 0.1,
+            measure_from: 0,
+            flush_at_end: false,
+            max_ops: None,
+            check_every: 0,
+            footprint_bytes: None,
+        }
+    }
+}
+
+/// Architectures the file simulator runs: the file-level ones and the two single-device
+/// baselines.
+pub fn file_arch_allowed(spec: &str) -> Result<(), SimError> {
+    let name = spec.split(':').next().unwrap_or("");
+    let info = arch_info(name)?;
+    if info.file_level || matches!(info.name, "ssd-only" | "hdd-only") {
+        return Ok(());
+    }
+    let allowed: Vec<&str> = tierwise_core::ARCHITECTURES
+        .iter()
+        .filter(|a| a.file_level || matches!(a.name, "ssd-only" | "hdd-only"))
+        .map(|a| a.name)
+        .collect();
+    Err(SimError::Unsupported(format!(
+        "`{}` is a block-level architecture; a file trace runs on a file-level one: {}",
+        info.name,
+        allowed.join(", ")
+    )))
+}
+
+/// One namespace object.
+#[derive(Clone, Copy, Debug, Default)]
+struct Node {
+    size: u64,
+    /// Entries, for a directory.
+    entries: u64,
+    volume: u16,
+    dir: bool,
+}
+
+/// Paths to ids, ids to nodes. Ids are never reused, so a recreated path is a new object.
+struct Namespace {
+    paths: HashMap<Box<str>, u64, StrHash>,
+    nodes: Vec<Node>,
+    prefixes: Vec<String>,
+}
+
+const ROOT: u64 = 0;
+
+impl Namespace {
+    fn new(prefixes: Vec<String>) -> Namespace {
+        let mut paths = HashMap::with_hasher(StrHash);
+        paths.insert(Box::from("/"), ROOT);
+        Namespace { paths, nodes: vec![Node { dir: true, ..Node::default() }], prefixes }
+    }
+    fn get(&self, path: &str) -> Option<u64> {
+        self.paths.get(path).copied()
+    }
+    fn add(&mut self, path: &str, dir: bool) -> u64 {
+        let id = self.nodes.len() as u64;
+        self.nodes.push(Node { size: 0, entries: 0, volume: volume_of(&self.prefixes, path), dir });
+        self.paths.insert(Box::from(path), id);
+        id
+    }
+    fn node(&mut self, id: u64) -> &mut Node {
+        &mut self.nodes[id as usize]
+    }
+    fn class(&self, id: u64) -> ObjectClass {
+        let n = &self.nodes[id as usize];
+        ObjectClass { volume: n.volume, kind: if n.dir { ObjectKind::Meta } else { ObjectKind::Data } }
+    }
+}
+
+fn parent_of(path: &str) -> &str {
+    match path.rfind('/') {
+        Some(0) | None => "/",
+        Some(i) => &path[..i],
+    }
+}
+
+/// A fast string hasher for paths (the simulator's namespace is its hottest map).
+#[derive(Clone, Copy, Default)]
+pub struct StrHash;
+
+impl std::hash::BuildHasher for StrHash {
+    type Hasher = page_cache::PageKeyHasher;
+    fn build_hasher(&self) -> page_cache::PageKeyHasher {
+        std::hash::BuildHasher::build_hasher(&page_cache::PageKeyHash)
+    }
+}
+
+/// Devices and events of a timed run.
+struct Timed {
+    hdd: Device,
+    ssd: Device,
+    ram: Ram,
+    events: BinaryHeap<Reverse<(Nanos, u64, u32)>>,
+    works: Vec<Work>,
+    free: Vec<u32>,
+    seq: u64,
+    /// When the last work issued on a file completes.
+    work_until: HashMap<u64, Nanos, FoldHash>,
+}
+
+impl Timed {
+    fn device(&mut self, level: Level) -> Option<&mut Device> {
+        match level {
+            Level::Fast => Some(&mut self.ssd),
+            Level::Slow => Some(&mut self.hdd),
+            Level::Ram => None,
+        }
+    }
+    fn io(&mut self, now: Nanos, level: Level, op: DevOp, addr: u64, len: u64) -> Nanos {
+        match self.device(level) {
+            Some(d) => d.submit(now, op, addr, len),
+            None => now.saturating_add(self.ram.latency(len)),
+        }
+    }
+}
+
+/// Counters of the measured window.
+#[derive(Clone, Debug, Default)]
+struct Tally {
+    ops: u64,
+    reads: u64,
+    writes: u64,
+    read_bytes: u64,
+    write_bytes: u64,
+    /// Data operations (read, write, append) by the slowest level that served them.
+    read_levels: [u64; 3],
+    write_levels: [u64; 3],
+    /// Operations that touched no HDD.
+    fast_ops: u64,
+    accesses: u64,
+    ram_read_hits: u64,
+}
+
+/// The file-level simulator; feed it operations with [`FileSim::op`], then [`FileSim::finish`].
+pub struct FileSim {
+    cfg: FileSimConfig,
+    engine: Engine<ManualClock>,
+    clock: ManualClock,
+    timed: Option<Timed>,
+    ns: Namespace,
+    cache: PageCache,
+    addrs: HashMap<u64, u64, FoldHash>,
+    next_addr: u64,
+    slots: BinaryHeap<Reverse<Nanos>>,
+    last_arrival: Nanos,
+    first_time: Option<u64>,
+    /// The operation being served: arrival, completion so far, slowest level.
+    now: Nanos,
+    op_done: Nanos,
+    op_level: Option<Level>,
+    prev_path: String,
+    runs: Vec<DirtyRun>,
+    missing: Vec<(u64, u64)>,
+    work_buf: Vec<Work>,
+    n: u64,
+    tally: Tally,
+    hist: Histogram,
+    measure_start: Nanos,
+    last_completion: Nanos,
+    base_engine: EngineStats,
+    base_hdd: DeviceStats,
+    base_ssd: DeviceStats,
+    unknown_paths: u64,
+    wall: Instant,
+    label: String,
+}
+
+impl FileSim {
+    /// A simulator for `cfg`; `label` names the workload in the report.
+    pub fn new(cfg: &FileSimConfig, label: &str) -> Result<FileSim, SimError> {
+        file_arch_allowed(&cfg.arch)?;
+        let setup = Setup { fast_capacity: cfg.ssd_bytes, slow_capacity: 0, object_size: 0 };
+        let clock = ManualClock::new();
+        let mut engine = Engine::new(build_arch(&cfg.arch, &setup)?, clock.clone());
+        engine.set_report_invalidations(false);
+        let timed = match cfg.timing {
+            Timing::None => {
+                engine.set_instant(true);
+                None
+            }
+            _ => {
+                let d = &cfg.devices;
+                let hdd = Hdd::new(&d.hdd).map_err(|e| SimError::Device(format!("hdd {}: {e}", d.hdd_name)))?;
+                let ssd = Ssd::new(&d.ssd).map_err(|e| SimError::Device(format!("ssd {}: {e}", d.ssd_name)))?;
+                let ram = Ram::new(&d.ram).map_err(|e| SimError::Device(format!("ram {}: {e}", d.ram_name)))?;
+                Some(Timed {
+                    hdd: Device::new(Box::new(hdd), cfg.spin_down),
+                    ssd: Device::new(Box::new(ssd), None),
+                    ram,
+                    events: BinaryHeap::new(),
+                    works: Vec::new(),
+                    free: Vec::new(),
+                    seq: 0,
+                    work_until: HashMap::with_hasher(FoldHash),
+                })
+            }
+        };
+        let mut slots = BinaryHeap::new();
+        if let Timing::Closed { depth } = cfg.timing {
+            for _ in 0..depth {
+                slots.push(Reverse(Nanos::ZERO));
+            }
+        }
+        let prefixes = file_volumes(&cfg.arch)?;
+        let mut sim = FileSim {
+            cfg: cfg.clone(),
+            engine,
+            clock,
+            timed,
+            ns: Namespace::new(prefixes),
+            cache: PageCache::new(cfg.ram_bytes),
+            addrs: HashMap::with_hasher(FoldHash),
+            next_addr: 0,
+            slots,
+            last_arrival: Nanos::ZERO,
+            first_time: None,
+            now: Nanos::ZERO,
+            op_done: Nanos::ZERO,
+            op_level: None,
+            prev_path: String::new(),
+            runs: Vec::new(),
+            missing: Vec::new(),
+            work_buf: Vec::new(),
+            n: 0,
+            tally: Tally::default(),
+            hist: Histogram::default(),
+            measure_start: Nanos::ZERO,
+            last_completion: Nanos::ZERO,
+            base_engine: EngineStats::default(),
+            base_hdd: DeviceStats::default(),
+            base_ssd: DeviceStats::default(),
+            unknown_paths: 0,
+            wall: Instant::now(),
+            label: label.to_string(),
+        };
+        if sim.cfg.dirs {
+            let class = sim.ns.class(ROOT);
+            sim.engine.access(&Request::op(ObjectId(ROOT), Op::Create).with_class(class));
+        }
+        Ok(sim)
+    }
+
+    /// Whether the run reached `max_ops`.
+    pub fn done(&self) -> bool {
+        self.cfg.max_ops.is_some_and(|m| self.n >= m)
+    }
+
+    /// Operations replayed so far.
+    pub fn ops(&self) -> u64 {
+        self.n
+    }
+
+    /// The engine (inspection, tests).
+    pub fn engine(&self) -> &Engine<ManualClock> {
+        &self.engine
+    }
+
+    /// The size the simulator's namespace gives `path` (tests).
+    pub fn size_of(&self, path: &str) -> Option<u64> {
+        self.ns.get(path).map(|id| self.ns.nodes[id as usize].size)
+    }
+
+    /// The object id of `path` (tests, which-tier style queries).
+    pub fn id_of(&self, path: &str) -> Option<ObjectId> {
+        self.ns.get(path).map(ObjectId)
+    }
+
+    /// Replays one operation.
+    pub fn op(&mut self, op: &FileOp) -> Result<(), SimError> {
+        if self.done() {
+            return Ok(());
+        }
+        if self.n == self.cfg.measure_from {
+            self.begin_measure();
+        }
+        let arrival = match self.cfg.timing {
+            Timing::Open { speedup } => {
+                let t0 = *self.first_time.get_or_insert(op.time_ns);
+                Nanos((op.time_ns.saturating_sub(t0) as f64 / speedup) as u64).max(self.last_arrival)
+            }
+            Timing::Closed { .. } => self.slots.pop().map_or(self.last_arrival, |Reverse(t)| t),
+            Timing::None => {
+                let t0 = *self.first_time.get_or_insert(op.time_ns);
+                Nanos(op.time_ns.saturating_sub(t0)).max(self.last_arrival)
+            }
+        };
+        self.last_arrival = arrival;
+        self.advance_to(arrival)?;
+        self.now = arrival;
+        self.op_done = arrival;
+        self.op_level = None;
+        let session = op.path != self.prev_path;
+        if session {
+            self.prev_path.clear();
+            self.prev_path.push_str(&op.path);
+        }
+        self.dispatch(op, session)?;
+        let measured = self.n >= self.cfg.measure_from;
+        if measured {
+            self.count(op);
+        }
+        if matches!(self.cfg.timing, Timing::Closed { .. }) {
+            self.slots.push(Reverse(self.op_done));
+        }
+        self.last_completion = self.last_completion.max(self.op_done);
+        self.n += 1;
+        if self.cfg.check_every > 0 && self.n % self.cfg.check_every == 0 {
+            self.engine.check_invariants().map_err(|message| SimError::Invariant { request: self.n, message })?;
+        }
+        Ok(())
+    }
+
+    fn count(&mut self, op: &FileOp) {
+        let t = &mut self.tally;
+        t.ops += 1;
+        let level = self.op_level.unwrap_or(Level::Ram);
+        match op.kind {
+            FileOpKind::Read => {
+                t.reads += 1;
+                t.read_bytes += op.length;
+                t.read_levels[level.index()] += 1;
+                if self.op_level.is_none() {
+                    t.ram_read_hits += 1;
+                }
+            }
+            FileOpKind::Write | FileOpKind::Append => {
+                t.writes += 1;
+                t.write_bytes += op.length;
+                t.write_levels[level.index()] += 1;
+            }
+            _ => {}
+        }
+        if level != Level::Slow {
+            t.fast_ops += 1;
+        }
+        if self.timed.is_some() {
+            self.hist.record(self.op_done.0.saturating_sub(self.now.0));
+        }
+    }
+
+    fn begin_measure(&mut self) {
+        self.tally = Tally::default();
+        self.hist = Histogram::default();
+        self.measure_start = self.last_arrival.max(self.slots.peek().map_or(Nanos::ZERO, |Reverse(t)| *t));
+        if matches!(self.cfg.timing, Timing::Closed { .. }) {
+            // Setup is over when its last operation completes: every slot starts from there.
+            let start = self.last_completion.max(self.measure_start);
+            let depth = self.slots.len();
+            self.slots.clear();
+            for _ in 0..depth {
+                self.slots.push(Reverse(start));
+            }
+            self.measure_start = start;
+        }
+        self.base_engine = self.engine.stats().clone();
+        if let Some(t) = &self.timed {
+            self.base_hdd = *t.hdd.stats();
+            self.base_ssd = *t.ssd.stats();
+        }
+    }
+
+    fn dispatch(&mut self, op: &FileOp, session: bool) -> Result<(), SimError> {
+        match op.kind {
+            FileOpKind::Mkdir | FileOpKind::Create => {
+                let dir = op.kind == FileOpKind::Mkdir;
+                if let Some(id) = self.ns.get(&op.path) {
+                    if !dir && !self.ns.nodes[id as usize].dir {
+                        self.truncate(id, 0); // create over an existing file truncates it
+                    }
+                    return Ok(());
+                }
+                self.create(&op.path, dir);
+            }
+            FileOpKind::Read => {
+                let id = self.existing_or_adopt(&op.path, op.offset.saturating_add(op.length));
+                self.open_session(id, &op.path, session);
+                self.read(id, op.offset, op.length);
+            }
+            FileOpKind::Write | FileOpKind::Append => {
+                let id = match self.ns.get(&op.path) {
+                    Some(id) => id,
+                    None => {
+                        self.unknown_paths += 1;
+                        self.create(&op.path, false)
+                    }
+                };
+                self.open_session(id, &op.path, session);
+                let offset = if op.kind == FileOpKind::Append { self.ns.nodes[id as usize].size } else { op.offset };
+                self.write(id, offset, op.length);
+            }
+            FileOpKind::Truncate => {
+                let id = self.existing_or_adopt(&op.path, op.length);
+                self.open_session(id, &op.path, session);
+                self.truncate(id, op.length);
+            }
+            FileOpKind::Delete | FileOpKind::Rmdir => match self.ns.get(&op.path) {
+                Some(id) => {
+                    self.remove(id, &op.path);
+                    let parent = self.ensure_dir(parent_of(&op.path));
+                    self.dir_entry(parent, false);
+                }
+                None => self.unknown_paths += 1,
+            },
+            FileOpKind::Rename => self.rename(&op.path, &op.path2),
+            FileOpKind::Stat => match self.ns.get(&op.path) {
+                Some(id) => {
+                    self.open_session(id, &op.path, session);
+                    let class = self.ns.class(id);
+                    self.engine.access(&Request::op(ObjectId(id), Op::Stat).with_class(class));
+                }
+                None => self.unknown_paths += 1,
+            },
+        }
+        Ok(())
+    }
+
+    /// The id of `path`, adopting an unknown one as an existing file of `size` bytes on the HDD
+    /// (a trace that starts with files present).
+    fn existing_or_adopt(&mut self, path: &str, size: u64) -> u64 {
+        if let Some(id) = self.ns.get(path) {
+            return id;
+        }
+        self.unknown_paths += 1;
+        self.ensure_dir(parent_of(path));
+        let id = self.ns.add(path, false);
+        self.ns.node(id).size = size;
+        id
+    }
+
+    /// The id of directory `path`, creating it (and its parents) when missing.
+    fn ensure_dir(&mut self, path: &str) -> u64 {
+        if let Some(id) = self.ns.get(path) {
+            return id;
+        }
+        self.create(path, true)
+    }
+
+    fn create(&mut self, path: &str, dir: bool) -> u64 {
+        let parent = self.ensure_dir(parent_of(path));
+        if dir && !self.cfg.dirs {
+            return self.ns.add(path, true);
+        }
+        let id = self.ns.add(path, dir);
+        let class = self.ns.class(id);
+        self.access(Request::op(ObjectId(id), Op::Create).with_class(class), true);
+        self.dir_entry(parent, true);
+        id
+    }
+
+    /// A lookup at the start of a session: the parent directory is read, and the engine hears
+    /// that the file was opened.
+    fn open_session(&mut self, id: u64, path: &str, session: bool) {
+        if !session {
+            return;
+        }
+        if self.cfg.dirs
+            && let Some(parent) = self.ns.get(parent_of(path))
+        {
+            let size = self.ns.nodes[parent as usize].size;
+            self.read(parent, 0, size.clamp(1, PAGE));
+        }
+        let class = self.ns.class(id);
+        self.access(Request::op(ObjectId(id), Op::Open).with_class(class), true);
+    }
+
+    /// Adds or removes an entry in directory `dir`.
+    fn dir_entry(&mut self, dir: u64, add: bool) {
+        if !self.cfg.dirs {
+            return;
+        }
+        let node = self.ns.node(dir);
+        let offset = if add { node.entries * DIR_ENTRY } else { 0 };
+        node.entries = if add { node.entries + 1 } else { node.entries.saturating_sub(1) };
+        self.write(dir, offset, DIR_ENTRY);
+    }
+
+    fn remove(&mut self, id: u64, path: &str) {
+        let size = self.ns.nodes[id as usize].size;
+        self.cache.drop_pages(id, 0, size.div_ceil(PAGE));
+        let class = self.ns.class(id);
+        self.access(Request::op(ObjectId(id), Op::Delete).with_class(class), true);
+        self.ns.paths.remove(path);
+    }
+
+    fn truncate(&mut self, id: u64, new_size: u64) {
+        let old = self.ns.nodes[id as usize].size;
+        self.cache.drop_pages(id, new_size.div_ceil(PAGE), old.div_ceil(PAGE));
+        self.ns.node(id).size = new_size;
+        let class = self.ns.class(id);
+        let req = Request { obj: ObjectId(id), op: Op::Truncate, offset: new_size, len: 0, class };
+        self.access(req, true);
+    }
+
+    fn rename(&mut self, from: &str, to: &str) {
+        let Some(id) = self.ns.get(from) else {
+            self.unknown_paths += 1;
+            return;
+        };
+        if from == to {
+            return;
+        }
+        if let Some(old) = self.ns.get(to) {
+            self.remove(old, to);
+        } else {
+            let parent = self.ensure_dir(parent_of(to));
+            self.dir_entry(parent, true);
+        }
+        self.ns.paths.remove(from);
+        self.ns.paths.insert(Box::from(to), id);
+        self.moved(id, to);
+        if self.ns.nodes[id as usize].dir {
+            // Descendants move with the directory.
+            let prefix = format!("{from}/");
+            let inside: Vec<(Box<str>, u64)> = self
+                .ns
+                .paths
+                .iter()
+                .filter(|(p, _)| p.starts_with(prefix.as_str()))
+                .map(|(p, &i)| (p.clone(), i))
+                .collect();
+            for (p, i) in inside {
+                self.ns.paths.remove(&p);
+                let new_path = format!("{to}/{}", &p[prefix.len()..]);
+                self.ns.paths.insert(Box::from(new_path.as_str()), i);
+                self.moved(i, &new_path);
+            }
+        }
+        if let Some(parent) = self.ns.get(parent_of(from)) {
+            self.dir_entry(parent, false);
+        }
+    }
+
+    /// Tells the engine that `id` now lives at `path` (its volume may change).
+    fn moved(&mut self, id: u64, path: &str) {
+        let volume = volume_of(&self.ns.prefixes, path);
+        self.ns.node(id).volume = volume;
+        let class = self.ns.class(id);
+        self.access(Request::op(ObjectId(id), Op::Rename).with_class(class), true);
+    }
+
+    fn read(&mut self, id: u64, offset: u64, len: u64) {
+        if !self.cache.enabled() {
+            let class = self.ns.class(id);
+            let req = Request { obj: ObjectId(id), op: Op::Read, offset, len, class };
+            self.access(req, true);
+            return;
+        }
+        let size = self.ns.nodes[id as usize].size;
+        let end = offset.saturating_add(len).min(size);
+        if end <= offset {
+            return;
+        }
+        let (first, last) = (offset / PAGE, (end - 1) / PAGE);
+        let mut missing = std::mem::take(&mut self.missing);
+        missing.clear();
+        for p in first..=last {
+            if !self.cache.touch(id, p) {
+                match missing.last_mut() {
+                    Some((a, n)) if *a + *n == p => *n += 1,
+                    _ => missing.push((p, 1)),
+                }
+            }
+        }
+        let hit_bytes = (last - first + 1 - missing.iter().map(|m| m.1).sum::<u64>()) * PAGE;
+        if hit_bytes > 0 {
+            self.ram_time(hit_bytes);
+        }
+        let class = self.ns.class(id);
+        for &(p, n) in &missing {
+            let start = p * PAGE;
+            let len = ((p + n) * PAGE).min(size) - start;
+            self.access(Request { obj: ObjectId(id), op: Op::Read, offset: start, len, class }, true);
+            for q in p..p + n {
+                self.cache.insert(id, q, false, &mut self.runs);
+            }
+        }
+        self.missing = missing;
+        self.write_back_runs();
+    }
+
+    fn write(&mut self, id: u64, offset: u64, len: u64) {
+        let old = self.ns.nodes[id as usize].size;
+        let end = offset.saturating_add(len);
+        self.ns.node(id).size = old.max(end);
+        if !self.cache.enabled() {
+            let class = self.ns.class(id);
+            self.access(Request { obj: ObjectId(id), op: Op::Write, offset, len, class }, true);
+            return;
+        }
+        if len == 0 {
+            return;
+        }
+        let (first, last) = (offset / PAGE, (end - 1) / PAGE);
+        // A page whose existing bytes the write does not cover entirely is read first.
+        let class = self.ns.class(id);
+        let edges = [first, last];
+        for &p in if first == last { &edges[..1] } else { &edges[..] } {
+            let (lo, hi) = (p * PAGE, (p * PAGE + PAGE).min(old));
+            if lo < hi && (offset > lo || end < hi) && !self.cache.contains(id, p) {
+                self.access(Request { obj: ObjectId(id), op: Op::Read, offset: lo, len: hi - lo, class }, true);
+            }
+        }
+        for p in first..=last {
+            self.cache.insert(id, p, true, &mut self.runs);
+        }
+        self.ram_time(len);
+        self.write_back_runs();
+    }
+
+    /// Charges a RAM hit of `bytes` to the current operation.
+    fn ram_time(&mut self, bytes: u64) {
+        if let Some(t) = &self.timed {
+            self.op_done = self.op_done.max(self.now.saturating_add(t.ram.latency(bytes)));
+        }
+    }
+
+    /// Writes back the dirty runs the buffer cache evicted (background: not charged).
+    fn write_back_runs(&mut self) {
+        while let Some(r) = self.runs.pop() {
+            let Some(node) = self.ns.nodes.get(r.obj as usize).copied() else { continue };
+            let start = r.first * PAGE;
+            let end = ((r.first + r.pages) * PAGE).min(node.size);
+            if end <= start {
+                continue;
+            }
+            let class = self.ns.class(r.obj);
+            let req = Request { obj: ObjectId(r.obj), op: Op::Write, offset: start, len: end - start, class };
+            self.access(req, false);
+        }
+    }
+
+    fn addr(&mut self, obj: u64, end: u64) -> u64 {
+        let next = &mut self.next_addr;
+        *self.addrs.entry(obj).or_insert_with(|| {
+            let a = *next;
+            *next += end.max(1 << 20).next_power_of_two();
+            a
+        })
+    }
+
+    /// One engine access: device time in timed runs, the slowest level for the operation when
+    /// `charged`, and the work it issued started.
+    fn access(&mut self, req: Request, charged: bool) -> Served {
+        let served = self.engine.access(&req);
+        self.tally.accesses += 1;
+        if charged && req.op.is_data() {
+            self.op_level = Some(self.op_level.map_or(served.level, |l| l.max(served.level)));
+        }
+        if self.timed.is_none() {
+            return served;
+        }
+        self.work_buf.extend(self.engine.drain_work());
+        let mut start = self.now;
+        if served.blocked {
+            start = start.max(self.start_works(self.now));
+            if let Some(t) = &self.timed
+                && let Some(&u) = t.work_until.get(&req.obj.0)
+            {
+                start = start.max(u);
+            }
+        }
+        if req.op.is_data() {
+            let addr = self.addr(req.obj.0, req.offset.saturating_add(req.len)) + req.offset;
+            let op = if req.op == Op::Read { DevOp::Read } else { DevOp::Write };
+            let mut done = start;
+            if let Some(t) = self.timed.as_mut() {
+                for level in served.touches.iter() {
+                    done = done.max(t.io(start, level, op, addr, req.len));
+                }
+            }
+            if charged {
+                self.op_done = self.op_done.max(done);
+            }
+        } else if charged {
+            self.op_done = self.op_done.max(start);
+        }
+        self.start_works(self.now);
+        served
+    }
+
+    /// Starts the queued work at `now`; returns when the last of it completes.
+    fn start_works(&mut self, now: Nanos) -> Nanos {
+        let mut last = now;
+        let mut buf = std::mem::take(&mut self.work_buf);
+        for w in buf.drain(..) {
+            if w.kind == WorkKind::Invalidate {
+                continue;
+            }
+            let addr = self.addr(w.obj.0, w.bytes);
+            let Some(t) = self.timed.as_mut() else { continue };
+            let read = if w.from == Level::Ram { now } else { t.io(now, w.from, DevOp::Read, addr, w.bytes) };
+            let done = t.io(read, w.to, DevOp::Write, addr, w.bytes);
+            let u = t.work_until.entry(w.obj.0).or_insert(done);
+            *u = (*u).max(done);
+            let slot = match t.free.pop() {
+                Some(s) => {
+                    t.works[s as usize] = w;
+                    s
+                }
+                None => {
+                    t.works.push(w);
+                    (t.works.len() - 1) as u32
+                }
+            };
+            t.seq += 1;
+            t.events.push(Reverse((done, t.seq, slot)));
+            last = last.max(done);
+        }
+        self.work_buf = buf;
+        last
+    }
+
+    /// Completes background work and runs engine timers due up to `t`.
+    fn advance_to(&mut self, t: Nanos) -> Result<(), SimError> {
+        loop {
+            let next_ev = self.timed.as_ref().and_then(|x| x.events.peek()).map(|Reverse(e)| e.0).filter(|&e| e <= t);
+            let next_tick = self.engine.next_deadline().filter(|&d| d <= t);
+            match (next_ev, next_tick) {
+                (Some(e), d) if d.is_none_or(|d| e <= d) => self.complete_next()?,
+                (_, Some(d)) => {
+                    self.clock.set(d.max(self.clock.now()));
+                    self.engine.tick();
+                    self.now = d;
+                    self.work_buf.extend(self.engine.drain_work());
+                    self.start_works(d);
+                    if self.engine.next_deadline().is_some_and(|n| n <= d) {
+                        break; // a timer that does not move forward (contract violation): stop
+                    }
+                }
+                _ => break,
+            }
+        }
+        self.clock.set(t.max(self.clock.now()));
+        Ok(())
+    }
+
+    fn complete_next(&mut self) -> Result<(), SimError> {
+        let Some(t) = self.timed.as_mut() else { return Ok(()) };
+        let Some(Reverse((time, _, slot))) = t.events.pop() else { return Ok(()) };
+        let w = t.works[slot as usize];
+        t.free.push(slot);
+        self.clock.set(time.max(self.clock.now()));
+        self.now = time;
+        self.engine.complete(w.id, Outcome::Done).map_err(|e| SimError::Complete(e.to_string()))?;
+        self.work_buf.extend(self.engine.drain_work());
+        self.start_works(time);
+        Ok(())
+    }
+
+    /// Ends the run: background work drains, a final sync when asked, and the report.
+    pub fn finish(mut self) -> Result<SimReport, SimError> {
+        let end_ops = self.last_completion;
+        while self.timed.as_ref().is_some_and(|t| !t.events.is_empty()) {
+            self.complete_next()?;
+        }
+        if self.cfg.flush_at_end {
+            self.now = self.clock.now().max(end_ops);
+            self.runs = self.cache.take_all_dirty();
+            self.runs.reverse();
+            self.write_back_runs();
+            self.engine.flush();
+            self.work_buf.extend(self.engine.drain_work());
+            self.start_works(self.now);
+            while self.timed.as_ref().is_some_and(|t| !t.events.is_empty()) {
+                self.complete_next()?;
+            }
+        }
+        let mut r = SimReport {
+            arch: self.cfg.arch.clone(),
+            trace: self.label.clone(),
+            format: "file".into(),
+            objects: "files".into(),
+            timing: self.cfg.timing.label(),
+            ssd_bytes: self.cfg.ssd_bytes,
+            footprint_bytes: self.cfg.footprint_bytes,
+            ..SimReport::default()
+        };
+        let t = &self.tally;
+        r.requests = t.ops;
+        r.reads = t.reads;
+        r.writes = t.writes;
+        r.read_bytes = t.read_bytes;
+        r.write_bytes = t.write_bytes;
+        r.accesses = t.accesses;
+        r.request_hits = t.fast_ops;
+        r.request_misses = t.ops - t.fast_ops;
+        r.read_hit = HitRatios::of(t.read_levels);
+        let mut all = t.read_levels;
+        for (a, w) in all.iter_mut().zip(t.write_levels) {
+            *a += w;
+        }
+        r.access_hit = HitRatios::of(all);
+        r.engine = stats_since(self.engine.stats(), &self.base_engine);
+        r.arch_counters = self.engine.arch_counters().into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+        r.arch_counters.insert("buffer-cache read hits".into(), t.ram_read_hits);
+        r.arch_counters.insert("operations on unknown paths".into(), self.unknown_paths);
+        if self.unknown_paths > 0 {
+            r.notes.push(format!(
+                "{} operations named paths that did not exist: reads and truncates adopted them as files \
+                 already on the HDD, writes created them, deletes and renames were skipped",
+                self.unknown_paths
+            ));
+        }
+        if let Some(mut timed) = self.timed.take() {
+            let end = self.clock.now().max(self.last_completion);
+            let hdd = timed.hdd.finish(end);
+            let ssd = timed.ssd.finish(end);
+            r.latency = self.hist.summary();
+            r.duration_s = end_ops.saturating_sub(self.measure_start).as_secs_f64();
+            if r.duration_s > 0.0 {
+                r.iops = t.ops as f64 / r.duration_s;
+                r.mb_s = (t.read_bytes + t.write_bytes) as f64 / 1e6 / r.duration_s;
+            }
+            r.energy_j = hdd.energy_j + ssd.energy_j;
+            let elapsed = hdd.elapsed_ns.max(ssd.elapsed_ns) as f64 / 1e9;
+            r.mean_power_w = if elapsed > 0.0 { r.energy_j / elapsed } else { 0.0 };
+            r.hdd = device_since(&hdd, &self.base_hdd);
+            r.ssd = device_since(&ssd, &self.base_ssd);
+            r.endurance = crate::sim::endurance(self.cfg.read_weight, &hdd, &ssd);
+            r.cost = crate::sim::cost(
+                &self.cfg.arch,
+                self.cfg.ssd_bytes,
+                self.cfg.footprint_bytes,
+                r.iops,
+                timed.ssd.usd_per_gb(),
+                timed.hdd.usd_per_gb(),
+            );
+        }
+        let usage = self.engine.usage();
+        r.objects_tracked = usage.objects as u64;
+        r.engine_memory_bytes = self.engine.memory_bytes() as u64;
+        r.wall_s = self.wall.elapsed().as_secs_f64();
+        Ok(r)
+    }
+}
+
+/// Engine counters accumulated since `base`.
+fn stats_since(now: &EngineStats, base: &EngineStats) -> EngineStats {
+    let sub3 = |a: [u64; 3], b: [u64; 3]| std::array::from_fn(|i| a[i].saturating_sub(b[i]));
+    let sub5 = |a: [u64; 5], b: [u64; 5]| std::array::from_fn(|i| a[i].saturating_sub(b[i]));
+    EngineStats {
+        reads: now.reads - base.reads,
+        writes: now.writes - base.writes,
+        metadata_ops: now.metadata_ops - base.metadata_ops,
+        reads_by_level: sub3(now.reads_by_level, base.reads_by_level),
+        writes_by_level: sub3(now.writes_by_level, base.writes_by_level),
+        read_bytes_by_level: sub3(now.read_bytes_by_level, base.read_bytes_by_level),
+        write_bytes_by_level: sub3(now.write_bytes_by_level, base.write_bytes_by_level),
+        issued: sub5(now.issued, base.issued),
+        done: sub5(now.done, base.done),
+        failed: sub5(now.failed, base.failed),
+        cancelled: sub5(now.cancelled, base.cancelled),
+        bytes_moved: sub5(now.bytes_moved, base.bytes_moved),
+    }
+}
+
+/// Device counters accumulated since `base` (energy and elapsed time stay whole-run).
+fn device_since(now: &DeviceStats, base: &DeviceStats) -> DeviceStats {
+    DeviceStats {
+        reads: now.reads - base.reads,
+        writes: now.writes - base.writes,
+        read_bytes: now.read_bytes - base.read_bytes,
+        write_bytes: now.write_bytes - base.write_bytes,
+        busy_ns: now.busy_ns - base.busy_ns,
+        response_ns: now.response_ns - base.response_ns,
+        ..*now
+    }
+}
+
+/// Replays `ops` under `cfg` and reports; `label` names the workload.
+pub fn simulate_file_ops<'a>(
+    ops: impl IntoIterator<Item = &'a FileOp>,
+    label: &str,
+    cfg: &FileSimConfig,
+    progress: &mut dyn Progress,
+) -> Result<SimReport, SimError> {
+    let mut sim = FileSim::new(cfg, label)?;
+    for op in ops {
+        if sim.done() {
+            break;
+        }
+        sim.op(op)?;
+        if sim.ops() & 0xffff == 0 {
+            progress.update(sim.ops());
+        }
+    }
+    progress.update(sim.ops());
+    sim.finish()
+}
+
+/// The working set of a file workload: the most bytes its live files (and directory entries)
+/// ever hold at once — what a disk-only run would need (Loris sizes the SSD from it).
+#[derive(Clone, Debug, Default)]
+pub struct WorkingSet {
+    live: HashMap<Box<str>, u64, StrHash>,
+    bytes: u64,
+    /// Largest live bytes seen.
+    pub peak_bytes: u64,
+    /// Files and directories created.
+    pub created: u64,
+}
+
+impl WorkingSet {
+    /// Accounts one operation.
+    pub fn op(&mut self, op: &FileOp) {
+        let set = |ws: &mut WorkingSet, path: &str, size: u64| {
+            let old = ws.live.insert(Box::from(path), size).unwrap_or(0);
+            ws.bytes = ws.bytes - old + size;
+        };
+        match op.kind {
+            FileOpKind::Create | FileOpKind::Mkdir => {
+                if !self.live.contains_key(op.path.as_str()) {
+                    self.created += 1;
+                    set(self, &op.path, 0);
+                    self.bytes += DIR_ENTRY;
+                }
+            }
+            FileOpKind::Write | FileOpKind::Read => {
+                let cur = self.live.get(op.path.as_str()).copied().unwrap_or(0);
+                set(self, &op.path, cur.max(op.offset.saturating_add(op.length)));
+            }
+            FileOpKind::Append => {
+                let cur = self.live.get(op.path.as_str()).copied().unwrap_or(0);
+                set(self, &op.path, cur.saturating_add(op.length));
+            }
+            FileOpKind::Truncate => set(self, &op.path, op.length),
+            FileOpKind::Delete | FileOpKind::Rmdir => {
+                if let Some(old) = self.live.remove(op.path.as_str()) {
+                    self.bytes = self.bytes.saturating_sub(old + DIR_ENTRY);
+                }
+            }
+            FileOpKind::Rename => {
+                if let Some(size) = self.live.remove(op.path.as_str()) {
+                    let old = self.live.insert(Box::from(op.path2.as_str()), size);
+                    if let Some(o) = old {
+                        self.bytes = self.bytes.saturating_sub(o + DIR_ENTRY);
+                    }
+                }
+            }
+            FileOpKind::Stat => {}
+        }
+        self.peak_bytes = self.peak_bytes.max(self.bytes);
+    }
+
+    /// The working set of a list of operations.
+    pub fn of<'a>(ops: impl IntoIterator<Item = &'a FileOp>) -> WorkingSet {
+        let mut ws = WorkingSet::default();
+        for op in ops {
+            ws.op(op);
+        }
+        ws
+    }
+}
+
+#[cfg(test)]
+mod tests;

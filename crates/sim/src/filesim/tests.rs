@@ -1,0 +1,227 @@
+//! Tests of the file-level simulator: the namespace against a model, the buffer cache's effects
+//! (hits, buffered writes, deletes that never reach the tiers, append-reads), blocking, and every
+//! file architecture over every workload with the engine's invariants checked after each
+//! operation.
+
+use super::*;
+use crate::filetrace::generate::{FILE_WORKLOADS, FileWorkload};
+use crate::sim::NoProgress;
+
+fn op(kind: FileOpKind, path: &str, offset: u64, length: u64) -> FileOp {
+    FileOp::new(0, kind, path).range(offset, length)
+}
+
+fn run(cfg: &FileSimConfig, ops: &[FileOp]) -> SimReport {
+    simulate_file_ops(ops, "test", cfg, &mut NoProgress).expect("the simulation runs")
+}
+
+fn untimed(arch: &str, ssd: u64, ram: u64) -> FileSimConfig {
+    FileSimConfig { timing: Timing::None, ram_bytes: ram, check_every: 1, ..FileSimConfig::new(arch, ssd) }
+}
+
+#[test]
+fn sizes_follow_writes_appends_truncates_and_renames() {
+    let ops = vec![
+        op(FileOpKind::Mkdir, "/d", 0, 0),
+        op(FileOpKind::Create, "/d/a", 0, 0),
+        op(FileOpKind::Write, "/d/a", 0, 10_000),
+        op(FileOpKind::Append, "/d/a", 0, 5_000),
+        op(FileOpKind::Truncate, "/d/a", 0, 12_000),
+        FileOp { path2: "/d/b".into(), ..op(FileOpKind::Rename, "/d/a", 0, 0) },
+        op(FileOpKind::Write, "/d/b", 20_000, 100),
+    ];
+    for ram in [0, 1 << 20] {
+        let cfg = untimed("dynamic-hot-dst", 1 << 20, ram);
+        let mut sim = FileSim::new(&cfg, "t").unwrap();
+        let mut id = None;
+        for o in &ops {
+            sim.op(o).unwrap();
+            if o.kind == FileOpKind::Create {
+                id = sim.id_of("/d/a");
+            }
+        }
+        assert_eq!(sim.size_of("/d/a"), None, "renamed away");
+        assert_eq!(sim.size_of("/d/b"), Some(20_100));
+        assert_eq!(sim.id_of("/d/b"), id, "a rename keeps the object");
+        assert!(sim.engine().placement(id.unwrap()).tracked);
+    }
+}
+
+#[test]
+fn buffer_cache_hits_never_reach_the_tiers_and_deleted_writes_never_land() {
+    let ops = vec![
+        op(FileOpKind::Create, "/f", 0, 0),
+        op(FileOpKind::Write, "/f", 0, 64 * 1024),
+        op(FileOpKind::Read, "/f", 0, 64 * 1024),
+        op(FileOpKind::Read, "/f", 4096, 8192),
+        op(FileOpKind::Delete, "/f", 0, 0),
+    ];
+    let mut cfg = untimed("plain-cold-dst", 1 << 20, 1 << 20);
+    cfg.dirs = false;
+    cfg.flush_at_end = true;
+    let r = run(&cfg, &ops);
+    assert_eq!(r.engine.reads, 0, "both reads hit the buffer cache");
+    assert_eq!(r.engine.writes, 0, "the file was deleted before its pages were written back");
+    assert_eq!(r.read_hit.ram, 1.0);
+    // Without the buffer cache every data operation reaches the engine.
+    cfg.ram_bytes = 0;
+    let r = run(&cfg, &ops);
+    assert_eq!((r.engine.reads, r.engine.writes), (2, 1));
+}
+
+#[test]
+fn evicted_dirty_pages_are_written_back_and_a_sync_writes_the_rest() {
+    let mut cfg = untimed("hdd-only", 1 << 20, 4 * PAGE);
+    cfg.dirs = false;
+    cfg.flush_at_end = true;
+    let ops = vec![op(FileOpKind::Create, "/f", 0, 0), op(FileOpKind::Write, "/f", 0, 10 * PAGE + 100)];
+    let r = run(&cfg, &ops);
+    assert_eq!(r.engine.write_bytes_by_level[Level::Slow.index()], 10 * PAGE + 100, "every byte lands, once");
+}
+
+#[test]
+fn an_unaligned_append_reads_the_last_page_first_and_dynamic_hot_dst_promotes_on_it() {
+    // Loris's Postmark "append-read": the append is buffered, but the read of the file's last
+    // page reaches the HDD, and Dynamic Hot-DST migrates the file on that read.
+    let mut cfg = untimed("dynamic-hot-dst", 1 << 20, 1 << 20);
+    cfg.dirs = false;
+    let mut sim = FileSim::new(&cfg, "t").unwrap();
+    sim.op(&op(FileOpKind::Read, "/old", 0, 6000)).unwrap(); // a file that existed before
+    let id = sim.id_of("/old").unwrap();
+    let promotions = sim.engine().stats().done(WorkKind::Promote);
+    assert_eq!(promotions, 1, "the first read promotes it");
+    // Another file, appended to without being read first.
+    sim.op(&op(FileOpKind::Truncate, "/other", 0, 6000)).unwrap();
+    let before = sim.engine().stats().reads;
+    sim.op(&op(FileOpKind::Append, "/other", 0, 100)).unwrap();
+    assert_eq!(sim.engine().stats().reads, before + 1, "the partial last page is read first");
+    assert!(sim.engine().placement(sim.id_of("/other").unwrap()).on_fast, "and the append-read promoted it");
+    assert!(sim.engine().placement(id).on_fast);
+}
+
+#[test]
+fn renames_across_volumes_change_the_policy_domain() {
+    let spec = "type-aware:volumes=/web=on-demand-caching;/files=dynamic-hot-dst";
+    let mut cfg = untimed(spec, 1 << 20, 0);
+    cfg.dirs = false;
+    let mut sim = FileSim::new(&cfg, "t").unwrap();
+    for o in [
+        op(FileOpKind::Mkdir, "/web", 0, 0),
+        op(FileOpKind::Mkdir, "/files", 0, 0),
+        op(FileOpKind::Create, "/files/x", 0, 0),
+        op(FileOpKind::Write, "/files/x", 0, 8192),
+        FileOp { path2: "/web/x".into(), ..op(FileOpKind::Rename, "/files/x", 0, 0) },
+        op(FileOpKind::Read, "/web/x", 0, 8192),
+    ] {
+        sim.op(&o).unwrap();
+    }
+    let p = sim.engine().placement(sim.id_of("/web/x").unwrap());
+    assert!(p.on_fast && p.on_slow, "cached as a copy under /web's on-demand caching: {p:?}");
+}
+
+#[test]
+fn block_architectures_are_refused_by_name() {
+    let e = FileSim::new(&FileSimConfig::new("greendm-tiering", 1 << 30), "t").err().unwrap().to_string();
+    assert!(e.contains("greendm-tiering") && e.contains("dynamic-hot-dst") && e.contains("hdd-only"), "{e}");
+    let e = FileSim::new(&FileSimConfig::new("nope", 1 << 30), "t").err().unwrap().to_string();
+    assert!(e.contains("unknown architecture"), "{e}");
+}
+
+/// Every file-level architecture and baseline.
+fn every_arch() -> Vec<String> {
+    let mut v: Vec<String> = tierwise_core::ARCHITECTURES
+        .iter()
+        .filter(|a| a.file_level && a.name != "type-aware")
+        .map(|a| a.name.to_string())
+        .collect();
+    v.push("type-aware:volumes=/web=on-demand-caching;/files=dynamic-hot-dst;/fileserver=dynamic-cold-dst".into());
+    v.push("interval-hot-dst:interval=50ms".into());
+    v.push("hycache:collector=lfu".into());
+    v.push("ssd-only".into());
+    v.push("hdd-only".into());
+    v
+}
+
+#[test]
+fn every_architecture_runs_every_workload_with_its_invariants_kept() {
+    for name in FILE_WORKLOADS {
+        let ops = FileWorkload::by_name(name, 0.002).unwrap().collect(5);
+        let ws = WorkingSet::of(&ops).peak_bytes;
+        for arch in every_arch() {
+            for (timing, ram) in [(Timing::None, 0), (Timing::Closed { depth: 4 }, ws / 8)] {
+                let cfg = FileSimConfig {
+                    timing,
+                    ram_bytes: ram,
+                    check_every: 1,
+                    flush_at_end: true,
+                    ..FileSimConfig::new(&arch, (ws / 4).max(64 * 1024))
+                };
+                let r = simulate_file_ops(&ops, name, &cfg, &mut NoProgress)
+                    .unwrap_or_else(|e| panic!("{name} / {arch} / {timing:?}: {e}"));
+                assert_eq!(r.requests, ops.len() as u64);
+                if timing != Timing::None {
+                    assert!(r.iops > 0.0, "{name} / {arch}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn ssd_only_beats_hdd_only_and_a_hybrid_sits_between_on_a_zipf_web_server() {
+    let ops = FileWorkload::by_name("webserver-zipf", 0.01).unwrap().collect(3);
+    let ws = WorkingSet::of(&ops).peak_bytes;
+    let iops = |arch: &str| {
+        let cfg = FileSimConfig { ram_bytes: ws / 32, ..FileSimConfig::new(arch, ws / 2) };
+        run(&cfg, &ops).iops
+    };
+    let (ssd, hdd, hybrid) = (iops("ssd-only"), iops("hdd-only"), iops("on-demand-caching"));
+    assert!(ssd > hybrid && hybrid > hdd, "ssd {ssd:.0}, hybrid {hybrid:.0}, hdd {hdd:.0}");
+}
+
+#[test]
+fn a_cold_dst_write_that_needs_cleaning_waits_for_the_demotion() {
+    let mut cfg = FileSimConfig::new("plain-cold-dst", 64 * 1024);
+    cfg.ram_bytes = 0;
+    cfg.dirs = false;
+    cfg.check_every = 1;
+    let mut ops = Vec::new();
+    for i in 0..8 {
+        ops.push(op(FileOpKind::Create, &format!("/f{i}"), 0, 0));
+        ops.push(op(FileOpKind::Write, &format!("/f{i}"), 0, 16 * 1024));
+    }
+    let r = run(&cfg, &ops);
+    assert!(r.arch_counters["blocked writes"] > 0);
+    assert!(r.engine.done(WorkKind::Demote) > 0);
+    // A blocked write includes the demotion's HDD write: the slowest op is far slower than an
+    // SSD write.
+    assert!(r.latency.max_us > 1000.0, "{:?}", r.latency);
+}
+
+#[test]
+fn the_measured_window_excludes_setup() {
+    let ops = FileWorkload::by_name("postmark", 0.005).unwrap().collect(1);
+    let setup = ops.iter().position(|o| o.kind == FileOpKind::Read || o.kind == FileOpKind::Append).unwrap();
+    let mut cfg = FileSimConfig::new("hdd-only", 1 << 20);
+    cfg.measure_from = setup as u64;
+    let r = run(&cfg, &ops);
+    assert_eq!(r.requests, (ops.len() - setup) as u64);
+    let all = run(&FileSimConfig { measure_from: 0, ..cfg }, &ops);
+    assert!(all.duration_s > r.duration_s);
+}
+
+#[test]
+fn the_working_set_is_the_peak_of_live_bytes() {
+    let ops = vec![
+        op(FileOpKind::Create, "/a", 0, 0),
+        op(FileOpKind::Write, "/a", 0, 1000),
+        op(FileOpKind::Create, "/b", 0, 0),
+        op(FileOpKind::Append, "/b", 0, 500),
+        op(FileOpKind::Delete, "/a", 0, 0),
+        op(FileOpKind::Create, "/c", 0, 0),
+        op(FileOpKind::Write, "/c", 0, 100),
+    ];
+    let ws = WorkingSet::of(&ops);
+    assert_eq!(ws.peak_bytes, 1500 + 2 * DIR_ENTRY);
+    assert_eq!(ws.created, 3);
+}
