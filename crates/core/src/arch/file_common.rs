@@ -683,14 +683,28 @@ impl FileCore {
         t: &Touch,
     ) -> Served {
         let delta = new_size - m.size();
-        if m.has(LEAVING) && !(mode.dirties() && m.has(DIRTY)) {
+        let dirty_copy = mode.dirties() && m.has(DIRTY);
+        if m.has(LEAVING) && dirty_copy && m.has(REDIRTY) {
+            // The SSD copy changed after the eviction's write-back started, so that write-back
+            // will be issued again with the whole copy: this write joins the copy (a write sent
+            // to the HDD now would be overwritten by it).
+            let held = self.held.get(&s.0).copied().unwrap_or(0);
+            self.held.insert(s.0, held + delta);
+            self.leaving += delta;
+            self.fast_used += delta;
+            self.resize(s, new_size);
+            return Served::by(Level::Fast);
+        }
+        // A dirty copy being written back for eviction may take the write and stay, but only
+        // while the eviction holds the whole file and no write waits for it on the HDD side.
+        let keep = dirty_copy && !m.has(STALE) && self.held.get(&s.0) == Some(&m.size());
+        if m.has(LEAVING) && !keep {
             // On its way to the HDD: the write lands there after the move.
             self.set_flags(s, STALE, 0);
             self.resize(s, new_size);
             return Served::by(Level::Slow).after_work();
         }
         if m.has(LEAVING) {
-            // A dirty copy being written back for eviction takes a new write: keep it.
             let held = self.held.remove(&s.0).unwrap_or(0);
             self.leaving -= held;
             self.set_flags(s, 0, LEAVING);
