@@ -782,8 +782,14 @@ impl FileSim {
                 continue;
             }
             let addr = self.addr(w.obj.0, w.bytes);
+            // A move whose every page is in the buffer cache (the read that triggered it just
+            // brought them in) copies from RAM: only the destination write costs device time.
+            let cached = w.from != Level::Ram
+                && self.cache.enabled()
+                && w.bytes <= (1 << 24)
+                && (0..w.bytes.div_ceil(PAGE)).all(|p| self.cache.contains(w.obj.0, p));
             let Some(t) = self.timed.as_mut() else { continue };
-            let read = if w.from == Level::Ram { now } else { t.io(now, w.from, DevOp::Read, addr, w.bytes) };
+            let read = if w.from == Level::Ram || cached { now } else { t.io(now, w.from, DevOp::Read, addr, w.bytes) };
             let done = t.io(read, w.to, DevOp::Write, addr, w.bytes);
             let u = t.work_until.entry(w.obj.0).or_insert(done);
             *u = (*u).max(done);

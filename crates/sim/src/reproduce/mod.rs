@@ -6,8 +6,11 @@
 //! charts. Workloads are either bundled real traces or synthetic stand-ins
 //! ([`standin`]) whose description says which figures are published and which are assumed.
 
+mod files;
 mod greendm;
 mod hca;
+mod hycache;
+mod loris;
 mod otf_ast;
 pub mod standin;
 
@@ -39,6 +42,12 @@ pub const TARGETS: &[(&str, &str)] = &[
         "hca",
         "HCA: ZFS L2ARC vs ARC-only (random read, OLTP) and HCA vs RAM-only; RAM/SSD size and cost ratios; TB size",
     ),
+    (
+        "loris",
+        "Loris (file level): 7 DST/caching architectures and more x Postmark, fileserver, webserver(-zipf) x SSD \
+         25/50/75 %; mixed workload with type-aware",
+    ),
+    ("hycache", "HyCache: Postmark through LRU and LFU HyCache vs HDD; 2-8 GB workloads on 4 GB SSD; SSD 1-8 GB"),
 ];
 
 /// How to run a reproduction.
@@ -59,7 +68,7 @@ pub struct ReproOptions {
 #[non_exhaustive]
 pub enum ReproError {
     /// No such target.
-    #[error("unknown reproduction target `{0}`: expected one of greendm, otf-ast, hca")]
+    #[error("unknown reproduction target `{0}`: expected one of greendm, otf-ast, hca, loris, hycache")]
     UnknownTarget(String),
     /// A bundled trace is missing or unreadable.
     #[error("{0}")]
@@ -323,6 +332,8 @@ pub fn reproduce(
         "greendm" => greendm::run(opts, progress),
         "otf-ast" => otf_ast::run(opts, progress),
         "hca" => hca::run(opts, progress),
+        "loris" => loris::run(opts, progress),
+        "hycache" => hycache::run(opts, progress),
         other => Err(ReproError::UnknownTarget(other.to_string())),
     }
 }
