@@ -32,6 +32,8 @@ pub struct BenchOpts {
     pub cachesim: Option<PathBuf>,
     /// Repetitions; the best is kept.
     pub repeat: usize,
+    /// Run only this part of the suite: `files` (file-level architectures); all when `None`.
+    pub only: Option<String>,
 }
 
 impl Default for BenchOpts {
@@ -43,6 +45,7 @@ impl Default for BenchOpts {
             dir: std::env::temp_dir().join("tierwise-bench"),
             cachesim: None,
             repeat: 5,
+            only: None,
         }
     }
 }
@@ -297,6 +300,14 @@ fn read_all(path: &Path, mut f: impl FnMut(&TraceRecord)) -> Result<f64, String>
 /// Runs the suite; `log` receives one line per step.
 pub fn run(o: &BenchOpts, repo: &Path, log: &mut dyn FnMut(&str)) -> Result<Vec<BenchResult>, String> {
     let mut out = Vec::new();
+    match o.only.as_deref() {
+        None => {}
+        Some("files") => {
+            file_architectures(o, &mut out, log)?;
+            return Ok(out);
+        }
+        Some(other) => return Err(format!("--only {other}: expected `files` (or no --only for everything)")),
+    }
     let n = o.requests as f64;
     log(&format!("generating workloads in {} (once)", o.dir.display()));
     let zipf = zipf_trace(o)?;
@@ -451,6 +462,7 @@ pub fn run(o: &BenchOpts, repo: &Path, log: &mut dyn FnMut(&str)) -> Result<Vec<
         Some((n / untimed_s, "the same run without device timing")),
     ));
     block_architectures(o, &mut out, log)?;
+    file_architectures(o, &mut out, log)?;
     out.push(result("peak resident memory", peak_rss() as f64 / (1u64 << 20) as f64, "MiB", "", None, None));
     Ok(out)
 }
@@ -511,6 +523,60 @@ fn block_architectures(o: &BenchOpts, out: &mut Vec<BenchResult>, log: &mut dyn 
             ));
         }
     }
+    Ok(())
+}
+
+/// File operations through the file-level simulator (namespace, engine, no device timing):
+/// Postmark at the paper's size generated into memory once, each architecture against the
+/// `hdd-only` replay (the same namespace work, no policy) measured alternately in this process;
+/// then the Zipf web server with the buffer cache and device timing, for scale.
+fn file_architectures(o: &BenchOpts, out: &mut Vec<BenchResult>, log: &mut dyn FnMut(&str)) -> Result<(), String> {
+    use tierwise_sim::filesim::{FileSimConfig, WorkingSet, simulate_file_ops};
+    use tierwise_sim::filetrace::generate::FileWorkload;
+
+    log("file architectures on Postmark (generated into memory once)");
+    let ops = FileWorkload::by_name("postmark", 1.0).ok_or("no postmark workload")?.collect(42);
+    let ws = WorkingSet::of(&ops).peak_bytes;
+    let n = ops.len() as f64;
+    let run = |arch: &str, timing: Timing, ram: u64| -> Result<(f64, tierwise_sim::metrics::SimReport), String> {
+        let cfg = FileSimConfig { timing, ram_bytes: ram, ..FileSimConfig::new(arch, ws / 4) };
+        let start = Instant::now();
+        let r = simulate_file_ops(&ops, "postmark", &cfg, &mut NoProgress).map_err(|e| e.to_string())?;
+        Ok((start.elapsed().as_secs_f64(), r))
+    };
+    for (name, arch) in [
+        ("Dynamic Hot-DST", "dynamic-hot-dst"),
+        ("Dynamic Cold-DST", "dynamic-cold-dst"),
+        ("On-demand Caching", "on-demand-caching"),
+        ("file write-back", "file-write-back"),
+        ("HyCache", "hycache"),
+    ] {
+        log(name);
+        let ((s, _), (base_s, _)) =
+            paired(o.repeat.min(3), || run(arch, Timing::None, 0), || run("hdd-only", Timing::None, 0))?;
+        out.push(result(
+            &format!("{name}: Postmark file operations through the engine ({} ops)", ops.len()),
+            n / s,
+            "ops/s",
+            ">= 2M ops/s",
+            Some(n / s >= 2e6),
+            Some((n / base_s, "hdd-only (namespace only), same operations")),
+        ));
+    }
+    log("Dynamic Hot-DST with a 64 MiB buffer cache and device timing");
+    let ((s, _), (base_s, _)) = paired(
+        o.repeat.min(3),
+        || run("dynamic-hot-dst", Timing::Closed { depth: 1 }, 64 << 20),
+        || run("dynamic-hot-dst", Timing::None, 0),
+    )?;
+    out.push(result(
+        "Dynamic Hot-DST, Postmark, 64 MiB buffer cache + device timing",
+        n / s,
+        "ops/s",
+        "",
+        None,
+        Some((n / base_s, "the same without buffer cache and timing")),
+    ));
     Ok(())
 }
 

@@ -46,7 +46,7 @@ enum Command {
     /// Inspect, convert or generate traces.
     #[command(subcommand)]
     Trace(TraceCommand),
-    /// Run a seed paper's experiments (greendm, otf-ast, hca) and print ours beside the paper's numbers.
+    /// Run a seed paper's experiments (greendm, otf-ast, hca, loris, hycache) and print ours beside the paper's numbers.
     Reproduce(ReproduceArgs),
     /// Measure the speed and memory targets (generates seeded workloads once, then reuses them).
     Bench(BenchArgs),
@@ -173,6 +173,12 @@ struct SimArgs {
     /// Write the report as one CSV row (with header) here.
     #[arg(long)]
     csv: Option<PathBuf>,
+    /// File traces: the RAM buffer cache in front of the tiers (Loris ran 64 MB; 0 = none).
+    #[arg(long, default_value = "64MiB")]
+    ram_cache: String,
+    /// File traces: directories are not objects (no lookups or entry updates reach the engine).
+    #[arg(long)]
+    no_dirs: bool,
 }
 
 const DEFAULT_ARCHS: &[&str] = &[
@@ -212,7 +218,7 @@ struct CompareArgs {
 
 #[derive(Args)]
 struct ReproduceArgs {
-    /// greendm, otf-ast or hca.
+    /// greendm, otf-ast, hca, loris or hycache.
     target: String,
     /// Fraction of the full experiment to run (request counts, run lengths; see docs/REPRODUCTION.md).
     #[arg(long, default_value_t = 1.0)]
@@ -275,6 +281,9 @@ struct BenchArgs {
     /// Also write the results as JSON here.
     #[arg(long)]
     json: Option<PathBuf>,
+    /// Run only one part: `files` (file operations through the file-level architectures).
+    #[arg(long)]
+    only: Option<String>,
 }
 
 #[derive(Subcommand)]
@@ -385,6 +394,11 @@ fn write_file(path: &Path, content: &[u8]) -> Result<()> {
 }
 
 fn cmd_sim(a: SimArgs, bars: &Bars) -> Result<()> {
+    if a.trace_opts.format.as_deref() == Some("file")
+        || (a.trace_opts.format.is_none() && tierwise_sim::filetrace::is_file_trace(&a.trace)?)
+    {
+        return cmd_sim_files(a, bars);
+    }
     let mut cfg = a.model.base()?;
     cfg.arch = a.arch.clone();
     let (split, split_note) = cfg.split_at_arch_extents();
@@ -413,6 +427,62 @@ fn cmd_sim(a: SimArgs, bars: &Bars) -> Result<()> {
     }
     if let Some(p) = a.csv {
         let frac = if fp > 0 { cfg.ssd_bytes as f64 / fp as f64 } else { 0.0 };
+        write_file(&p, format!("{}\n{}\n", report::CSV_HEADER, report::csv_row(&r, &size.label(), frac)).as_bytes())?;
+    }
+    Ok(())
+}
+
+/// `tierwise sim` on a file trace: the file-level simulator.
+fn cmd_sim_files(a: SimArgs, bars: &Bars) -> Result<()> {
+    use tierwise_sim::filesim::{FileSim, FileSimConfig, WorkingSet, file_arch_allowed};
+    use tierwise_sim::filetrace::FileTraceReader;
+    file_arch_allowed(&a.arch)?;
+    let base = a.model.base()?;
+    if a.model.objects != "blocks:4KiB" {
+        bail!("--objects does not apply to a file trace: its objects are the files and directories it names");
+    }
+    let size = SsdSize::parse(&a.ssd).map_err(anyhow::Error::msg).context("--ssd")?;
+    let ram = tierwise_core::params::parse_size(&a.ram_cache)
+        .map_err(|e| anyhow::anyhow!("--ram-cache {}: {e}", a.ram_cache))?;
+    // One pass for the working set (a relative SSD size and the cost figures need it).
+    let mut ws = WorkingSet::default();
+    for op in FileTraceReader::open(&a.trace)? {
+        ws.op(&op?);
+    }
+    let cfg = FileSimConfig {
+        arch: a.arch.clone(),
+        ssd_bytes: size.resolve(ws.peak_bytes, 1),
+        ram_bytes: ram,
+        timing: base.timing,
+        devices: base.devices.clone(),
+        dirs: !a.no_dirs,
+        spin_down: base.spin_down,
+        read_weight: base.read_weight,
+        measure_from: 0,
+        flush_at_end: base.flush_at_end,
+        max_ops: base.max_requests,
+        check_every: base.check_every,
+        footprint_bytes: Some(ws.peak_bytes),
+    };
+    let mut spinner = Spinner::new(bars, &format!("{} @ {}", cfg.arch, size.label()));
+    let mut sim = FileSim::new(&cfg, &a.trace.display().to_string())?;
+    for op in FileTraceReader::open(&a.trace)? {
+        if sim.done() {
+            break;
+        }
+        sim.op(&op?)?;
+        if sim.ops() & 0xffff == 0 {
+            tierwise_sim::sim::Progress::update(&mut spinner, sim.ops());
+        }
+    }
+    let r = sim.finish()?;
+    spinner.done();
+    print!("{}", report::report_text(&r));
+    if let Some(p) = a.json {
+        write_file(&p, serde_json::to_string_pretty(&r)?.as_bytes())?;
+    }
+    if let Some(p) = a.csv {
+        let frac = if ws.peak_bytes > 0 { cfg.ssd_bytes as f64 / ws.peak_bytes as f64 } else { 0.0 };
         write_file(&p, format!("{}\n{}\n", report::CSV_HEADER, report::csv_row(&r, &size.label(), frac)).as_bytes())?;
     }
     Ok(())
@@ -678,6 +748,7 @@ fn cmd_bench(a: BenchArgs) -> Result<()> {
         csv_lines: a.csv_lines,
         cachesim: a.cachesim,
         repeat: a.repeat,
+        only: a.only,
         ..Default::default()
     };
     if let Some(d) = a.dir {

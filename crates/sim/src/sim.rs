@@ -273,6 +273,13 @@ fn build_engine(cfg: &SimConfig, mapper: &Mapper, clock: &ManualClock) -> Result
 /// Runs the simulation of `trace` under `cfg`.
 pub fn simulate(trace: &mut Trace, cfg: &SimConfig, progress: &mut dyn Progress) -> Result<SimReport, SimError> {
     let wall = Instant::now();
+    let name = cfg.arch.split(':').next().unwrap_or("");
+    if tierwise_core::arch_info(name).is_ok_and(|a| a.file_level) {
+        return Err(SimError::Unsupported(format!(
+            "`{name}` is a file-level architecture: it places whole files whose sizes change, and a block \
+             trace has none; run it on a file trace (`tierwise trace gen-files`, docs/FILE_TRACES.md)"
+        )));
+    }
     let mut notes = Vec::new();
     let (adjusted, note) = cfg.split_at_arch_extents();
     notes.extend(note);

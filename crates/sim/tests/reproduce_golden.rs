@@ -58,10 +58,20 @@ fn hca_golden() {
 }
 
 #[test]
+fn loris_golden() {
+    check("loris", 0.02);
+}
+
+#[test]
+fn hycache_golden() {
+    check("hycache", 0.02);
+}
+
+#[test]
 fn unknown_targets_and_scales_are_refused() {
     let opts = ReproOptions { scale: 0.1, traces_dir: root().join("data/traces"), seed: 1, threads: 1 };
-    let e = reproduce("loris", &opts, &|_, _, _| {}).unwrap_err().to_string();
-    assert!(e.contains("greendm, otf-ast, hca"), "{e}");
+    let e = reproduce("nfs", &opts, &|_, _, _| {}).unwrap_err().to_string();
+    assert!(e.contains("greendm, otf-ast, hca, loris, hycache"), "{e}");
     let bad = ReproOptions { scale: 0.0, ..opts };
     assert!(reproduce("greendm", &bad, &|_, _, _| {}).unwrap_err().to_string().contains("--scale"));
 }

@@ -146,6 +146,19 @@ pub fn check_path(p: &str) -> Result<(), &'static str> {
     Ok(())
 }
 
+/// Whether `path` holds a file trace (its header, or a first data line, names the format).
+pub fn is_file_trace(path: &Path) -> Result<bool, TraceError> {
+    let mut lines = open_lines(path)?;
+    while lines.advance()? {
+        let l = lines.current();
+        if lines.is_blank() {
+            continue;
+        }
+        return Ok(l.starts_with(b"# tierwise file trace") || l.starts_with(b"time_ns,op,path"));
+    }
+    Ok(false)
+}
+
 /// Reads a file trace.
 pub struct FileTraceReader {
     lines: Lines,
