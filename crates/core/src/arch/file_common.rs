@@ -274,6 +274,9 @@ pub struct FileCore {
     overcommit: u64,
     /// Deleted files whose work is still in flight are kept under ids counted down from the top.
     ghosts: u64,
+    /// Files renamed into a volume of another policy, waiting for their work in flight (or the
+    /// write-back that makes them convertible) before they switch.
+    pending_volume: HashMap<u32, u16>,
     counters: FileCounters,
 }
 
@@ -347,6 +350,7 @@ impl FileCore {
             pending: VecDeque::new(),
             dirty_queue: VecDeque::new(),
             ghosts: 0,
+            pending_volume: HashMap::new(),
             overcommit: 0,
             counters: FileCounters::default(),
         })
@@ -683,7 +687,9 @@ impl FileCore {
         t: &Touch,
     ) -> Served {
         let delta = new_size - m.size();
-        let dirty_copy = mode.dirties() && m.has(DIRTY);
+        // A dirty SSD copy is authoritative whatever the volume's policy (a rename may have moved
+        // it under one that keeps no dirty data; it is written back before it converts).
+        let dirty_copy = m.has(DIRTY);
         if m.has(LEAVING) && dirty_copy && m.has(REDIRTY) {
             // The SSD copy changed after the eviction's write-back started, so that write-back
             // will be issued again with the whole copy: this write joins the copy (a write sent
@@ -787,6 +793,7 @@ impl FileCore {
 
     fn delete(&mut self, _cx: &mut Ctx<'_>, obj: ObjectId) -> Served {
         let Some(s) = self.table.get(obj) else { return Served::metadata() };
+        self.pending_volume.remove(&s.0);
         let m = *self.table.meta(s);
         if m.has(DIRTY) {
             self.dirty_bytes = self.dirty_bytes.saturating_sub(m.size());
@@ -990,8 +997,50 @@ impl FileCore {
                 self.counters.sieved_out += 1;
                 self.evict(cx, s, &t);
             }
+            if !self.table.meta(s).has(MOVING)
+                && let Some(volume) = self.pending_volume.remove(&s.0)
+            {
+                self.move_to_volume(cx, s, volume);
+            }
         }
         self.after_access(cx, &t, None);
+    }
+
+    /// Puts `s` under the policy of `volume` (a rename across volumes). Between policies that
+    /// keep copies differently its state is converted first: a DST file alone on the SSD becomes
+    /// a dirty copy; a clean cached copy entering DST is dropped from the SSD; a dirty copy
+    /// entering DST is written back first. A file with work in flight switches when it settles.
+    fn move_to_volume(&mut self, cx: &mut Ctx<'_>, s: Slot, volume: u16) {
+        let m = *self.table.meta(s);
+        let (old, new) = (self.mode_of(m.volume()), self.mode_of(volume));
+        if m.volume() == volume || m.has(DELETED) {
+            return;
+        }
+        if old.copies() == new.copies() {
+            self.table.meta_mut(s).set_volume(volume);
+            return;
+        }
+        if m.has(MOVING) {
+            self.pending_volume.insert(s.0, volume);
+            return;
+        }
+        if new.copies() {
+            if m.has(ON_FAST) && !m.has(ON_SLOW) && !m.has(DIRTY) {
+                self.set_flags(s, DIRTY, 0);
+                self.add_dirty(s, m.size() as i64);
+            }
+        } else if m.has(ON_FAST) && m.has(DIRTY) {
+            self.pending_volume.insert(s.0, volume);
+            self.writebacks += 1;
+            self.issue(cx, s, WorkKind::Writeback, (Level::Fast, Level::Slow), m.size(), false);
+            return;
+        } else if m.has(ON_FAST) && m.has(ON_SLOW) {
+            self.fast_used -= m.size();
+            self.set_flags(s, 0, ON_FAST);
+            cx.issue(Work::new(WorkKind::Invalidate, self.table.id(s), Level::Fast, Level::Fast, m.size()));
+        }
+        self.table.meta_mut(s).set_volume(volume);
+        self.sync_coll(s, &Self::background_touch(cx));
     }
 
     /// One interval migration pass: hottest-on-HDD in while hotter than coldest-on-SSD.
@@ -1047,7 +1096,8 @@ impl FileCore {
             Op::Open => self.open(cx, req),
             Op::Rename => {
                 if let Some(s) = self.table.get(req.obj) {
-                    self.table.meta_mut(s).set_volume(req.class.volume);
+                    self.pending_volume.remove(&s.0);
+                    self.move_to_volume(cx, s, req.class.volume);
                 }
                 Served::metadata()
             }
@@ -1212,7 +1262,7 @@ impl FileCore {
     pub fn memory_bytes(&self) -> usize {
         self.table.memory_bytes()
             + self.collector.memory_bytes()
-            + self.held.capacity() * 16
+            + (self.held.capacity() + self.pending_volume.capacity()) * 16
             + (self.pending.capacity() + self.dirty_queue.capacity()) * 8
     }
 
