@@ -1,14 +1,10 @@
 //! What the file-level reproductions (Loris, HyCache) share: generated file workloads held in
 //! memory with their setup phase and working set, and a runner for file simulations.
 
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use super::{ReproError, RunRecord, WorkloadNote};
 use crate::filesim::{FileSimConfig, WorkingSet, simulate_file_ops};
 use crate::filetrace::generate::FileWorkload;
 use crate::filetrace::{FileOp, FileOpKind};
-use crate::metrics::SimReport;
 use crate::sim::NoProgress;
 
 /// A generated file workload.
@@ -63,39 +59,25 @@ pub(super) fn run_file_jobs(
     threads: usize,
     progress: &(dyn Fn(&str, usize, usize) + Sync),
 ) -> Result<Vec<RunRecord>, ReproError> {
-    let next = AtomicUsize::new(0);
-    let done = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<Result<SimReport, ReproError>>>> =
-        Mutex::new(std::iter::repeat_with(|| None).take(jobs.len()).collect());
-    std::thread::scope(|s| {
-        for _ in 0..threads.clamp(1, jobs.len().max(1)) {
-            s.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(job) = jobs.get(i) else { break };
-                    let load = &loads[job.load];
-                    let label = format!("{} / {}", load.name, job.label);
-                    let out = simulate_file_ops(&load.ops, &load.name, &job.cfg, &mut NoProgress)
-                        .map_err(|e| ReproError::Sim { label: label.clone(), source: Box::new(e) });
-                    if let Ok(mut r) = results.lock() {
-                        r[i] = Some(out);
-                    }
-                    progress(&label, done.fetch_add(1, Ordering::Relaxed) + 1, jobs.len());
-                }
-            });
-        }
-    });
-    let results = results.into_inner().map_err(|_| ReproError::Options("a simulation thread panicked".into()))?;
-    jobs.iter()
-        .zip(results)
-        .map(|(job, r)| {
-            let report = r.ok_or_else(|| ReproError::Options("a simulation did not run".into()))??;
-            Ok(RunRecord {
-                workload: loads[job.load].name.clone(),
-                label: job.label.clone(),
-                ssd_fraction: job.ssd_fraction,
-                report,
-            })
+    let reports = super::run_parallel(
+        jobs,
+        threads,
+        |job| format!("{} / {}", loads[job.load].name, job.label),
+        |job, label| {
+            let load = &loads[job.load];
+            simulate_file_ops(&load.ops, &load.name, &job.cfg, &mut NoProgress)
+                .map_err(|e| ReproError::Sim { label, source: Box::new(e) })
+        },
+        progress,
+    )?;
+    Ok(jobs
+        .iter()
+        .zip(reports)
+        .map(|(job, report)| RunRecord {
+            workload: loads[job.load].name.clone(),
+            label: job.label.clone(),
+            ssd_fraction: job.ssd_fraction,
+            report,
         })
-        .collect()
+        .collect())
 }

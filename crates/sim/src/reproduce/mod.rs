@@ -345,6 +345,37 @@ fn run_jobs(
     threads: usize,
     progress: &(dyn Fn(&str, usize, usize) + Sync),
 ) -> Result<Vec<RunRecord>, ReproError> {
+    let reports = run_parallel(
+        jobs,
+        threads,
+        |job| format!("{} / {}", workloads[job.workload].name(), job.label),
+        |job, label| {
+            let mut t = workloads[job.workload].open()?;
+            simulate(&mut t, &job.cfg, &mut NoProgress).map_err(|e| ReproError::Sim { label, source: Box::new(e) })
+        },
+        progress,
+    )?;
+    Ok(jobs
+        .iter()
+        .zip(reports)
+        .map(|(job, report)| RunRecord {
+            workload: workloads[job.workload].name().to_string(),
+            label: job.label.clone(),
+            ssd_fraction: job.ssd_fraction,
+            report,
+        })
+        .collect())
+}
+
+/// Runs `simulate(job, label)` for every job on `threads` threads and returns the reports in
+/// job order; `progress(label, done, total)` is called after each.
+fn run_parallel<J: Sync>(
+    jobs: &[J],
+    threads: usize,
+    label: impl Fn(&J) -> String + Sync,
+    simulate: impl Fn(&J, String) -> Result<SimReport, ReproError> + Sync,
+    progress: &(dyn Fn(&str, usize, usize) + Sync),
+) -> Result<Vec<SimReport>, ReproError> {
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<Result<SimReport, ReproError>>>> =
@@ -355,32 +386,18 @@ fn run_jobs(
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(job) = jobs.get(i) else { break };
-                    let label = format!("{} / {}", workloads[job.workload].name(), job.label);
-                    let out = workloads[job.workload].open().map_err(ReproError::from).and_then(|mut t| {
-                        simulate(&mut t, &job.cfg, &mut NoProgress)
-                            .map_err(|e| ReproError::Sim { label: label.clone(), source: Box::new(e) })
-                    });
+                    let name = label(job);
+                    let out = simulate(job, name.clone());
                     if let Ok(mut r) = results.lock() {
                         r[i] = Some(out);
                     }
-                    progress(&label, done.fetch_add(1, Ordering::Relaxed) + 1, jobs.len());
+                    progress(&name, done.fetch_add(1, Ordering::Relaxed) + 1, jobs.len());
                 }
             });
         }
     });
     let results = results.into_inner().map_err(|_| ReproError::Options("a simulation thread panicked".into()))?;
-    jobs.iter()
-        .zip(results)
-        .map(|(job, r)| {
-            let report = r.ok_or_else(|| ReproError::Options("a simulation did not run".into()))??;
-            Ok(RunRecord {
-                workload: workloads[job.workload].name().to_string(),
-                label: job.label.clone(),
-                ssd_fraction: job.ssd_fraction,
-                report,
-            })
-        })
-        .collect()
+    results.into_iter().map(|r| r.ok_or_else(|| ReproError::Options("a simulation did not run".into()))?).collect()
 }
 
 /// Finds a run by workload and label.
