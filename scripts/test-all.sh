@@ -23,10 +23,12 @@ if [ "$(printf '%s\n%s\n' "$need" "$have" | sort -V | head -1)" != "$need" ]; th
 fi
 
 # --- system packages (Debian/Ubuntu) -----------------------------------------------------
-# The simulator and CLI need only a C compiler (zstd is built from source by its crate).
+# The simulator and CLI need only a C compiler (zstd is built from source by its crate). The
+# mount tests need FUSE: /dev/fuse and, for unprivileged mounts, fusermount3 (package fuse3).
 need_pkgs=()
 command -v cc >/dev/null 2>&1 || need_pkgs+=(build-essential)
 command -v pkg-config >/dev/null 2>&1 || need_pkgs+=(pkg-config)
+command -v fusermount3 >/dev/null 2>&1 || need_pkgs+=(fuse3)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   say "installing ${need_pkgs[*]}"
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi

@@ -1,0 +1,1207 @@
+//! `tierwise mount`: a hybrid file system (FUSE) over an SSD directory and an HDD directory. It
+//! executes the engine's decisions and has no placement policy of its own: every operation is
+//! told to the engine ([`tierwise_core::Engine`]), which answers where to serve it, and a mover
+//! thread executes the background work (promotions, demotions, copies, write-backs,
+//! invalidations) with the move protocol of [`tiers`].
+//!
+//! # Concurrency
+//! - One lock per file orders data I/O against moves: an operation holds it shared from the
+//!   moment it tells the engine until its I/O is done; the mover holds it exclusively for a
+//!   whole move (copy, sync, switch, removal of the source). So writes never race a copy, the
+//!   work an access triggers starts after that access (the engine's contract), and a write that
+//!   arrives during a move waits and lands in the final copy.
+//! - An access the engine marks `blocked` (it waits for cleaning, or for its file's move)
+//!   releases its file lock, waits until no work on its file is in flight, then runs where the
+//!   file is now.
+//! - Lock order: file lock, then the engine or the inode table; never the other way round.
+//!
+//! # What is not here yet
+//! The crash-safe journal of moves and the persistent statistics (issue 5 item 4), the control
+//! commands (`status`, `stats`, `pin`, `flush`), FUSE passthrough and HDD emulation. A restart
+//! rebuilds placement from the trees ([`tiers::Tiers::scan`]), which is what the issue asks for
+//! when the store is lost; a write-back dirty file is found as the newer SSD copy.
+
+pub mod tiers;
+
+use std::collections::HashMap;
+use std::ffi::{OsStr, OsString};
+use std::fs;
+use std::io;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
+use std::time::{Duration, Instant, SystemTime};
+
+use fuser::{
+    Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, KernelConfig, LockOwner,
+    OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen,
+    ReplyStatfs, ReplyWrite, ReplyXattr, Request as FuseRequest, TimeOrNow, WriteFlags,
+};
+pub use tiers::{TierError, Tiers};
+use tierwise_core::arch::type_aware::{file_volumes, volume_of};
+use tierwise_core::{
+    Clock, ConfigError, Engine, Level, Nanos, ObjectClass, ObjectId, ObjectKind, Op, Outcome, Request, Served, Setup,
+    Tier, Work, WorkKind, build_arch,
+};
+
+/// Time since the file system started, for the engine (the engine never reads the OS clock).
+#[derive(Clone, Debug)]
+pub struct SysClock(Instant);
+
+impl Clock for SysClock {
+    fn now(&self) -> Nanos {
+        Nanos(self.0.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64)
+    }
+}
+
+/// Mount-time failures.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum MountError {
+    /// A tier or the mountpoint is unusable.
+    #[error(transparent)]
+    Tiers(#[from] TierError),
+    /// The policy spec is invalid.
+    #[error(transparent)]
+    Policy(#[from] ConfigError),
+    /// The policy is a block-level architecture.
+    #[error(
+        "`{0}` is a block-level architecture; a mount places files: use a file-level one (tierwise list architectures)"
+    )]
+    NotFileLevel(String),
+    /// Reading the tiers failed.
+    #[error("scanning the tiers: {0}")]
+    Io(#[from] io::Error),
+}
+
+/// How to run a mount.
+#[derive(Clone, Debug)]
+pub struct MountConfig {
+    /// Architecture spec (a file-level one, or `hdd-only`/`ssd-only`).
+    pub policy: String,
+    /// SSD bytes tierwise may use.
+    pub ssd_quota: u64,
+}
+
+const TTL: Duration = Duration::from_secs(1);
+const ROOT: u64 = 1;
+
+/// One directory entry of a listing: inode, kind, name.
+type DirEntry = (u64, FileType, OsString);
+
+/// One inode: its relative path and kind.
+#[derive(Clone, Debug)]
+struct Node {
+    rel: PathBuf,
+    dir: bool,
+}
+
+#[derive(Default)]
+struct Inodes {
+    by_ino: HashMap<u64, Node>,
+    by_path: HashMap<PathBuf, u64>,
+    next: u64,
+}
+
+impl Inodes {
+    fn get(&self, ino: u64) -> Option<&Node> {
+        self.by_ino.get(&ino)
+    }
+    fn ino_of(&mut self, rel: &Path, dir: bool) -> u64 {
+        if let Some(&i) = self.by_path.get(rel) {
+            return i;
+        }
+        self.next += 1;
+        let ino = self.next;
+        self.by_ino.insert(ino, Node { rel: rel.to_path_buf(), dir });
+        self.by_path.insert(rel.to_path_buf(), ino);
+        ino
+    }
+    fn forget_path(&mut self, rel: &Path) -> Option<u64> {
+        let ino = self.by_path.remove(rel)?;
+        self.by_ino.remove(&ino);
+        Some(ino)
+    }
+    /// Moves `from` (and, for a directory, everything under it) to `to`.
+    fn rename(&mut self, from: &Path, to: &Path) -> Vec<(u64, PathBuf)> {
+        let mut moved = Vec::new();
+        let keys: Vec<PathBuf> = self.by_path.keys().filter(|p| p.starts_with(from)).cloned().collect();
+        for old in keys {
+            let Some(ino) = self.by_path.remove(&old) else { continue };
+            let new = match old.strip_prefix(from) {
+                Ok(rest) if rest.as_os_str().is_empty() => to.to_path_buf(),
+                Ok(rest) => to.join(rest),
+                Err(_) => continue,
+            };
+            if let Some(n) = self.by_ino.get_mut(&ino) {
+                n.rel = new.clone();
+            }
+            self.by_path.insert(new.clone(), ino);
+            moved.push((ino, new));
+        }
+        moved
+    }
+}
+
+/// Counters of the mover.
+#[derive(Debug, Default)]
+pub struct MoverStats {
+    /// Moves, copies and write-backs done.
+    pub done: AtomicU64,
+    /// Of which failed.
+    pub failed: AtomicU64,
+    /// Bytes copied between tiers.
+    pub bytes: AtomicU64,
+}
+
+struct Shared {
+    tiers: Tiers,
+    engine: Mutex<Engine<SysClock>>,
+    /// Signalled when work is queued (the mover waits on it).
+    work_cv: Condvar,
+    /// Signalled when work completes (blocked accesses wait on it).
+    done_cv: Condvar,
+    inodes: Mutex<Inodes>,
+    locks: Mutex<HashMap<u64, Arc<RwLock<()>>>>,
+    prefixes: Vec<String>,
+    stop: AtomicBool,
+    stats: MoverStats,
+    /// Listings of open directories, by handle.
+    dirs: Mutex<HashMap<u64, Vec<DirEntry>>>,
+    next_fh: AtomicU64,
+}
+
+/// The hybrid file system; see the crate docs.
+pub struct HybridFs {
+    shared: Arc<Shared>,
+    mover: Option<std::thread::JoinHandle<()>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn errno(e: &io::Error) -> Errno {
+    Errno::from_i32(e.raw_os_error().unwrap_or(libc_eio()))
+}
+
+const fn libc_eio() -> i32 {
+    5
+}
+
+impl HybridFs {
+    /// Builds the file system over `tiers`: checks the policy, adopts the files already in the
+    /// trees, and starts the mover.
+    pub fn new(tiers: Tiers, cfg: &MountConfig) -> Result<HybridFs, MountError> {
+        check_policy(&cfg.policy)?;
+        let setup = Setup { fast_capacity: cfg.ssd_quota.max(1), slow_capacity: 0, object_size: 0 };
+        let engine = Engine::new(build_arch(&cfg.policy, &setup)?, SysClock(Instant::now()));
+        let prefixes = file_volumes(&cfg.policy)?;
+        let mut inodes = Inodes { next: ROOT, ..Inodes::default() };
+        inodes.by_ino.insert(ROOT, Node { rel: PathBuf::new(), dir: true });
+        inodes.by_path.insert(PathBuf::new(), ROOT);
+        let shared = Arc::new(Shared {
+            tiers,
+            engine: Mutex::new(engine),
+            work_cv: Condvar::new(),
+            done_cv: Condvar::new(),
+            inodes: Mutex::new(inodes),
+            locks: Mutex::new(HashMap::new()),
+            prefixes,
+            stop: AtomicBool::new(false),
+            stats: MoverStats::default(),
+            dirs: Mutex::new(HashMap::new()),
+            next_fh: AtomicU64::new(1),
+        });
+        shared.adopt()?;
+        let s = Arc::clone(&shared);
+        let mover = std::thread::Builder::new().name("tierwise-mover".into()).spawn(move || s.mover())?;
+        Ok(HybridFs { shared, mover: Some(mover) })
+    }
+
+    /// Where the file at `rel` (relative to the mount) is: `ssd`, `hdd` or `ssd+hdd`.
+    pub fn which_tier(&self, rel: &Path) -> Option<&'static str> {
+        let ino = lock(&self.shared.inodes).by_path.get(rel).copied()?;
+        Some(self.shared.tier_label(ino))
+    }
+
+    /// Waits until no background work is queued or in flight (tests, flush).
+    pub fn settle(&self) {
+        self.shared.settle();
+    }
+
+    /// The mover's counters.
+    pub fn mover_stats(&self) -> &MoverStats {
+        &self.shared.stats
+    }
+}
+
+impl Drop for HybridFs {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        self.shared.work_cv.notify_all();
+        if let Some(m) = self.mover.take() {
+            let _ = m.join();
+        }
+    }
+}
+
+impl Shared {
+    fn class(&self, rel: &Path, dir: bool) -> ObjectClass {
+        let p = format!("/{}", rel.to_string_lossy());
+        ObjectClass {
+            volume: volume_of(&self.prefixes, &p),
+            kind: if dir { ObjectKind::Meta } else { ObjectKind::Data },
+        }
+    }
+
+    fn file_lock(&self, ino: u64) -> Arc<RwLock<()>> {
+        Arc::clone(lock(&self.locks).entry(ino).or_default())
+    }
+
+    fn node(&self, ino: u64) -> Result<Node, Errno> {
+        lock(&self.inodes).get(ino).cloned().ok_or(Errno::ENOENT)
+    }
+
+    /// Tells the engine; queues its work for the mover.
+    fn tell(&self, req: &Request) -> Served {
+        let mut e = lock(&self.engine);
+        let served = e.access(req);
+        if !e.pending_work().is_empty() {
+            self.work_cv.notify_all();
+        }
+        served
+    }
+
+    /// Waits until no work on `ino` is queued or in flight.
+    fn wait_for(&self, ino: u64) {
+        let mut e = lock(&self.engine);
+        while e.in_flight().any(|w| w.obj.0 == ino) || e.pending_work().iter().any(|w| w.obj.0 == ino) {
+            self.work_cv.notify_all();
+            e = self.done_cv.wait_timeout(e, Duration::from_millis(50)).map_or_else(|p| p.into_inner().0, |r| r.0);
+        }
+    }
+
+    fn settle(&self) {
+        let mut e = lock(&self.engine);
+        while e.in_flight().next().is_some() || !e.pending_work().is_empty() {
+            self.work_cv.notify_all();
+            e = self.done_cv.wait_timeout(e, Duration::from_millis(50)).map_or_else(|p| p.into_inner().0, |r| r.0);
+        }
+    }
+
+    /// The tiers that hold a copy of file `ino` now, the authoritative (newest) one first.
+    fn copies(&self, ino: u64, rel: &Path) -> Vec<Tier> {
+        let p = lock(&self.engine).placement(ObjectId(ino));
+        let mut v = Vec::with_capacity(2);
+        if p.tracked {
+            if p.on_fast {
+                v.push(Tier::Fast);
+            }
+            if p.on_slow && !(p.dirty && p.on_fast) {
+                v.push(Tier::Slow);
+            }
+            v.retain(|&t| self.tiers.exists(t, rel));
+            if !v.is_empty() {
+                return v;
+            }
+        }
+        Tier::ALL.into_iter().filter(|&t| self.tiers.exists(t, rel)).collect()
+    }
+
+    fn tier_label(&self, ino: u64) -> &'static str {
+        let Ok(n) = self.node(ino) else { return "none" };
+        let file_lock = self.file_lock(ino);
+        let _g = file_lock.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let c = self.copies(ino, &n.rel);
+        match (c.contains(&Tier::Fast), c.contains(&Tier::Slow)) {
+            (true, true) => "ssd+hdd",
+            (true, false) => "ssd",
+            (false, true) => "hdd",
+            (false, false) => "none",
+        }
+    }
+
+    /// The path attributes are read from: the authoritative copy, or for a directory or symlink
+    /// whichever tier has it (HDD first).
+    fn meta_path(&self, ino: u64, node: &Node) -> Option<PathBuf> {
+        if node.dir || ino == ROOT {
+            return [Tier::Slow, Tier::Fast].into_iter().map(|t| self.tiers.path(t, &node.rel)).find(|p| p.is_dir());
+        }
+        self.copies(ino, &node.rel).first().map(|&t| self.tiers.path(t, &node.rel))
+    }
+
+    /// Attributes of `ino`, read under its shared lock (a move never runs in between).
+    fn attr(&self, ino: u64) -> Result<FileAttr, Errno> {
+        let file_lock = self.file_lock(ino);
+        let _g = file_lock.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.attr_locked(ino)
+    }
+
+    /// Attributes of `ino`; the caller holds its lock.
+    fn attr_locked(&self, ino: u64) -> Result<FileAttr, Errno> {
+        let node = self.node(ino)?;
+        let path = self.meta_path(ino, &node).ok_or(Errno::ENOENT)?;
+        let m = fs::symlink_metadata(&path).map_err(|e| errno(&e))?;
+        Ok(to_attr(ino, &m))
+    }
+
+    /// Adopts every file already in the trees, resolving two copies of one file.
+    fn adopt(&self) -> io::Result<()> {
+        for f in self.tiers.scan()? {
+            let dir = false;
+            let ino = lock(&self.inodes).ino_of(&f.rel, dir);
+            let level = match f.copies {
+                [Some((size, m_fast)), Some((hsize, m_slow))] => {
+                    if size == hsize && m_fast == m_slow {
+                        // A finished copy or an interrupted move: identical; keep both as a
+                        // clean cached copy (a DST policy then treats the SSD one as the file).
+                        Some((Level::Fast, size, false))
+                    } else if m_fast >= m_slow {
+                        Some((Level::Fast, size, true))
+                    } else {
+                        Some((Level::Slow, hsize, false))
+                    }
+                }
+                [Some((size, _)), None] => Some((Level::Fast, size, false)),
+                [None, Some((size, _))] => Some((Level::Slow, size, false)),
+                [None, None] => None,
+            };
+            let Some((level, size, newer_on_ssd)) = level else { continue };
+            let both = f.copies[0].is_some() && f.copies[1].is_some();
+            {
+                let mut e = lock(&self.engine);
+                let dirty = newer_on_ssd || (level == Level::Fast && !both);
+                e.adopt(ObjectId(ino), level, size, dirty && both);
+            }
+            // Make the trees agree with what the engine decided.
+            let p = lock(&self.engine).placement(ObjectId(ino));
+            if !p.on_fast && f.copies[0].is_some() && f.copies[1].is_none() {
+                // It did not fit the SSD quota: move it down now.
+                self.tiers.copy_across(&f.rel, Tier::Fast, ino)?;
+                self.tiers.remove(Tier::Fast, &f.rel)?;
+            } else if p.on_fast && !p.on_slow && both && !p.dirty {
+                // A DST policy keeps one copy: the identical HDD one was the source of a move.
+                self.tiers.remove(Tier::Slow, &f.rel)?;
+            } else if !p.on_fast && both {
+                // The SSD copy is older than the HDD one, or did not fit: the HDD copy is the file.
+                self.tiers.remove(Tier::Fast, &f.rel)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The mover: executes queued work in order, one item at a time, under the file's lock.
+    fn mover(&self) {
+        while !self.stop.load(Ordering::SeqCst) {
+            let batch: Vec<Work> = {
+                let mut e = lock(&self.engine);
+                if let Some(d) = e.next_deadline()
+                    && d <= e.clock().now()
+                {
+                    e.tick();
+                }
+                if e.pending_work().is_empty() {
+                    let (g, _) = self
+                        .work_cv
+                        .wait_timeout(e, Duration::from_millis(100))
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    e = g;
+                }
+                e.drain_work().collect()
+            };
+            for w in batch {
+                // The engine hears the outcome while the file's lock is still held: until then
+                // it routes accesses by the old placement, so no access may run in between.
+                let file_lock = self.file_lock(w.obj.0);
+                let _g = file_lock.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+                let outcome = self.execute(&w);
+                if w.kind.needs_completion() {
+                    let mut e = lock(&self.engine);
+                    let _ = e.complete(w.id, outcome);
+                    if !e.pending_work().is_empty() {
+                        self.work_cv.notify_all();
+                    }
+                }
+                drop(_g);
+                self.done_cv.notify_all();
+            }
+        }
+    }
+
+    /// Executes one work item; the caller holds the file's lock exclusively.
+    fn execute(&self, w: &Work) -> Outcome {
+        let Some(rel) = lock(&self.inodes).get(w.obj.0).map(|n| n.rel.clone()) else {
+            return Outcome::Cancelled;
+        };
+        let tier = |l: Level| if l == Level::Fast { Tier::Fast } else { Tier::Slow };
+        let result = match w.kind {
+            WorkKind::Invalidate => self.tiers.remove(Tier::Fast, &rel).map(|_| 0),
+            WorkKind::Promote | WorkKind::Demote => {
+                let from = tier(w.from);
+                self.tiers.copy_across(&rel, from, w.obj.0).and_then(|n| self.tiers.remove(from, &rel).map(|_| n))
+            }
+            WorkKind::Copy | WorkKind::Writeback => self.tiers.copy_across(&rel, tier(w.from), w.obj.0),
+        };
+        match result {
+            Ok(n) => {
+                if w.kind.needs_completion() {
+                    self.stats.done.fetch_add(1, Ordering::Relaxed);
+                    self.stats.bytes.fetch_add(n, Ordering::Relaxed);
+                }
+                Outcome::Done
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Outcome::Cancelled,
+            Err(_) => {
+                self.stats.failed.fetch_add(1, Ordering::Relaxed);
+                Outcome::Failed
+            }
+        }
+    }
+
+    /// Runs a data access: tells the engine (under the file's shared lock), waits when the
+    /// engine says so, and gives `io` the tiers to use.
+    fn data_op<T>(
+        &self,
+        ino: u64,
+        req: Request,
+        io: impl Fn(&Self, &Served, &Node) -> Result<T, Errno>,
+    ) -> Result<T, Errno> {
+        let file_lock = self.file_lock(ino);
+        let guard = file_lock.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let served = self.tell(&req);
+        let guard = if served.blocked {
+            drop(guard);
+            self.wait_for(ino);
+            file_lock.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+        } else {
+            guard
+        };
+        let node = self.node(ino)?;
+        let r = io(self, &served, &node);
+        drop(guard);
+        r
+    }
+
+    fn lookup_child(&self, parent: u64, name: &OsStr) -> Result<(u64, PathBuf), Errno> {
+        tiers::check_name(name).map_err(Errno::from_i32)?;
+        let pnode = self.node(parent)?;
+        let rel = pnode.rel.join(name);
+        // A known file may be moving: look under its lock, or both checks could miss it while
+        // it switches tiers. An unknown path has no work in flight.
+        let known = lock(&self.inodes).by_path.get(&rel).copied();
+        let file_lock = known.map(|i| self.file_lock(i));
+        let _g = file_lock.as_ref().map(|l| l.read().unwrap_or_else(std::sync::PoisonError::into_inner));
+        let exists = Tier::ALL.into_iter().find_map(|t| fs::symlink_metadata(self.tiers.path(t, &rel)).ok());
+        let m = exists.ok_or(Errno::ENOENT)?;
+        let ino = lock(&self.inodes).ino_of(&rel, m.is_dir());
+        Ok((ino, rel))
+    }
+}
+
+fn to_attr(ino: u64, m: &fs::Metadata) -> FileAttr {
+    let kind = if m.is_dir() {
+        FileType::Directory
+    } else if m.file_type().is_symlink() {
+        FileType::Symlink
+    } else {
+        FileType::RegularFile
+    };
+    let t = |s: i64, ns: i64| {
+        if s >= 0 { SystemTime::UNIX_EPOCH + Duration::new(s as u64, ns as u32) } else { SystemTime::UNIX_EPOCH }
+    };
+    FileAttr {
+        ino: INodeNo(ino),
+        size: m.len(),
+        blocks: m.blocks(),
+        atime: t(m.atime(), m.atime_nsec()),
+        mtime: t(m.mtime(), m.mtime_nsec()),
+        ctime: t(m.ctime(), m.ctime_nsec()),
+        crtime: t(m.ctime(), m.ctime_nsec()),
+        kind,
+        perm: (m.mode() & 0o7777) as u16,
+        nlink: if m.is_dir() { 2 } else { 1 },
+        uid: m.uid(),
+        gid: m.gid(),
+        rdev: 0,
+        blksize: 4096,
+        flags: 0,
+    }
+}
+
+fn set_times_on(path: &Path, atime: Option<TimeOrNow>, mtime: Option<TimeOrNow>) -> io::Result<()> {
+    use nix::sys::stat::{UtimensatFlags, utimensat};
+    use nix::sys::time::TimeSpec;
+    let ts = |t: Option<TimeOrNow>| match t {
+        None => TimeSpec::UTIME_OMIT,
+        Some(TimeOrNow::Now) => TimeSpec::UTIME_NOW,
+        Some(TimeOrNow::SpecificTime(st)) => {
+            let d = st.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
+            TimeSpec::new(d.as_secs() as i64, i64::from(d.subsec_nanos()))
+        }
+    };
+    utimensat(nix::fcntl::AT_FDCWD, path, &ts(atime), &ts(mtime), UtimensatFlags::NoFollowSymlink)
+        .map_err(io::Error::from)
+}
+
+impl Filesystem for HybridFs {
+    fn init(&mut self, _req: &FuseRequest, _config: &mut KernelConfig) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn destroy(&mut self) {
+        self.shared.settle();
+    }
+
+    fn lookup(&self, _req: &FuseRequest, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        match self.shared.lookup_child(parent.0, name).and_then(|(ino, _)| self.shared.attr(ino)) {
+            Ok(a) => reply.entry(&TTL, &a, Generation(0)),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn getattr(&self, _req: &FuseRequest, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+        match self.shared.attr(ino.0) {
+            Ok(a) => reply.attr(&TTL, &a),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn setattr(
+        &self,
+        _req: &FuseRequest,
+        ino: INodeNo,
+        mode: Option<u32>,
+        uid: Option<u32>,
+        gid: Option<u32>,
+        size: Option<u64>,
+        atime: Option<TimeOrNow>,
+        mtime: Option<TimeOrNow>,
+        _ctime: Option<SystemTime>,
+        _fh: Option<FileHandle>,
+        _crtime: Option<SystemTime>,
+        _chgtime: Option<SystemTime>,
+        _bkuptime: Option<SystemTime>,
+        _flags: Option<fuser::BsdFileFlags>,
+        reply: ReplyAttr,
+    ) {
+        let s = &self.shared;
+        let r = (|| -> Result<FileAttr, Errno> {
+            let node = s.node(ino.0)?;
+            if let Some(size) = size {
+                let class = s.class(&node.rel, node.dir);
+                let req = Request { obj: ObjectId(ino.0), op: Op::Truncate, offset: size, len: 0, class };
+                s.data_op(ino.0, req, |s, _, node| {
+                    for t in s.copies(ino.0, &node.rel) {
+                        let f = fs::OpenOptions::new().write(true).open(s.tiers.path(t, &node.rel));
+                        f.and_then(|f| f.set_len(size)).map_err(|e| errno(&e))?;
+                    }
+                    Ok(())
+                })?;
+            }
+            let _g = s.file_lock(ino.0);
+            let _r = _g.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let paths: Vec<PathBuf> = if node.dir || ino.0 == ROOT {
+                Tier::ALL.into_iter().map(|t| s.tiers.path(t, &node.rel)).filter(|p| p.is_dir()).collect()
+            } else {
+                Tier::ALL
+                    .into_iter()
+                    .map(|t| s.tiers.path(t, &node.rel))
+                    .filter(|p| p.symlink_metadata().is_ok())
+                    .collect()
+            };
+            for p in &paths {
+                if let Some(m) = mode {
+                    fs::set_permissions(p, fs::Permissions::from_mode(m & 0o7777)).map_err(|e| errno(&e))?;
+                }
+                if uid.is_some() || gid.is_some() {
+                    std::os::unix::fs::lchown(p, uid, gid).map_err(|e| errno(&e))?;
+                }
+                if atime.is_some() || mtime.is_some() {
+                    set_times_on(p, atime, mtime).map_err(|e| errno(&e))?;
+                }
+            }
+            s.attr_locked(ino.0)
+        })();
+        match r {
+            Ok(a) => reply.attr(&TTL, &a),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn readlink(&self, _req: &FuseRequest, ino: INodeNo, reply: ReplyData) {
+        let s = &self.shared;
+        let r = s.node(ino.0).and_then(|n| {
+            Tier::ALL.into_iter().find_map(|t| fs::read_link(s.tiers.path(t, &n.rel)).ok()).ok_or(Errno::ENOENT)
+        });
+        match r {
+            Ok(target) => reply.data(target.as_os_str().as_encoded_bytes()),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn mkdir(&self, req: &FuseRequest, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, reply: ReplyEntry) {
+        let s = &self.shared;
+        let r = (|| -> Result<FileAttr, Errno> {
+            tiers::check_name(name).map_err(Errno::from_i32)?;
+            let rel = s.node(parent.0)?.rel.join(name);
+            if Tier::ALL.into_iter().any(|t| s.tiers.exists(t, &rel)) {
+                return Err(Errno::EEXIST);
+            }
+            // Directories exist on both tiers, so either can hold the files inside.
+            for t in [Tier::Slow, Tier::Fast] {
+                s.tiers.make_parents(t, &rel).map_err(|e| errno(&e))?;
+                let p = s.tiers.path(t, &rel);
+                fs::create_dir(&p).map_err(|e| errno(&e))?;
+                fs::set_permissions(&p, fs::Permissions::from_mode(mode & !umask & 0o7777)).map_err(|e| errno(&e))?;
+                let _ = std::os::unix::fs::chown(&p, Some(req.uid()), Some(req.gid()));
+            }
+            let ino = lock(&s.inodes).ino_of(&rel, true);
+            s.attr(ino)
+        })();
+        match r {
+            Ok(a) => reply.entry(&TTL, &a, Generation(0)),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn unlink(&self, _req: &FuseRequest, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let s = &self.shared;
+        let r = (|| -> Result<(), Errno> {
+            let (ino, rel) = s.lookup_child(parent.0, name)?;
+            let file_lock = s.file_lock(ino);
+            let _g = file_lock.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let class = s.class(&rel, false);
+            s.tell(&Request::op(ObjectId(ino), Op::Delete).with_class(class));
+            let mut found = false;
+            for t in Tier::ALL {
+                match fs::remove_file(s.tiers.path(t, &rel)) {
+                    Ok(()) => found = true,
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(errno(&e)),
+                }
+            }
+            lock(&s.inodes).forget_path(&rel);
+            if found { Ok(()) } else { Err(Errno::ENOENT) }
+        })();
+        match r {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn rmdir(&self, _req: &FuseRequest, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let s = &self.shared;
+        let r = (|| -> Result<(), Errno> {
+            let (_, rel) = s.lookup_child(parent.0, name)?;
+            // Not empty on either tier: refuse before touching anything.
+            for t in Tier::ALL {
+                if let Ok(mut d) = fs::read_dir(s.tiers.path(t, &rel))
+                    && d.any(|e| e.is_ok_and(|e| !tiers::is_reserved(&e.file_name())))
+                {
+                    return Err(Errno::ENOTEMPTY);
+                }
+            }
+            let mut found = false;
+            for t in Tier::ALL {
+                let p = s.tiers.path(t, &rel);
+                if let Ok(d) = fs::read_dir(&p) {
+                    for e in d.flatten() {
+                        let _ = fs::remove_file(e.path()); // leftover temporaries only
+                    }
+                }
+                match fs::remove_dir(&p) {
+                    Ok(()) => found = true,
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(errno(&e)),
+                }
+            }
+            lock(&s.inodes).forget_path(&rel);
+            if found { Ok(()) } else { Err(Errno::ENOENT) }
+        })();
+        match r {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn symlink(&self, req: &FuseRequest, parent: INodeNo, link_name: &OsStr, target: &Path, reply: ReplyEntry) {
+        let s = &self.shared;
+        let r = (|| -> Result<FileAttr, Errno> {
+            tiers::check_name(link_name).map_err(Errno::from_i32)?;
+            let rel = s.node(parent.0)?.rel.join(link_name);
+            if Tier::ALL.into_iter().any(|t| s.tiers.exists(t, &rel)) {
+                return Err(Errno::EEXIST);
+            }
+            // Symlinks are not placed: they live on the HDD tier. The target is stored as given
+            // and resolved by the kernel, never by tierwise.
+            s.tiers.make_parents(Tier::Slow, &rel).map_err(|e| errno(&e))?;
+            let p = s.tiers.path(Tier::Slow, &rel);
+            std::os::unix::fs::symlink(target, &p).map_err(|e| errno(&e))?;
+            let _ = std::os::unix::fs::lchown(&p, Some(req.uid()), Some(req.gid()));
+            let ino = lock(&s.inodes).ino_of(&rel, false);
+            s.attr(ino)
+        })();
+        match r {
+            Ok(a) => reply.entry(&TTL, &a, Generation(0)),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn rename(
+        &self,
+        _req: &FuseRequest,
+        parent: INodeNo,
+        name: &OsStr,
+        newparent: INodeNo,
+        newname: &OsStr,
+        flags: RenameFlags,
+        reply: ReplyEmpty,
+    ) {
+        let s = &self.shared;
+        let r = (|| -> Result<(), Errno> {
+            if !flags.is_empty() {
+                return Err(Errno::EINVAL);
+            }
+            tiers::check_name(newname).map_err(Errno::from_i32)?;
+            let (ino, from) = s.lookup_child(parent.0, name)?;
+            let to = s.node(newparent.0)?.rel.join(newname);
+            if from == to {
+                return Ok(());
+            }
+            if to.starts_with(&from) {
+                return Err(Errno::EINVAL);
+            }
+            let src_dir = fs::symlink_metadata(s.tiers.path(Tier::Slow, &from))
+                .or_else(|_| fs::symlink_metadata(s.tiers.path(Tier::Fast, &from)))
+                .map(|m| m.is_dir())
+                .map_err(|e| errno(&e))?;
+            let target = lock(&s.inodes).by_path.get(&to).copied();
+            let target_dir = Tier::ALL.into_iter().any(|t| s.tiers.path(t, &to).is_dir());
+            if target_dir && !src_dir {
+                return Err(Errno::EISDIR);
+            }
+            if src_dir && !target_dir && Tier::ALL.into_iter().any(|t| s.tiers.exists(t, &to)) {
+                return Err(Errno::ENOTDIR);
+            }
+            let lock_a = s.file_lock(ino);
+            let _ga = lock_a.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let lock_b = target.map(|t| s.file_lock(t));
+            let _gb = lock_b.as_ref().map(|l| l.write().unwrap_or_else(std::sync::PoisonError::into_inner));
+            if target_dir {
+                for t in Tier::ALL {
+                    if let Ok(mut d) = fs::read_dir(s.tiers.path(t, &to))
+                        && d.any(|e| e.is_ok_and(|e| !tiers::is_reserved(&e.file_name())))
+                    {
+                        return Err(Errno::ENOTEMPTY);
+                    }
+                }
+            }
+            if let Some(t) = target
+                && !target_dir
+            {
+                s.tell(&Request::op(ObjectId(t), Op::Delete).with_class(s.class(&to, false)));
+            }
+            for t in Tier::ALL {
+                let (src, dst) = (s.tiers.path(t, &from), s.tiers.path(t, &to));
+                if fs::symlink_metadata(&src).is_ok() {
+                    s.tiers.make_parents(t, &to).map_err(|e| errno(&e))?;
+                    if target_dir && dst.is_dir() {
+                        fs::remove_dir(&dst).map_err(|e| errno(&e))?;
+                    }
+                    fs::rename(&src, &dst).map_err(|e| errno(&e))?;
+                } else if dst.is_dir() {
+                    fs::remove_dir(&dst).map_err(|e| errno(&e))?;
+                } else if fs::symlink_metadata(&dst).is_ok() {
+                    fs::remove_file(&dst).map_err(|e| errno(&e))?;
+                }
+            }
+            let moved = {
+                let mut inodes = lock(&s.inodes);
+                inodes.forget_path(&to);
+                inodes.rename(&from, &to)
+            };
+            for (i, rel) in moved {
+                let dir = s.node(i).map(|n| n.dir).unwrap_or(false);
+                s.tell(&Request::op(ObjectId(i), Op::Rename).with_class(s.class(&rel, dir)));
+            }
+            Ok(())
+        })();
+        match r {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn link(&self, _req: &FuseRequest, _ino: INodeNo, _newparent: INodeNo, _newname: &OsStr, reply: ReplyEntry) {
+        // A hard link would tie two names to one placement across tiers; tierwise refuses them
+        // (documented), as link(2) does on file systems without hard links.
+        reply.error(Errno::EPERM);
+    }
+
+    fn open(&self, _req: &FuseRequest, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        let s = &self.shared;
+        match s.node(ino.0) {
+            Ok(n) => {
+                let class = s.class(&n.rel, n.dir);
+                s.tell(&Request::op(ObjectId(ino.0), Op::Open).with_class(class));
+                reply.opened(FileHandle(0), FopenFlags::empty());
+            }
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn read(
+        &self,
+        _req: &FuseRequest,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        size: u32,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyData,
+    ) {
+        let s = &self.shared;
+        let r = s.node(ino.0).and_then(|n| {
+            let req = Request {
+                obj: ObjectId(ino.0),
+                op: Op::Read,
+                offset,
+                len: u64::from(size),
+                class: s.class(&n.rel, false),
+            };
+            s.data_op(ino.0, req, |s, served, node| {
+                let want = if served.level == Level::Fast { Tier::Fast } else { Tier::Slow };
+                let copies = s.copies(ino.0, &node.rel);
+                let tier = if copies.contains(&want) { want } else { *copies.first().ok_or(Errno::ENOENT)? };
+                tiers::read_at(&s.tiers.path(tier, &node.rel), offset, size as usize).map_err(|e| errno(&e))
+            })
+        });
+        match r {
+            Ok(data) => reply.data(&data),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn write(
+        &self,
+        _req: &FuseRequest,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        data: &[u8],
+        _write_flags: WriteFlags,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyWrite,
+    ) {
+        let s = &self.shared;
+        let r = s.node(ino.0).and_then(|n| {
+            let req = Request {
+                obj: ObjectId(ino.0),
+                op: Op::Write,
+                offset,
+                len: data.len() as u64,
+                class: s.class(&n.rel, false),
+            };
+            s.data_op(ino.0, req, |s, served, node| {
+                let p = lock(&s.engine).placement(ObjectId(ino.0));
+                // The engine's answer, corrected by where the file is now (a blocked write runs
+                // after its file moved).
+                let mut targets: Vec<Tier> = Vec::with_capacity(2);
+                for l in served.touches.iter() {
+                    let t = if l == Level::Fast { Tier::Fast } else { Tier::Slow };
+                    let held = if p.tracked { if t == Tier::Fast { p.on_fast } else { p.on_slow } } else { true };
+                    if held || !p.tracked {
+                        targets.push(t);
+                    }
+                }
+                if targets.is_empty() {
+                    targets = s.copies(ino.0, &node.rel);
+                }
+                if targets.is_empty() {
+                    return Err(Errno::ENOENT);
+                }
+                for t in &targets {
+                    let path = s.tiers.path(*t, &node.rel);
+                    if !path.exists() {
+                        // A whole-file write the engine allocated on a tier without a copy.
+                        s.tiers.make_parents(*t, &node.rel).map_err(|e| errno(&e))?;
+                    }
+                    tiers::write_at(&path, offset, data, true).map_err(|e| errno(&e))?;
+                }
+                Ok(data.len() as u32)
+            })
+        });
+        match r {
+            Ok(n) => reply.written(n),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn flush(&self, _req: &FuseRequest, _ino: INodeNo, _fh: FileHandle, _lock_owner: LockOwner, reply: ReplyEmpty) {
+        reply.ok();
+    }
+
+    fn fsync(&self, _req: &FuseRequest, ino: INodeNo, _fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
+        let s = &self.shared;
+        let r = s.node(ino.0).and_then(|n| {
+            for t in s.copies(ino.0, &n.rel) {
+                tiers::sync_file(&s.tiers.path(t, &n.rel)).map_err(|e| errno(&e))?;
+            }
+            Ok(())
+        });
+        match r {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn opendir(&self, _req: &FuseRequest, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        let s = &self.shared;
+        let r = (|| -> Result<u64, Errno> {
+            let node = s.node(ino.0)?;
+            let mut names: std::collections::BTreeMap<OsString, FileType> = std::collections::BTreeMap::new();
+            let mut any = false;
+            for t in Tier::ALL {
+                let Ok(d) = fs::read_dir(s.tiers.path(t, &node.rel)) else { continue };
+                any = true;
+                for e in d.flatten() {
+                    let name = e.file_name();
+                    if tiers::is_reserved(&name) {
+                        continue;
+                    }
+                    let kind = match e.file_type() {
+                        Ok(ft) if ft.is_dir() => FileType::Directory,
+                        Ok(ft) if ft.is_symlink() => FileType::Symlink,
+                        _ => FileType::RegularFile,
+                    };
+                    names.entry(name).or_insert(kind);
+                }
+            }
+            if !any {
+                return Err(Errno::ENOENT);
+            }
+            let mut entries = vec![
+                (ino.0, FileType::Directory, OsString::from(".")),
+                (ino.0, FileType::Directory, OsString::from("..")),
+            ];
+            {
+                let mut inodes = lock(&s.inodes);
+                for (name, kind) in names {
+                    let i = inodes.ino_of(&node.rel.join(&name), kind == FileType::Directory);
+                    entries.push((i, kind, name));
+                }
+            }
+            let fh = s.next_fh.fetch_add(1, Ordering::Relaxed);
+            lock(&s.dirs).insert(fh, entries);
+            Ok(fh)
+        })();
+        match r {
+            Ok(fh) => reply.opened(FileHandle(fh), FopenFlags::empty()),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn readdir(&self, _req: &FuseRequest, _ino: INodeNo, fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
+        let dirs = lock(&self.shared.dirs);
+        let Some(entries) = dirs.get(&fh.0) else {
+            reply.error(Errno::EBADF);
+            return;
+        };
+        for (i, (ino, kind, name)) in entries.iter().enumerate().skip(offset as usize) {
+            if reply.add(INodeNo(*ino), (i + 1) as u64, *kind, name) {
+                break;
+            }
+        }
+        reply.ok();
+    }
+
+    fn releasedir(&self, _req: &FuseRequest, _ino: INodeNo, fh: FileHandle, _flags: OpenFlags, reply: ReplyEmpty) {
+        lock(&self.shared.dirs).remove(&fh.0);
+        reply.ok();
+    }
+
+    fn statfs(&self, _req: &FuseRequest, _ino: INodeNo, reply: ReplyStatfs) {
+        let s = &self.shared;
+        let st = |p: &Path| nix::sys::statvfs::statvfs(p).ok();
+        match (st(&s.tiers.ssd), st(&s.tiers.hdd)) {
+            (Some(a), Some(b)) => {
+                let bs = 4096u64;
+                let conv = |blocks: u64, frsize: u64| blocks.saturating_mul(frsize) / bs;
+                let blocks = conv(a.blocks(), a.fragment_size()) + conv(b.blocks(), b.fragment_size());
+                let bfree = conv(a.blocks_free(), a.fragment_size()) + conv(b.blocks_free(), b.fragment_size());
+                let bavail =
+                    conv(a.blocks_available(), a.fragment_size()) + conv(b.blocks_available(), b.fragment_size());
+                reply.statfs(
+                    blocks,
+                    bfree,
+                    bavail,
+                    a.files() + b.files(),
+                    a.files_free() + b.files_free(),
+                    bs as u32,
+                    255,
+                    bs as u32,
+                );
+            }
+            _ => reply.error(Errno::EIO),
+        }
+    }
+
+    fn setxattr(
+        &self,
+        _req: &FuseRequest,
+        ino: INodeNo,
+        name: &OsStr,
+        value: &[u8],
+        _flags: i32,
+        _position: u32,
+        reply: ReplyEmpty,
+    ) {
+        let s = &self.shared;
+        if name == "user.tierwise.tier" {
+            reply.error(Errno::EPERM);
+            return;
+        }
+        let r = s.node(ino.0).and_then(|n| {
+            for t in Tier::ALL {
+                let p = s.tiers.path(t, &n.rel);
+                if p.symlink_metadata().is_ok() {
+                    xattr::set(&p, name, value).map_err(|e| errno(&e))?;
+                }
+            }
+            Ok(())
+        });
+        match r {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn getxattr(&self, _req: &FuseRequest, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
+        let s = &self.shared;
+        let value: Result<Vec<u8>, Errno> = if name == "user.tierwise.tier" {
+            Ok(s.tier_label(ino.0).as_bytes().to_vec())
+        } else {
+            s.node(ino.0).and_then(|n| {
+                let p = s.meta_path(ino.0, &n).ok_or(Errno::ENOENT)?;
+                match xattr::get(&p, name) {
+                    Ok(Some(v)) => Ok(v),
+                    Ok(None) => Err(Errno::from_i32(61)), // ENODATA
+                    Err(e) => Err(errno(&e)),
+                }
+            })
+        };
+        match value {
+            Ok(v) if size == 0 => reply.size(v.len() as u32),
+            Ok(v) if v.len() <= size as usize => reply.data(&v),
+            Ok(_) => reply.error(Errno::ERANGE),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn listxattr(&self, _req: &FuseRequest, ino: INodeNo, size: u32, reply: ReplyXattr) {
+        let s = &self.shared;
+        let r = s.node(ino.0).and_then(|n| {
+            let p = s.meta_path(ino.0, &n).ok_or(Errno::ENOENT)?;
+            let mut out: Vec<u8> = b"user.tierwise.tier\0".to_vec();
+            for name in xattr::list(&p).map_err(|e| errno(&e))? {
+                out.extend_from_slice(name.as_encoded_bytes());
+                out.push(0);
+            }
+            Ok(out)
+        });
+        match r {
+            Ok(v) if size == 0 => reply.size(v.len() as u32),
+            Ok(v) if v.len() <= size as usize => reply.data(&v),
+            Ok(_) => reply.error(Errno::ERANGE),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn removexattr(&self, _req: &FuseRequest, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let s = &self.shared;
+        let r = s.node(ino.0).and_then(|n| {
+            let mut removed = false;
+            for t in Tier::ALL {
+                let p = s.tiers.path(t, &n.rel);
+                if p.symlink_metadata().is_ok() && xattr::remove(&p, name).is_ok() {
+                    removed = true;
+                }
+            }
+            if removed { Ok(()) } else { Err(Errno::from_i32(61)) }
+        });
+        match r {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn create(
+        &self,
+        req: &FuseRequest,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        _flags: i32,
+        reply: ReplyCreate,
+    ) {
+        let s = &self.shared;
+        let r = (|| -> Result<FileAttr, Errno> {
+            tiers::check_name(name).map_err(Errno::from_i32)?;
+            let rel = s.node(parent.0)?.rel.join(name);
+            if Tier::ALL.into_iter().any(|t| s.tiers.exists(t, &rel)) {
+                return Err(Errno::EEXIST);
+            }
+            let ino = lock(&s.inodes).ino_of(&rel, false);
+            let file_lock = s.file_lock(ino);
+            let _g = file_lock.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+            s.tell(&Request::op(ObjectId(ino), Op::Create).with_class(s.class(&rel, false)));
+            let p = lock(&s.engine).placement(ObjectId(ino));
+            // Where the engine put it (the baselines answer untracked, with their one device).
+            let mut tiers_for: Vec<Tier> = Vec::new();
+            if p.on_slow || !p.on_fast {
+                tiers_for.push(Tier::Slow);
+            }
+            if p.on_fast {
+                tiers_for.push(Tier::Fast);
+            }
+            for t in tiers_for {
+                s.tiers.make_parents(t, &rel).map_err(|e| errno(&e))?;
+                let path = s.tiers.path(t, &rel);
+                let f = fs::OpenOptions::new().write(true).create_new(true).open(&path).map_err(|e| errno(&e))?;
+                f.set_permissions(fs::Permissions::from_mode(mode & !umask & 0o7777)).map_err(|e| errno(&e))?;
+                let _ = std::os::unix::fs::fchown(&f, Some(req.uid()), Some(req.gid()));
+            }
+            s.attr_locked(ino)
+        })();
+        match r {
+            Ok(a) => reply.created(&TTL, &a, Generation(0), FileHandle(0), FopenFlags::empty()),
+            Err(e) => reply.error(e),
+        }
+    }
+}
+
+/// Checks that `spec` is a valid policy a mount can run: a file-level architecture (or a
+/// single-device baseline) with valid knobs.
+pub fn check_policy(spec: &str) -> Result<(), MountError> {
+    let name = spec.split(':').next().unwrap_or("");
+    let info = tierwise_core::arch_info(name)?;
+    if !info.file_level && !matches!(info.name, "hdd-only" | "ssd-only") {
+        return Err(MountError::NotFileLevel(info.name.to_string()));
+    }
+    build_arch(spec, &Setup { fast_capacity: 1 << 30, slow_capacity: 0, object_size: 0 })?;
+    Ok(())
+}
+
+/// Mount options tierwise always uses.
+pub fn mount_options() -> Vec<fuser::MountOption> {
+    vec![
+        fuser::MountOption::FSName("tierwise".into()),
+        fuser::MountOption::Subtype("tierwise".into()),
+        fuser::MountOption::DefaultPermissions,
+    ]
+}

@@ -1,0 +1,280 @@
+//! The two tier directories: where a relative path lives on each, the move protocol, and the
+//! scan that adopts existing trees.
+//!
+//! Every file lives at the same relative path on whichever tier holds it, so both trees stay
+//! readable without tierwise. A move copies the file to a hidden temporary name next to its
+//! destination (`.tierwise-tmp-INO`), syncs it, renames it into place (atomic on one file
+//! system), syncs the directory, and only then removes the source. A crash at any point leaves
+//! either the source alone (plus a temporary file that the next mount deletes), or two identical
+//! copies (which the next mount resolves: see [`Tiers::scan`]).
+
+use std::ffi::OsStr;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Component, Path, PathBuf};
+use std::time::SystemTime;
+
+use tierwise_core::Tier;
+
+/// Names tierwise keeps for itself inside the tiers (hidden from listings).
+pub const RESERVED_PREFIX: &str = ".tierwise-";
+
+/// The SSD and HDD directories.
+#[derive(Clone, Debug)]
+pub struct Tiers {
+    /// The fast tier's root.
+    pub ssd: PathBuf,
+    /// The slow tier's root.
+    pub hdd: PathBuf,
+}
+
+/// Errors found in the tier directories before mounting.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TierError {
+    /// A tier directory is missing or not a directory.
+    #[error("{which} tier `{path}`: {why}")]
+    Bad {
+        /// `ssd` or `hdd`.
+        which: &'static str,
+        /// The path given.
+        path: PathBuf,
+        /// What is wrong.
+        why: String,
+    },
+    /// The two tiers are one directory, or one is inside the other.
+    #[error("the SSD and HDD tiers must be two separate directories: `{0}` and `{1}` overlap")]
+    Overlap(PathBuf, PathBuf),
+    /// The mountpoint is one of the tiers or inside one (the mount would hide or recurse into its data).
+    #[error("the mountpoint `{0}` is inside a tier (`{1}`); mount it somewhere else")]
+    MountInsideTier(PathBuf, PathBuf),
+}
+
+impl Tiers {
+    /// Checks the two directories and the mountpoint and returns them canonical.
+    pub fn open(ssd: &Path, hdd: &Path, mountpoint: &Path) -> Result<Tiers, TierError> {
+        let canon = |which: &'static str, p: &Path| -> Result<PathBuf, TierError> {
+            let bad = |why: String| TierError::Bad { which, path: p.to_path_buf(), why };
+            let c = fs::canonicalize(p).map_err(|e| bad(e.to_string()))?;
+            if !c.is_dir() {
+                return Err(bad("not a directory".into()));
+            }
+            Ok(c)
+        };
+        let (ssd, hdd) = (canon("ssd", ssd)?, canon("hdd", hdd)?);
+        if ssd.starts_with(&hdd) || hdd.starts_with(&ssd) {
+            return Err(TierError::Overlap(ssd, hdd));
+        }
+        if let Ok(m) = fs::canonicalize(mountpoint) {
+            for t in [&ssd, &hdd] {
+                if m.starts_with(t) || t.starts_with(&m) {
+                    return Err(TierError::MountInsideTier(m, t.clone()));
+                }
+            }
+        }
+        Ok(Tiers { ssd, hdd })
+    }
+
+    /// The root of `tier`.
+    pub fn root(&self, tier: Tier) -> &Path {
+        match tier {
+            Tier::Fast => &self.ssd,
+            Tier::Slow => &self.hdd,
+        }
+    }
+
+    /// Where `rel` lives on `tier`. `rel` is always a relative path of normal components (the
+    /// inode table builds it from names the kernel checked and [`check_name`] accepted).
+    pub fn path(&self, tier: Tier, rel: &Path) -> PathBuf {
+        self.root(tier).join(rel)
+    }
+
+    /// Whether `rel` exists on `tier` (without following a final symlink).
+    pub fn exists(&self, tier: Tier, rel: &Path) -> bool {
+        fs::symlink_metadata(self.path(tier, rel)).is_ok()
+    }
+
+    /// Copies `rel` from one tier to the other with the move protocol, keeping the source.
+    /// Returns the bytes copied.
+    pub fn copy_across(&self, rel: &Path, from: Tier, ino: u64) -> io::Result<u64> {
+        let src = self.path(from, rel);
+        let dst = self.path(from.other(), rel);
+        let dir = dst.parent().ok_or_else(|| io::Error::other("a tier path has no parent"))?;
+        self.make_parents(from.other(), rel)?;
+        let tmp = dir.join(format!("{RESERVED_PREFIX}tmp-{ino}"));
+        let result = (|| {
+            let meta = fs::symlink_metadata(&src)?;
+            let mut input = File::open(&src)?;
+            let mut out = OpenOptions::new().write(true).create(true).truncate(true).open(&tmp)?;
+            let n = io::copy(&mut input, &mut out)?;
+            out.set_permissions(fs::Permissions::from_mode(meta.mode() & 0o7777))?;
+            let _ = std::os::unix::fs::fchown(&out, Some(meta.uid()), Some(meta.gid()));
+            out.set_times(fs::FileTimes::new().set_accessed(atime(&meta)).set_modified(mtime(&meta)))?;
+            out.sync_all()?;
+            drop(out);
+            fs::rename(&tmp, &dst)?;
+            File::open(dir)?.sync_all()?;
+            Ok(n)
+        })();
+        if result.is_err() {
+            let _ = fs::remove_file(&tmp);
+        }
+        result
+    }
+
+    /// Removes `rel` from `tier` (a move's source, or a dropped copy) and syncs its directory.
+    pub fn remove(&self, tier: Tier, rel: &Path) -> io::Result<()> {
+        let p = self.path(tier, rel);
+        match fs::remove_file(&p) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(e),
+        }
+        if let Some(dir) = p.parent() {
+            File::open(dir)?.sync_all()?;
+        }
+        Ok(())
+    }
+
+    /// Creates the parent directories of `rel` on `tier`, copying each one's permissions and
+    /// owner from the other tier when it has them.
+    pub fn make_parents(&self, tier: Tier, rel: &Path) -> io::Result<()> {
+        let Some(parent) = rel.parent() else { return Ok(()) };
+        let mut cur = PathBuf::new();
+        for c in parent.components() {
+            cur.push(c);
+            let p = self.path(tier, &cur);
+            if p.is_dir() {
+                continue;
+            }
+            match fs::create_dir(&p) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e),
+            }
+            if let Ok(m) = fs::metadata(self.path(tier.other(), &cur)) {
+                let _ = fs::set_permissions(&p, fs::Permissions::from_mode(m.mode() & 0o7777));
+                let _ = std::os::unix::fs::chown(&p, Some(m.uid()), Some(m.gid()));
+            }
+        }
+        Ok(())
+    }
+
+    /// Walks both trees: every regular file with the tiers that hold it, after deleting the
+    /// temporary files of moves a crash interrupted (their source is intact). Directories and
+    /// symlinks are not listed (they are not placed).
+    pub fn scan(&self) -> io::Result<Vec<Found>> {
+        let mut found: std::collections::BTreeMap<PathBuf, Found> = std::collections::BTreeMap::new();
+        for tier in Tier::ALL {
+            let root = self.root(tier).to_path_buf();
+            let mut stack = vec![PathBuf::new()];
+            while let Some(rel) = stack.pop() {
+                for entry in fs::read_dir(root.join(&rel))? {
+                    let entry = entry?;
+                    let name = entry.file_name();
+                    let child = rel.join(&name);
+                    let ft = entry.file_type()?;
+                    if is_reserved(&name) {
+                        if ft.is_file() && name.to_string_lossy().starts_with(&format!("{RESERVED_PREFIX}tmp-")) {
+                            fs::remove_file(entry.path())?;
+                        }
+                        continue;
+                    }
+                    if ft.is_dir() {
+                        stack.push(child);
+                    } else if ft.is_file() {
+                        let m = entry.metadata()?;
+                        let f =
+                            found.entry(child.clone()).or_insert_with(|| Found { rel: child, copies: [None, None] });
+                        f.copies[tier.index()] = Some((m.len(), mtime(&m)));
+                    }
+                }
+            }
+        }
+        Ok(found.into_values().collect())
+    }
+}
+
+/// A file found by [`Tiers::scan`]: size and modification time on each tier (fast first).
+#[derive(Clone, Debug)]
+pub struct Found {
+    /// Relative path.
+    pub rel: PathBuf,
+    /// (size, mtime) per tier that holds it.
+    pub copies: [Option<(u64, SystemTime)>; 2],
+}
+
+/// Whether a name is one tierwise reserves.
+pub fn is_reserved(name: &OsStr) -> bool {
+    name.as_encoded_bytes().starts_with(RESERVED_PREFIX.as_bytes())
+}
+
+/// Accepts a single normal path component that is not reserved (never `..`, `/` or `.`).
+pub fn check_name(name: &OsStr) -> Result<&OsStr, i32> {
+    let mut comps = Path::new(name).components();
+    match (comps.next(), comps.next()) {
+        (Some(Component::Normal(n)), None) if n == name && !is_reserved(name) => Ok(name),
+        _ if is_reserved(name) => Err(libc_eperm()),
+        _ => Err(libc_einval()),
+    }
+}
+
+const fn libc_eperm() -> i32 {
+    1
+}
+const fn libc_einval() -> i32 {
+    22
+}
+
+/// The modification time of `m`.
+pub fn mtime(m: &fs::Metadata) -> SystemTime {
+    m.modified().unwrap_or(SystemTime::UNIX_EPOCH)
+}
+
+/// The access time of `m`.
+pub fn atime(m: &fs::Metadata) -> SystemTime {
+    m.accessed().unwrap_or(SystemTime::UNIX_EPOCH)
+}
+
+/// Reads all of `path` (tests and checks).
+pub fn read_all(path: &Path) -> io::Result<Vec<u8>> {
+    let mut v = Vec::new();
+    File::open(path)?.read_to_end(&mut v)?;
+    Ok(v)
+}
+
+/// Writes `data` at `offset` of `path`, creating the file when asked; returns bytes written.
+pub fn write_at(path: &Path, offset: u64, data: &[u8], create: bool) -> io::Result<usize> {
+    use std::os::unix::fs::FileExt;
+    let f = OpenOptions::new().write(true).create(create).truncate(false).open(path)?;
+    f.write_all_at(data, offset)?;
+    Ok(data.len())
+}
+
+/// Reads up to `len` bytes at `offset` of `path`.
+pub fn read_at(path: &Path, offset: u64, len: usize) -> io::Result<Vec<u8>> {
+    use std::os::unix::fs::FileExt;
+    let f = File::open(path)?;
+    let mut buf = vec![0u8; len];
+    let mut got = 0;
+    while got < len {
+        let n = f.read_at(&mut buf[got..], offset + got as u64)?;
+        if n == 0 {
+            break;
+        }
+        got += n;
+    }
+    buf.truncate(got);
+    Ok(buf)
+}
+
+/// Flushes a file's data to its device.
+pub fn sync_file(path: &Path) -> io::Result<()> {
+    OpenOptions::new().write(true).open(path)?.sync_all()
+}
+
+/// Writes `data` to a new file (tests).
+pub fn write_new(path: &Path, data: &[u8]) -> io::Result<()> {
+    File::create(path)?.write_all(data)
+}

@@ -1,0 +1,293 @@
+//! The hybrid file system mounted for real (FUSE), against a plain directory.
+//!
+//! Skipped, with a message, where `/dev/fuse` cannot be opened. Every policy runs a seeded
+//! random sequence of operations on the mount and on a plain directory, with a tiny SSD quota so
+//! that files migrate all the time; every result, every byte read and the final trees must agree.
+//! After unmounting, the two tiers hold the files exactly once per DST policy, and a remount
+//! adopts them and shows the same tree.
+
+#![expect(clippy::unwrap_used, reason = "a failing setup should stop the test loudly")]
+
+use std::collections::BTreeMap;
+use std::fs::{self, OpenOptions};
+use std::io::{ErrorKind, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use tierwise_fs::{HybridFs, MountConfig, Tiers, mount_options};
+
+fn fuse_available() -> bool {
+    match OpenOptions::new().read(true).write(true).open("/dev/fuse") {
+        Ok(_) => true,
+        Err(e) => {
+            eprintln!("SKIPPED: /dev/fuse cannot be opened here ({e}); the mount tests need it");
+            false
+        }
+    }
+}
+
+struct Mounted {
+    session: Option<fuser::BackgroundSession>,
+    mnt: PathBuf,
+}
+
+impl Mounted {
+    fn unmount(&mut self) {
+        if let Some(s) = self.session.take() {
+            let _ = s.umount_and_join();
+        }
+    }
+}
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        self.unmount();
+    }
+}
+
+fn mount(ssd: &Path, hdd: &Path, mnt: &Path, policy: &str, quota: u64) -> Mounted {
+    let tiers = Tiers::open(ssd, hdd, mnt).unwrap();
+    let fs = HybridFs::new(tiers, &MountConfig { policy: policy.into(), ssd_quota: quota }).unwrap();
+    let mut cfg = fuser::Config::default();
+    cfg.mount_options = mount_options();
+    cfg.n_threads = Some(4);
+    let session = fuser::spawn_mount(fs, mnt, &cfg).unwrap();
+    Mounted { session: Some(session), mnt: mnt.to_path_buf() }
+}
+
+/// A tiny deterministic generator.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+/// One operation's observable result: Ok with data, or the error kind.
+fn outcome<T: std::fmt::Debug>(r: std::io::Result<T>) -> String {
+    match r {
+        Ok(v) => format!("ok {v:?}"),
+        Err(e) => format!("err {:?}", e.kind()),
+    }
+}
+
+/// Applies operation `n` of the seeded sequence under `root`; returns what it observed.
+fn apply(root: &Path, op: u64, a: u64, b: u64, c: u64) -> String {
+    let file = |i: u64| root.join(format!("d{}", i % 3)).join(format!("f{}", i % 12));
+    let dir = |i: u64| root.join(format!("d{}", i % 3));
+    match op {
+        0 => outcome(fs::create_dir(dir(a))),
+        1 => outcome(fs::remove_dir(dir(a))),
+        2 | 3 => {
+            // Write `c % 9000` bytes of a pattern at a random offset (creating the file).
+            let len = (c % 9000) as usize;
+            let data: Vec<u8> = (0..len).map(|i| (i as u64 * 31 + a + b) as u8).collect();
+            outcome(
+                OpenOptions::new()
+                    .write(true)
+                    .create(true)
+                    .truncate(false)
+                    .open(file(a))
+                    .and_then(|f| f.write_all_at(&data, b % 20_000)),
+            )
+        }
+        4 => outcome(
+            OpenOptions::new()
+                .append(true)
+                .open(file(a))
+                .and_then(|mut f| f.write_all(&vec![b as u8; (c % 5000) as usize])),
+        ),
+        5..=7 => outcome(fs::read(file(a)).map(|v| (v.len(), v.iter().map(|&x| u64::from(x)).sum::<u64>()))),
+        8 => outcome(OpenOptions::new().write(true).open(file(a)).and_then(|f| f.set_len(c % 12_000))),
+        9 => outcome(fs::remove_file(file(a))),
+        10 => outcome(fs::rename(file(a), file(b))),
+        11 => outcome(fs::metadata(file(a)).map(|m| (m.len(), m.is_file()))),
+        12 => {
+            let mut names: Vec<String> = fs::read_dir(dir(a))
+                .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+                .unwrap_or_default();
+            names.sort();
+            format!("{names:?}")
+        }
+        _ => outcome(fs::File::create(file(a)).map(|_| ())),
+    }
+}
+
+/// Every file under `root` with its bytes.
+fn tree(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            let rel = p.strip_prefix(root).unwrap().to_path_buf();
+            if e.file_type().unwrap().is_dir() {
+                out.insert(rel, b"<dir>".to_vec());
+                stack.push(p);
+            } else {
+                out.insert(rel, fs::read(&p).unwrap());
+            }
+        }
+    }
+    out
+}
+
+fn differential(policy: &str, ops: u64, seed: u64) {
+    if !fuse_available() {
+        return;
+    }
+    let (ssd, hdd, mnt, plain) = (
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
+    let mut m = mount(ssd.path(), hdd.path(), mnt.path(), policy, 48 * 1024);
+    // TIERWISE_FS_OPS and TIERWISE_FS_SEED let a soak run longer or elsewhere.
+    let ops = std::env::var("TIERWISE_FS_OPS").ok().and_then(|v| v.parse().ok()).unwrap_or(ops);
+    let seed = seed + std::env::var("TIERWISE_FS_SEED").ok().and_then(|v| v.parse::<u64>().ok()).unwrap_or(0) * 1000;
+    let mut rng = Rng(seed.max(1));
+    let mut last_tier: BTreeMap<PathBuf, Vec<u8>> = BTreeMap::new();
+    let mut tier_changes = 0;
+    for i in 0..ops {
+        let (op, a, b, c) = (rng.below(14), rng.next(), rng.next(), rng.next());
+        let got = apply(&m.mnt, op, a, b, c);
+        let want = apply(plain.path(), op, a, b, c);
+        assert_eq!(got, want, "{policy}: operation {i} ({op}) differs from a plain directory");
+        if i % 97 == 0 {
+            // Watch placements through the tier xattr: files must really move.
+            for (rel, data) in tree(&m.mnt) {
+                if data != b"<dir>" {
+                    let t = xattr::get(m.mnt.join(&rel), "user.tierwise.tier").unwrap().unwrap_or_default();
+                    if last_tier.insert(rel, t.clone()).is_some_and(|old| old != t) {
+                        tier_changes += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert!(tier_changes >= 3, "{policy}: only {tier_changes} placement changes seen; migrations are not exercised");
+    assert_eq!(tree(&m.mnt), tree(plain.path()), "{policy}: the trees differ");
+    m.unmount();
+    // A remount adopts what the tiers hold and shows the same tree.
+    let m2 = mount(ssd.path(), hdd.path(), mnt.path(), policy, 48 * 1024);
+    assert_eq!(tree(&m2.mnt), tree(plain.path()), "{policy}: the remounted tree differs");
+    drop(m2);
+    // Every file is at its own relative path on a tier (no temporaries left behind), and DST
+    // policies keep one copy.
+    let (s, h) = (tree(ssd.path()), tree(hdd.path()));
+    for (rel, data) in tree(plain.path()) {
+        if data == b"<dir>" {
+            continue;
+        }
+        let on = (s.get(&rel) == Some(&data), h.get(&rel) == Some(&data));
+        assert!(on.0 || on.1, "{policy}: {} is on no tier with its latest bytes", rel.display());
+        if policy.contains("dst") || policy.starts_with("hycache") {
+            assert!(
+                !(s.contains_key(&rel) && h.contains_key(&rel)),
+                "{policy}: DST file {} on both tiers",
+                rel.display()
+            );
+        }
+    }
+    for rel in s.keys().chain(h.keys()) {
+        assert!(!rel.to_string_lossy().contains(".tierwise-tmp"), "{policy}: temporary {} left", rel.display());
+    }
+}
+
+#[test]
+fn dynamic_hot_dst_behaves_like_a_plain_directory() {
+    differential("dynamic-hot-dst:sieve=16KiB", 20_000, 1);
+}
+
+#[test]
+fn on_demand_caching_behaves_like_a_plain_directory() {
+    differential("on-demand-caching:sieve=16KiB", 20_000, 2);
+}
+
+#[test]
+fn write_back_behaves_like_a_plain_directory() {
+    differential("file-write-back:sieve=16KiB", 20_000, 3);
+}
+
+#[test]
+fn hycache_behaves_like_a_plain_directory() {
+    differential("hycache:threshold=60%", 20_000, 4);
+}
+
+#[test]
+fn plain_cold_dst_behaves_like_a_plain_directory() {
+    differential("plain-cold-dst:sieve=16KiB", 20_000, 5);
+}
+
+#[test]
+fn posix_basics_and_the_tier_xattr() {
+    if !fuse_available() {
+        return;
+    }
+    let (ssd, hdd, mnt) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let m = mount(ssd.path(), hdd.path(), mnt.path(), "dynamic-hot-dst", 1 << 20);
+    let p = m.mnt.join("a.txt");
+    fs::write(&p, b"hello").unwrap();
+    assert_eq!(fs::read(&p).unwrap(), b"hello");
+    assert_eq!(xattr::get(&p, "user.tierwise.tier").unwrap().as_deref(), Some(&b"hdd"[..]), "allocated on the HDD");
+    // Dynamic Hot-DST promotes on an HDD read; the next read finds it on the SSD.
+    for _ in 0..50 {
+        let _ = fs::read(&p).unwrap();
+        if xattr::get(&p, "user.tierwise.tier").unwrap().as_deref() == Some(&b"ssd"[..]) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(xattr::get(&p, "user.tierwise.tier").unwrap().as_deref(), Some(&b"ssd"[..]));
+    assert!(ssd.path().join("a.txt").exists() && !hdd.path().join("a.txt").exists(), "one copy, on the SSD");
+    // Symlinks, chmod, times, statfs, a refused hard link, rename over an existing file.
+    std::os::unix::fs::symlink("a.txt", m.mnt.join("link")).unwrap();
+    assert_eq!(fs::read_link(m.mnt.join("link")).unwrap(), Path::new("a.txt"));
+    assert_eq!(fs::read(m.mnt.join("link")).unwrap(), b"hello");
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(&p, fs::Permissions::from_mode(0o600)).unwrap();
+    assert_eq!(fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o600);
+    let e = fs::hard_link(&p, m.mnt.join("hard")).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::PermissionDenied, "hard links are refused with EPERM");
+    fs::write(m.mnt.join("b.txt"), b"other").unwrap();
+    fs::rename(m.mnt.join("b.txt"), &p).unwrap();
+    assert_eq!(fs::read(&p).unwrap(), b"other");
+    let st = nix::sys::statvfs::statvfs(&m.mnt).unwrap();
+    assert!(st.blocks() > 0);
+    // Directories, a big listing, rmdir of a non-empty directory.
+    fs::create_dir(m.mnt.join("many")).unwrap();
+    for i in 0..2000 {
+        fs::write(m.mnt.join("many").join(format!("f{i}")), b"x").unwrap();
+    }
+    assert_eq!(fs::read_dir(m.mnt.join("many")).unwrap().count(), 2000);
+    assert_eq!(fs::remove_dir(m.mnt.join("many")).unwrap_err().kind(), ErrorKind::DirectoryNotEmpty);
+    // A renamed directory carries its files.
+    fs::rename(m.mnt.join("many"), m.mnt.join("moved")).unwrap();
+    assert_eq!(fs::read(m.mnt.join("moved/f1999")).unwrap(), b"x");
+    // Names tierwise reserves cannot be created through the mount.
+    assert!(fs::write(m.mnt.join(".tierwise-tmp-1"), b"x").is_err());
+}
+
+#[test]
+fn bad_tiers_are_refused_by_name() {
+    let (a, mnt) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let e = Tiers::open(a.path(), a.path(), mnt.path()).unwrap_err().to_string();
+    assert!(e.contains("separate directories"), "{e}");
+    let e = Tiers::open(&a.path().join("missing"), a.path(), mnt.path()).unwrap_err().to_string();
+    assert!(e.contains("ssd tier") && e.contains("missing"), "{e}");
+    let b = tempfile::tempdir().unwrap();
+    let inside = a.path().join("mnt");
+    fs::create_dir(&inside).unwrap();
+    let e = Tiers::open(a.path(), b.path(), &inside).unwrap_err().to_string();
+    assert!(e.contains("inside a tier"), "{e}");
+    let tiers = Tiers::open(a.path(), b.path(), mnt.path()).unwrap();
+    let e = HybridFs::new(tiers, &MountConfig { policy: "greendm-tiering".into(), ssd_quota: 1 << 20 }).err().unwrap();
+    assert!(e.to_string().contains("block-level"), "{e}");
+}
