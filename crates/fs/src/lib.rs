@@ -41,8 +41,8 @@ use fuser::{
 pub use tiers::{TierError, Tiers};
 use tierwise_core::arch::type_aware::{file_volumes, volume_of};
 use tierwise_core::{
-    Clock, ConfigError, Engine, Level, Nanos, ObjectClass, ObjectId, ObjectKind, Op, Outcome, Request, Served, Setup,
-    Tier, Work, WorkKind, build_arch,
+    Clock, ConfigError, Engine, Level, Nanos, ObjectClass, ObjectId, ObjectKind, Op, Outcome, Placement, Request,
+    Served, Setup, Tier, Work, WorkKind, build_arch,
 };
 
 /// Time since the file system started, for the engine (the engine never reads the OS clock).
@@ -372,8 +372,9 @@ impl Shared {
             let both = f.copies[0].is_some() && f.copies[1].is_some();
             {
                 let mut e = lock(&self.engine);
-                let dirty = newer_on_ssd || (level == Level::Fast && !both);
-                e.adopt(ObjectId(ino), level, size, dirty && both);
+                // Dirty: the SSD copy is newer than the HDD one, or the only one (a caching
+                // policy must never drop it as a clean copy).
+                e.adopt(ObjectId(ino), level, size, newer_on_ssd || (level == Level::Fast && !both));
             }
             // Make the trees agree with what the engine decided.
             let p = lock(&self.engine).placement(ObjectId(ino));
@@ -437,6 +438,10 @@ impl Shared {
         };
         let tier = |l: Level| if l == Level::Fast { Tier::Fast } else { Tier::Slow };
         let result = match w.kind {
+            // The invalidation took effect in the engine when it was issued. A whole-file write
+            // may have put the file back on the SSD since (write-back, write-through-all): that
+            // copy is the file now, so the stale one is already replaced.
+            WorkKind::Invalidate if lock(&self.engine).placement(w.obj).on_fast => Ok(0),
             WorkKind::Invalidate => self.tiers.remove(Tier::Fast, &rel).map(|_| 0),
             WorkKind::Promote | WorkKind::Demote => {
                 let from = tier(w.from);
@@ -466,10 +471,12 @@ impl Shared {
         &self,
         ino: u64,
         req: Request,
-        io: impl Fn(&Self, &Served, &Node) -> Result<T, Errno>,
+        io: impl Fn(&Self, &Served, &Node, &Placement) -> Result<T, Errno>,
     ) -> Result<T, Errno> {
         let file_lock = self.file_lock(ino);
         let guard = file_lock.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        // Where the file was when the engine decided (under the lock, so no move in between).
+        let before = lock(&self.engine).placement(ObjectId(ino));
         let served = self.tell(&req);
         let guard = if served.blocked {
             drop(guard);
@@ -479,7 +486,7 @@ impl Shared {
             guard
         };
         let node = self.node(ino)?;
-        let r = io(self, &served, &node);
+        let r = io(self, &served, &node, &before);
         drop(guard);
         r
     }
@@ -592,7 +599,7 @@ impl Filesystem for HybridFs {
             if let Some(size) = size {
                 let class = s.class(&node.rel, node.dir);
                 let req = Request { obj: ObjectId(ino.0), op: Op::Truncate, offset: size, len: 0, class };
-                s.data_op(ino.0, req, |s, _, node| {
+                s.data_op(ino.0, req, |s, _, node, _| {
                     for t in s.copies(ino.0, &node.rel) {
                         let f = fs::OpenOptions::new().write(true).open(s.tiers.path(t, &node.rel));
                         f.and_then(|f| f.set_len(size)).map_err(|e| errno(&e))?;
@@ -872,7 +879,7 @@ impl Filesystem for HybridFs {
                 len: u64::from(size),
                 class: s.class(&n.rel, false),
             };
-            s.data_op(ino.0, req, |s, served, node| {
+            s.data_op(ino.0, req, |s, served, node, _| {
                 let want = if served.level == Level::Fast { Tier::Fast } else { Tier::Slow };
                 let copies = s.copies(ino.0, &node.rel);
                 let tier = if copies.contains(&want) { want } else { *copies.first().ok_or(Errno::ENOENT)? };
@@ -906,7 +913,7 @@ impl Filesystem for HybridFs {
                 len: data.len() as u64,
                 class: s.class(&n.rel, false),
             };
-            s.data_op(ino.0, req, |s, served, node| {
+            s.data_op(ino.0, req, |s, served, node, before| {
                 let p = lock(&s.engine).placement(ObjectId(ino.0));
                 // The engine's answer, corrected by where the file is now (a blocked write runs
                 // after its file moved).
@@ -926,9 +933,12 @@ impl Filesystem for HybridFs {
                 }
                 for t in &targets {
                     let path = s.tiers.path(*t, &node.rel);
-                    if !path.exists() {
-                        // A whole-file write the engine allocated on a tier without a copy.
+                    let had = if *t == Tier::Fast { before.on_fast } else { before.on_slow };
+                    if p.tracked && !had && !served.blocked {
+                        // A whole-file write the engine allocated on a tier that held no valid
+                        // copy: it replaces whatever stale file is there.
                         s.tiers.make_parents(*t, &node.rel).map_err(|e| errno(&e))?;
+                        fs::File::create(&path).map_err(|e| errno(&e))?;
                     }
                     tiers::write_at(&path, offset, data, true).map_err(|e| errno(&e))?;
                 }

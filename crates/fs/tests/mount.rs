@@ -235,8 +235,9 @@ fn posix_basics_and_the_tier_xattr() {
     let m = mount(ssd.path(), hdd.path(), mnt.path(), "dynamic-hot-dst", 1 << 20);
     let p = m.mnt.join("a.txt");
     fs::write(&p, b"hello").unwrap();
-    assert_eq!(fs::read(&p).unwrap(), b"hello");
+    // Checked before any read: a read served by the HDD promotes it.
     assert_eq!(xattr::get(&p, "user.tierwise.tier").unwrap().as_deref(), Some(&b"hdd"[..]), "allocated on the HDD");
+    assert_eq!(fs::read(&p).unwrap(), b"hello");
     // Dynamic Hot-DST promotes on an HDD read; the next read finds it on the SSD.
     for _ in 0..50 {
         let _ = fs::read(&p).unwrap();

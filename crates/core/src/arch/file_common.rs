@@ -1152,10 +1152,13 @@ impl FileCore {
             return;
         }
         let fast = level == Level::Fast && !self.sieved(size) && self.fast_used + size <= self.capacity;
+        // `dirty`: the SSD copy is newer than the HDD one, or the only one. DST keeps one copy
+        // and has no dirty state.
+        let copies = self.modes[0].copies();
         let flags = match (fast, dirty) {
+            (true, _) if !copies => ON_FAST,
             (true, true) => ON_FAST | DIRTY,
-            (true, false) if self.modes[0].copies() => ON_FAST | ON_SLOW,
-            (true, false) => ON_FAST,
+            (true, false) => ON_FAST | ON_SLOW,
             (false, _) => ON_SLOW,
         };
         let s = self.table.insert(obj, FileMeta::new(size, flags, 0));
