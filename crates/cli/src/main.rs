@@ -52,6 +52,12 @@ enum Command {
     Bench(BenchArgs),
     /// Mount a hybrid file system (FUSE) over an SSD directory and an HDD directory.
     Mount(MountArgs),
+    /// Where files on a tierwise mount are: ssd, hdd or ssd+hdd (the user.tierwise.tier xattr).
+    WhichTier {
+        /// Files on a tierwise mount.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+    },
     /// Unmount a tierwise mount.
     Umount {
         /// The mountpoint.
@@ -316,6 +322,9 @@ struct MountArgs {
     /// Stay in the foreground (otherwise tierwise detaches once the mount is live).
     #[arg(long)]
     foreground: bool,
+    /// Let other users use the mount (permissions are still checked: default_permissions).
+    #[arg(long)]
+    allow_other: bool,
 }
 
 #[derive(Subcommand)]
@@ -416,6 +425,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Bench(a) => cmd_bench(a),
         Command::Mount(a) => cmd_mount(a),
         Command::Umount { mountpoint } => cmd_umount(&mountpoint),
+        Command::WhichTier { paths } => cmd_which_tier(&paths),
         Command::List { what } => cmd_list(what.as_deref()),
     }
 }
@@ -507,6 +517,10 @@ fn cmd_mount(a: MountArgs) -> Result<()> {
     let fs = HybridFs::new(tiers, &MountConfig { policy: a.policy.clone(), ssd_quota: quota })?;
     let mut cfg = fuser::Config::default();
     cfg.mount_options = tierwise_fs::mount_options();
+    if a.allow_other {
+        // fuser adds allow_other for this ACL.
+        cfg.acl = fuser::SessionACL::All;
+    }
     cfg.n_threads = Some(a.threads);
     eprintln!(
         "tierwise: mounted on {} (ssd {}, hdd {}, policy {}, SSD quota {})",
@@ -565,6 +579,17 @@ fn detach_mount(mountpoint: &Path) -> Result<()> {
     }
     let _ = child.kill();
     bail!("{} did not become a tierwise mount within 30 s (log {})", mountpoint.display(), log.display())
+}
+
+fn cmd_which_tier(paths: &[PathBuf]) -> Result<()> {
+    for p in paths {
+        match xattr::get(p, "user.tierwise.tier") {
+            Ok(Some(v)) => println!("{}: {}", p.display(), String::from_utf8_lossy(&v)),
+            Ok(None) => bail!("{}: not on a tierwise mount (no user.tierwise.tier attribute)", p.display()),
+            Err(e) => bail!("{}: {e}", p.display()),
+        }
+    }
+    Ok(())
 }
 
 fn cmd_umount(mountpoint: &Path) -> Result<()> {

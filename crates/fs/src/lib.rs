@@ -170,6 +170,8 @@ struct Shared {
     /// Listings of open directories, by handle.
     dirs: Mutex<HashMap<u64, Vec<DirEntry>>>,
     next_fh: AtomicU64,
+    /// Recent decisions and moves per file (read through the `user.tierwise.debug` xattr).
+    events: Mutex<HashMap<u64, std::collections::VecDeque<String>>>,
 }
 
 /// The hybrid file system; see the crate docs.
@@ -213,6 +215,7 @@ impl HybridFs {
             stats: MoverStats::default(),
             dirs: Mutex::new(HashMap::new()),
             next_fh: AtomicU64::new(1),
+            events: Mutex::new(HashMap::new()),
         });
         shared.adopt()?;
         let s = Arc::clone(&shared);
@@ -264,20 +267,52 @@ impl Shared {
         lock(&self.inodes).get(ino).cloned().ok_or(Errno::ENOENT)
     }
 
+    /// Remembers an event of file `ino` (the last 32 are kept).
+    fn note(&self, ino: u64, what: String) {
+        let mut ev = lock(&self.events);
+        let q = ev.entry(ino).or_default();
+        if q.len() >= 32 {
+            q.pop_front();
+        }
+        q.push_back(what);
+    }
+
     /// Tells the engine; queues its work for the mover.
     fn tell(&self, req: &Request) -> Served {
         let mut e = lock(&self.engine);
         let served = e.access(req);
+        let p = e.placement(req.obj);
+        let work: Vec<String> =
+            e.pending_work().iter().map(|w| format!("{}#{}({})", w.kind.name(), w.obj.0, w.id.0 & 0xffff)).collect();
+        drop(e);
+        self.note(
+            req.obj.0,
+            format!(
+                "{:?} {}+{} -> {:?}{} now f{}s{}d{}m{} queued {:?}",
+                req.op,
+                req.offset,
+                req.len,
+                served.level,
+                if served.blocked { " blocked" } else { "" },
+                u8::from(p.on_fast),
+                u8::from(p.on_slow),
+                u8::from(p.dirty),
+                u8::from(p.moving),
+                work
+            ),
+        );
+        let e = lock(&self.engine);
         if !e.pending_work().is_empty() {
             self.work_cv.notify_all();
         }
         served
     }
 
-    /// Waits until no work on `ino` is queued or in flight.
-    fn wait_for(&self, ino: u64) {
+    /// Waits until no work on `ino`, and none of the works `ids`, is queued or in flight.
+    fn wait_for(&self, ino: u64, ids: &[u64]) {
         let mut e = lock(&self.engine);
-        while e.in_flight().any(|w| w.obj.0 == ino) || e.pending_work().iter().any(|w| w.obj.0 == ino) {
+        let busy = |w: &Work| w.obj.0 == ino || ids.contains(&w.id.0);
+        while e.in_flight().any(busy) || e.pending_work().iter().any(busy) {
             self.work_cv.notify_all();
             e = self.done_cv.wait_timeout(e, Duration::from_millis(50)).map_or_else(|p| p.into_inner().0, |r| r.0);
         }
@@ -378,16 +413,17 @@ impl Shared {
             }
             // Make the trees agree with what the engine decided.
             let p = lock(&self.engine).placement(ObjectId(ino));
-            if !p.on_fast && f.copies[0].is_some() && f.copies[1].is_none() {
-                // It did not fit the SSD quota: move it down now.
-                self.tiers.copy_across(&f.rel, Tier::Fast, ino)?;
+            let ssd_is_the_file = f.copies[0].is_some() && (newer_on_ssd || !both || level == Level::Fast);
+            if !p.on_fast && f.copies[0].is_some() {
+                if ssd_is_the_file {
+                    // The SSD copy is the file but did not fit the quota: move it down now,
+                    // replacing any older HDD copy.
+                    self.tiers.copy_across(&f.rel, Tier::Fast, ino)?;
+                }
                 self.tiers.remove(Tier::Fast, &f.rel)?;
-            } else if p.on_fast && !p.on_slow && both && !p.dirty {
-                // A DST policy keeps one copy: the identical HDD one was the source of a move.
+            } else if p.on_fast && !p.on_slow && !p.dirty && both {
+                // A DST policy keeps one copy, the SSD one (newer, or identical after a move).
                 self.tiers.remove(Tier::Slow, &f.rel)?;
-            } else if !p.on_fast && both {
-                // The SSD copy is older than the HDD one, or did not fit: the HDD copy is the file.
-                self.tiers.remove(Tier::Fast, &f.rel)?;
             }
         }
         Ok(())
@@ -413,11 +449,13 @@ impl Shared {
                 e.drain_work().collect()
             };
             for w in batch {
+                self.note(w.obj.0, format!("mover starts {}({})", w.kind.name(), w.id.0 & 0xffff));
                 // The engine hears the outcome while the file's lock is still held: until then
                 // it routes accesses by the old placement, so no access may run in between.
                 let file_lock = self.file_lock(w.obj.0);
                 let _g = file_lock.write().unwrap_or_else(std::sync::PoisonError::into_inner);
                 let outcome = self.execute(&w);
+                self.note(w.obj.0, format!("mover {} -> {outcome:?}", w.kind.name()));
                 if w.kind.needs_completion() {
                     let mut e = lock(&self.engine);
                     let _ = e.complete(w.id, outcome);
@@ -465,8 +503,11 @@ impl Shared {
         }
     }
 
-    /// Runs a data access: tells the engine (under the file's shared lock), waits when the
-    /// engine says so, and gives `io` the tiers to use.
+    /// Runs a data access: tells the engine (under the file's shared lock), and gives `io` the
+    /// engine's answer and where the file was when it decided. A blocked access releases the
+    /// lock, waits for the work it issued and the work on its file, and is told again: between
+    /// the wait and the I/O other work on the file may have run (a write-back that did not
+    /// contain this write, say), so only a fresh answer under the lock is safe to act on.
     fn data_op<T>(
         &self,
         ino: u64,
@@ -474,21 +515,34 @@ impl Shared {
         io: impl Fn(&Self, &Served, &Node, &Placement) -> Result<T, Errno>,
     ) -> Result<T, Errno> {
         let file_lock = self.file_lock(ino);
-        let guard = file_lock.read().unwrap_or_else(std::sync::PoisonError::into_inner);
-        // Where the file was when the engine decided (under the lock, so no move in between).
-        let before = lock(&self.engine).placement(ObjectId(ino));
-        let served = self.tell(&req);
-        let guard = if served.blocked {
+        for attempt in 0.. {
+            let guard = file_lock.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let (before, served, issued) = {
+                let mut e = lock(&self.engine);
+                let before = e.placement(ObjectId(ino));
+                let known: Vec<u64> = e.pending_work().iter().map(|w| w.id.0).collect();
+                let served = e.access(&req);
+                let issued: Vec<u64> =
+                    e.pending_work().iter().map(|w| w.id.0).filter(|id| !known.contains(id)).collect();
+                if !e.pending_work().is_empty() {
+                    self.work_cv.notify_all();
+                }
+                (before, served, issued)
+            };
+            self.note(
+                ino,
+                format!("{:?} {}+{} -> {:?} blocked={}", req.op, req.offset, req.len, served.level, served.blocked),
+            );
+            if !served.blocked || attempt >= 64 {
+                let node = self.node(ino)?;
+                let r = io(self, &served, &node, &before);
+                drop(guard);
+                return r;
+            }
             drop(guard);
-            self.wait_for(ino);
-            file_lock.read().unwrap_or_else(std::sync::PoisonError::into_inner)
-        } else {
-            guard
-        };
-        let node = self.node(ino)?;
-        let r = io(self, &served, &node, &before);
-        drop(guard);
-        r
+            self.wait_for(ino, &issued);
+        }
+        Err(Errno::EIO)
     }
 
     fn lookup_child(&self, parent: u64, name: &OsStr) -> Result<(u64, PathBuf), Errno> {
@@ -994,6 +1048,31 @@ impl Filesystem for HybridFs {
             if !any {
                 return Err(Errno::ENOENT);
             }
+            // A file moving between tiers can be missed by both directory reads (read before it
+            // appears on one, after it left the other): look again at every known file of this
+            // directory that is missing, under its lock, which waits for the move.
+            let known: Vec<(OsString, u64)> = lock(&s.inodes)
+                .by_path
+                .iter()
+                .filter(|(p, _)| p.parent() == Some(node.rel.as_path()) && !p.as_os_str().is_empty())
+                .filter_map(|(p, &i)| p.file_name().map(|n| (n.to_os_string(), i)))
+                .filter(|(n, _)| !names.contains_key(n))
+                .collect();
+            for (name, i) in known {
+                let file_lock = s.file_lock(i);
+                let _g = file_lock.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+                let rel = node.rel.join(&name);
+                if let Some(m) = Tier::ALL.into_iter().find_map(|t| fs::symlink_metadata(s.tiers.path(t, &rel)).ok()) {
+                    let kind = if m.is_dir() {
+                        FileType::Directory
+                    } else if m.file_type().is_symlink() {
+                        FileType::Symlink
+                    } else {
+                        FileType::RegularFile
+                    };
+                    names.insert(name, kind);
+                }
+            }
             let mut entries = vec![
                 (ino.0, FileType::Directory, OsString::from(".")),
                 (ino.0, FileType::Directory, OsString::from("..")),
@@ -1094,6 +1173,12 @@ impl Filesystem for HybridFs {
         let s = &self.shared;
         let value: Result<Vec<u8>, Errno> = if name == "user.tierwise.tier" {
             Ok(s.tier_label(ino.0).as_bytes().to_vec())
+        } else if name == "user.tierwise.debug" {
+            Ok(lock(&s.events)
+                .get(&ino.0)
+                .map(|q| q.iter().cloned().collect::<Vec<_>>().join("\n"))
+                .unwrap_or_default()
+                .into_bytes())
         } else {
             s.node(ino.0).and_then(|n| {
                 let p = s.meta_path(ino.0, &n).ok_or(Errno::ENOENT)?;

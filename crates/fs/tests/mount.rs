@@ -159,7 +159,41 @@ fn differential(policy: &str, ops: u64, seed: u64) {
         let (op, a, b, c) = (rng.below(14), rng.next(), rng.next(), rng.next());
         let got = apply(&m.mnt, op, a, b, c);
         let want = apply(plain.path(), op, a, b, c);
-        assert_eq!(got, want, "{policy}: operation {i} ({op}) differs from a plain directory");
+        if std::env::var_os("TIERWISE_FS_TRACE").is_some() {
+            let tier = xattr::get(m.mnt.join(format!("d{}/f{}", a % 3, a % 12)), "user.tierwise.tier")
+                .ok()
+                .flatten()
+                .unwrap_or_default();
+            let rel = format!("d{}/f{}", a % 3, a % 12);
+            let size = |d: &Path| fs::metadata(d.join(&rel)).map_or(-1, |m| m.len() as i64);
+            eprintln!(
+                "{i} op{op} d{}/f{} -> d{}/f{} off {} len {}: {got} [{}] ssd {} hdd {}",
+                a % 3,
+                a % 12,
+                b % 3,
+                b % 12,
+                b % 20_000,
+                c,
+                String::from_utf8_lossy(&tier),
+                size(ssd.path()),
+                size(hdd.path())
+            );
+        }
+        if got != want {
+            let rel = format!("d{}/f{}", a % 3, a % 12);
+            let size = |d: &Path| fs::metadata(d.join(&rel)).map_or(-1, |m| m.len() as i64);
+            let tier = xattr::get(m.mnt.join(&rel), "user.tierwise.tier").ok().flatten().unwrap_or_default();
+            let debug = xattr::get(m.mnt.join(&rel), "user.tierwise.debug").ok().flatten().unwrap_or_default();
+            eprintln!("recent events of {rel}:\n{}", String::from_utf8_lossy(&debug));
+            panic!(
+                "{policy}: operation {i} ({op} on {rel}) differs from a plain directory: got {got}, want {want}; \
+                 now: ssd {} B, hdd {} B, mount {} B, tier {}",
+                size(ssd.path()),
+                size(hdd.path()),
+                size(&m.mnt),
+                String::from_utf8_lossy(&tier)
+            );
+        }
         if i % 97 == 0 {
             // Watch placements through the tier xattr: files must really move.
             for (rel, data) in tree(&m.mnt) {
