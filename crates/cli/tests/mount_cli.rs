@@ -107,9 +107,7 @@ fn permissions_are_enforced_and_symlinks_never_lead_the_daemon_outside() {
     }
     let (ssd, hdd, mnt) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     use std::os::unix::fs::PermissionsExt;
-    for d in [mnt.path()] {
-        fs::set_permissions(d, fs::Permissions::from_mode(0o755)).unwrap();
-    }
+    fs::set_permissions(mnt.path(), fs::Permissions::from_mode(0o755)).unwrap();
     mount(ssd.path(), hdd.path(), mnt.path(), &["--policy", "on-demand-caching", "--allow-other"]);
     fs::set_permissions(mnt.path(), fs::Permissions::from_mode(0o755)).unwrap();
     let secret = mnt.path().join("secret");
