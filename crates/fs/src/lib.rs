@@ -545,6 +545,29 @@ impl Shared {
         Err(Errno::EIO)
     }
 
+    /// Whether directory `rel` has entries (other than tierwise's own) on either tier.
+    fn dir_has_entries(&self, rel: &Path) -> bool {
+        Tier::ALL.into_iter().any(|t| {
+            fs::read_dir(self.tiers.path(t, rel))
+                .is_ok_and(|mut d| d.any(|e| e.is_ok_and(|e| !tiers::is_reserved(&e.file_name()))))
+        })
+    }
+
+    /// Removes `rel` from both tiers with `remove` and forgets its path; ENOENT when neither
+    /// tier had it.
+    fn remove_everywhere(&self, rel: &Path, remove: fn(&Path) -> io::Result<()>) -> Result<(), Errno> {
+        let mut found = false;
+        for t in Tier::ALL {
+            match remove(&self.tiers.path(t, rel)) {
+                Ok(()) => found = true,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(errno(&e)),
+            }
+        }
+        lock(&self.inodes).forget_path(rel);
+        if found { Ok(()) } else { Err(Errno::ENOENT) }
+    }
+
     fn lookup_child(&self, parent: u64, name: &OsStr) -> Result<(u64, PathBuf), Errno> {
         tiers::check_name(name).map_err(Errno::from_i32)?;
         let pnode = self.node(parent)?;
@@ -735,16 +758,7 @@ impl Filesystem for HybridFs {
             let _g = file_lock.write().unwrap_or_else(std::sync::PoisonError::into_inner);
             let class = s.class(&rel, false);
             s.tell(&Request::op(ObjectId(ino), Op::Delete).with_class(class));
-            let mut found = false;
-            for t in Tier::ALL {
-                match fs::remove_file(s.tiers.path(t, &rel)) {
-                    Ok(()) => found = true,
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                    Err(e) => return Err(errno(&e)),
-                }
-            }
-            lock(&s.inodes).forget_path(&rel);
-            if found { Ok(()) } else { Err(Errno::ENOENT) }
+            s.remove_everywhere(&rel, |p| fs::remove_file(p))
         })();
         match r {
             Ok(()) => reply.ok(),
@@ -757,29 +771,17 @@ impl Filesystem for HybridFs {
         let r = (|| -> Result<(), Errno> {
             let (_, rel) = s.lookup_child(parent.0, name)?;
             // Not empty on either tier: refuse before touching anything.
-            for t in Tier::ALL {
-                if let Ok(mut d) = fs::read_dir(s.tiers.path(t, &rel))
-                    && d.any(|e| e.is_ok_and(|e| !tiers::is_reserved(&e.file_name())))
-                {
-                    return Err(Errno::ENOTEMPTY);
-                }
+            if s.dir_has_entries(&rel) {
+                return Err(Errno::ENOTEMPTY);
             }
-            let mut found = false;
-            for t in Tier::ALL {
-                let p = s.tiers.path(t, &rel);
-                if let Ok(d) = fs::read_dir(&p) {
+            s.remove_everywhere(&rel, |p| {
+                if let Ok(d) = fs::read_dir(p) {
                     for e in d.flatten() {
                         let _ = fs::remove_file(e.path()); // leftover temporaries only
                     }
                 }
-                match fs::remove_dir(&p) {
-                    Ok(()) => found = true,
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                    Err(e) => return Err(errno(&e)),
-                }
-            }
-            lock(&s.inodes).forget_path(&rel);
-            if found { Ok(()) } else { Err(Errno::ENOENT) }
+                fs::remove_dir(p)
+            })
         })();
         match r {
             Ok(()) => reply.ok(),
@@ -850,14 +852,8 @@ impl Filesystem for HybridFs {
             let _ga = lock_a.write().unwrap_or_else(std::sync::PoisonError::into_inner);
             let lock_b = target.map(|t| s.file_lock(t));
             let _gb = lock_b.as_ref().map(|l| l.write().unwrap_or_else(std::sync::PoisonError::into_inner));
-            if target_dir {
-                for t in Tier::ALL {
-                    if let Ok(mut d) = fs::read_dir(s.tiers.path(t, &to))
-                        && d.any(|e| e.is_ok_and(|e| !tiers::is_reserved(&e.file_name())))
-                    {
-                        return Err(Errno::ENOTEMPTY);
-                    }
-                }
+            if target_dir && s.dir_has_entries(&to) {
+                return Err(Errno::ENOTEMPTY);
             }
             if let Some(t) = target
                 && !target_dir
