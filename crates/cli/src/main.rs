@@ -514,7 +514,7 @@ fn cmd_mount(a: MountArgs) -> Result<()> {
     if !a.foreground {
         return detach_mount(&mountpoint);
     }
-    let fs = HybridFs::new(tiers, &MountConfig { policy: a.policy.clone(), ssd_quota: quota })?;
+    let fs = HybridFs::new(tiers, &MountConfig { policy: a.policy.clone(), ssd_quota: quota, debug_events: false })?;
     let mut cfg = fuser::Config::default();
     cfg.mount_options = tierwise_fs::mount_options();
     if a.allow_other {

@@ -82,6 +82,9 @@ pub struct MountConfig {
     pub policy: String,
     /// SSD bytes tierwise may use.
     pub ssd_quota: u64,
+    /// Keep the last decisions and moves of each file, readable as the `user.tierwise.debug`
+    /// xattr (tests; costs a little per operation).
+    pub debug_events: bool,
 }
 
 const TTL: Duration = Duration::from_secs(1);
@@ -172,6 +175,10 @@ struct Shared {
     next_fh: AtomicU64,
     /// Recent decisions and moves per file (read through the `user.tierwise.debug` xattr).
     events: Mutex<HashMap<u64, std::collections::VecDeque<String>>>,
+    /// Tier files open for files the kernel has open, by (inode, tier). Dropped when a move
+    /// replaces the file, on unlink and rename, and when the kernel releases the file.
+    fds: Mutex<HashMap<(u64, usize), Arc<fs::File>>>,
+    debug_events: bool,
 }
 
 /// The hybrid file system; see the crate docs.
@@ -216,6 +223,8 @@ impl HybridFs {
             dirs: Mutex::new(HashMap::new()),
             next_fh: AtomicU64::new(1),
             events: Mutex::new(HashMap::new()),
+            fds: Mutex::new(HashMap::new()),
+            debug_events: cfg.debug_events,
         });
         shared.adopt()?;
         let s = Arc::clone(&shared);
@@ -268,7 +277,11 @@ impl Shared {
     }
 
     /// Remembers an event of file `ino` (the last 32 are kept).
-    fn note(&self, ino: u64, what: String) {
+    fn note(&self, ino: u64, what: impl FnOnce() -> String) {
+        if !self.debug_events {
+            return;
+        }
+        let what = what();
         let mut ev = lock(&self.events);
         let q = ev.entry(ino).or_default();
         if q.len() >= 32 {
@@ -281,29 +294,31 @@ impl Shared {
     fn tell(&self, req: &Request) -> Served {
         let mut e = lock(&self.engine);
         let served = e.access(req);
-        let p = e.placement(req.obj);
-        let work: Vec<String> =
-            e.pending_work().iter().map(|w| format!("{}#{}({})", w.kind.name(), w.obj.0, w.id.0 & 0xffff)).collect();
-        drop(e);
-        self.note(
-            req.obj.0,
-            format!(
-                "{:?} {}+{} -> {:?}{} now f{}s{}d{}m{} queued {:?}",
-                req.op,
-                req.offset,
-                req.len,
-                served.level,
-                if served.blocked { " blocked" } else { "" },
-                u8::from(p.on_fast),
-                u8::from(p.on_slow),
-                u8::from(p.dirty),
-                u8::from(p.moving),
-                work
-            ),
-        );
-        let e = lock(&self.engine);
         if !e.pending_work().is_empty() {
             self.work_cv.notify_all();
+        }
+        if self.debug_events {
+            let p = e.placement(req.obj);
+            let work: Vec<String> = e
+                .pending_work()
+                .iter()
+                .map(|w| format!("{}#{}({})", w.kind.name(), w.obj.0, w.id.0 & 0xffff))
+                .collect();
+            drop(e);
+            self.note(req.obj.0, || {
+                format!(
+                    "{:?} {}+{} -> {:?}{} now f{}s{}d{}m{} queued {work:?}",
+                    req.op,
+                    req.offset,
+                    req.len,
+                    served.level,
+                    if served.blocked { " blocked" } else { "" },
+                    u8::from(p.on_fast),
+                    u8::from(p.on_slow),
+                    u8::from(p.dirty),
+                    u8::from(p.moving),
+                )
+            });
         }
         served
     }
@@ -449,13 +464,13 @@ impl Shared {
                 e.drain_work().collect()
             };
             for w in batch {
-                self.note(w.obj.0, format!("mover starts {}({})", w.kind.name(), w.id.0 & 0xffff));
+                self.note(w.obj.0, || format!("mover starts {}({})", w.kind.name(), w.id.0 & 0xffff));
                 // The engine hears the outcome while the file's lock is still held: until then
                 // it routes accesses by the old placement, so no access may run in between.
                 let file_lock = self.file_lock(w.obj.0);
                 let _g = file_lock.write().unwrap_or_else(std::sync::PoisonError::into_inner);
                 let outcome = self.execute(&w);
-                self.note(w.obj.0, format!("mover {} -> {outcome:?}", w.kind.name()));
+                self.note(w.obj.0, || format!("mover {} -> {outcome:?}", w.kind.name()));
                 if w.kind.needs_completion() {
                     let mut e = lock(&self.engine);
                     let _ = e.complete(w.id, outcome);
@@ -471,6 +486,8 @@ impl Shared {
 
     /// Executes one work item; the caller holds the file's lock exclusively.
     fn execute(&self, w: &Work) -> Outcome {
+        // The move replaces or removes tier files: open handles on them are stale.
+        self.drop_fds(w.obj.0);
         let Some(rel) = lock(&self.inodes).get(w.obj.0).map(|n| n.rel.clone()) else {
             return Outcome::Cancelled;
         };
@@ -529,10 +546,9 @@ impl Shared {
                 }
                 (before, served, issued)
             };
-            self.note(
-                ino,
-                format!("{:?} {}+{} -> {:?} blocked={}", req.op, req.offset, req.len, served.level, served.blocked),
-            );
+            self.note(ino, || {
+                format!("{:?} {}+{} -> {:?} blocked={}", req.op, req.offset, req.len, served.level, served.blocked)
+            });
             if !served.blocked || attempt >= 64 {
                 let node = self.node(ino)?;
                 let r = io(self, &served, &node, &before);
@@ -543,6 +559,32 @@ impl Shared {
             self.wait_for(ino, &issued);
         }
         Err(Errno::EIO)
+    }
+
+    /// The open tier file of `ino` on `tier` (opened, or created when `create`, on first use).
+    /// The caller holds the file's lock, so no move replaces it meanwhile.
+    fn fd(&self, ino: u64, tier: Tier, rel: &Path, create: bool) -> io::Result<Arc<fs::File>> {
+        if let Some(f) = lock(&self.fds).get(&(ino, tier.index())) {
+            return Ok(Arc::clone(f));
+        }
+        let f = Arc::new(
+            fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(create)
+                .truncate(false)
+                .open(self.tiers.path(tier, rel))?,
+        );
+        lock(&self.fds).insert((ino, tier.index()), Arc::clone(&f));
+        Ok(f)
+    }
+
+    /// Forgets the open tier files of `ino` (its files were replaced or removed).
+    fn drop_fds(&self, ino: u64) {
+        let mut fds = lock(&self.fds);
+        for t in Tier::ALL {
+            fds.remove(&(ino, t.index()));
+        }
     }
 
     /// Whether directory `rel` has entries (other than tierwise's own) on either tier.
@@ -758,6 +800,7 @@ impl Filesystem for HybridFs {
             let _g = file_lock.write().unwrap_or_else(std::sync::PoisonError::into_inner);
             let class = s.class(&rel, false);
             s.tell(&Request::op(ObjectId(ino), Op::Delete).with_class(class));
+            s.drop_fds(ino);
             s.remove_everywhere(&rel, |p| fs::remove_file(p))
         })();
         match r {
@@ -859,7 +902,9 @@ impl Filesystem for HybridFs {
                 && !target_dir
             {
                 s.tell(&Request::op(ObjectId(t), Op::Delete).with_class(s.class(&to, false)));
+                s.drop_fds(t);
             }
+            s.drop_fds(ino);
             for t in Tier::ALL {
                 let (src, dst) = (s.tiers.path(t, &from), s.tiers.path(t, &to));
                 if fs::symlink_metadata(&src).is_ok() {
@@ -933,7 +978,8 @@ impl Filesystem for HybridFs {
                 let want = if served.level == Level::Fast { Tier::Fast } else { Tier::Slow };
                 let copies = s.copies(ino.0, &node.rel);
                 let tier = if copies.contains(&want) { want } else { *copies.first().ok_or(Errno::ENOENT)? };
-                tiers::read_at(&s.tiers.path(tier, &node.rel), offset, size as usize).map_err(|e| errno(&e))
+                let f = s.fd(ino.0, tier, &node.rel, false).map_err(|e| errno(&e))?;
+                tiers::read_at_file(&f, offset, size as usize).map_err(|e| errno(&e))
             })
         });
         match r {
@@ -988,9 +1034,11 @@ impl Filesystem for HybridFs {
                         // A whole-file write the engine allocated on a tier that held no valid
                         // copy: it replaces whatever stale file is there.
                         s.tiers.make_parents(*t, &node.rel).map_err(|e| errno(&e))?;
+                        s.drop_fds(ino.0);
                         fs::File::create(&path).map_err(|e| errno(&e))?;
                     }
-                    tiers::write_at(&path, offset, data, true).map_err(|e| errno(&e))?;
+                    let f = s.fd(ino.0, *t, &node.rel, true).map_err(|e| errno(&e))?;
+                    std::os::unix::fs::FileExt::write_all_at(&*f, data, offset).map_err(|e| errno(&e))?;
                 }
                 Ok(data.len() as u32)
             })
@@ -1009,7 +1057,7 @@ impl Filesystem for HybridFs {
         let s = &self.shared;
         let r = s.node(ino.0).and_then(|n| {
             for t in s.copies(ino.0, &n.rel) {
-                tiers::sync_file(&s.tiers.path(t, &n.rel)).map_err(|e| errno(&e))?;
+                s.fd(ino.0, t, &n.rel, false).and_then(|f| f.sync_all()).map_err(|e| errno(&e))?;
             }
             Ok(())
         });
@@ -1101,6 +1149,24 @@ impl Filesystem for HybridFs {
                 break;
             }
         }
+        reply.ok();
+    }
+
+    fn release(
+        &self,
+        _req: &FuseRequest,
+        ino: INodeNo,
+        _fh: FileHandle,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        _flush: bool,
+        reply: ReplyEmpty,
+    ) {
+        // Keeps descriptors bounded by the files the kernel has open (another handle of the same
+        // file just reopens).
+        let file_lock = self.shared.file_lock(ino.0);
+        let _g = file_lock.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.shared.drop_fds(ino.0);
         reply.ok();
     }
 

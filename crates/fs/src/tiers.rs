@@ -254,8 +254,12 @@ pub fn write_at(path: &Path, offset: u64, data: &[u8], create: bool) -> io::Resu
 
 /// Reads up to `len` bytes at `offset` of `path`.
 pub fn read_at(path: &Path, offset: u64, len: usize) -> io::Result<Vec<u8>> {
+    read_at_file(&File::open(path)?, offset, len)
+}
+
+/// Reads up to `len` bytes at `offset` of an open file.
+pub fn read_at_file(f: &File, offset: u64, len: usize) -> io::Result<Vec<u8>> {
     use std::os::unix::fs::FileExt;
-    let f = File::open(path)?;
     let mut buf = vec![0u8; len];
     let mut got = 0;
     while got < len {
