@@ -129,6 +129,17 @@ impl Inodes {
     /// Moves `from` (and, for a directory, everything under it) to `to`.
     fn rename(&mut self, from: &Path, to: &Path) -> Vec<(u64, PathBuf)> {
         let mut moved = Vec::new();
+        let Some(&ino) = self.by_path.get(from) else { return moved };
+        if !self.by_ino.get(&ino).is_some_and(|n| n.dir) {
+            // A file: one entry, no scan of the table.
+            self.by_path.remove(from);
+            if let Some(n) = self.by_ino.get_mut(&ino) {
+                n.rel = to.to_path_buf();
+            }
+            self.by_path.insert(to.to_path_buf(), ino);
+            moved.push((ino, to.to_path_buf()));
+            return moved;
+        }
         let keys: Vec<PathBuf> = self.by_path.keys().filter(|p| p.starts_with(from)).cloned().collect();
         for old in keys {
             let Some(ino) = self.by_path.remove(&old) else { continue };
@@ -192,11 +203,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 fn errno(e: &io::Error) -> Errno {
-    Errno::from_i32(e.raw_os_error().unwrap_or(libc_eio()))
-}
-
-const fn libc_eio() -> i32 {
-    5
+    Errno::from_i32(e.raw_os_error().unwrap_or(nix::errno::Errno::EIO as i32))
 }
 
 impl HybridFs {
@@ -400,8 +407,7 @@ impl Shared {
     /// Adopts every file already in the trees, resolving two copies of one file.
     fn adopt(&self) -> io::Result<()> {
         for f in self.tiers.scan()? {
-            let dir = false;
-            let ino = lock(&self.inodes).ino_of(&f.rel, dir);
+            let ino = lock(&self.inodes).ino_of(&f.rel, false);
             let level = match f.copies {
                 [Some((size, m_fast)), Some((hsize, m_slow))] => {
                     if size == hsize && m_fast == m_slow {
@@ -537,10 +543,14 @@ impl Shared {
             let (before, served, issued) = {
                 let mut e = lock(&self.engine);
                 let before = e.placement(ObjectId(ino));
-                let known: Vec<u64> = e.pending_work().iter().map(|w| w.id.0).collect();
+                // The engine appends what an access issues to its queue.
+                let queued = e.pending_work().len();
                 let served = e.access(&req);
-                let issued: Vec<u64> =
-                    e.pending_work().iter().map(|w| w.id.0).filter(|id| !known.contains(id)).collect();
+                let issued: Vec<u64> = if served.blocked {
+                    e.pending_work().get(queued..).unwrap_or_default().iter().map(|w| w.id.0).collect()
+                } else {
+                    Vec::new()
+                };
                 if !e.pending_work().is_empty() {
                     self.work_cv.notify_all();
                 }
@@ -559,6 +569,11 @@ impl Shared {
             self.wait_for(ino, &issued);
         }
         Err(Errno::EIO)
+    }
+
+    /// A data access of file `ino` for the engine.
+    fn data_request(&self, ino: u64, node: &Node, op: Op, offset: u64, len: u64) -> Request {
+        Request { obj: ObjectId(ino), op, offset, len, class: self.class(&node.rel, node.dir) }
     }
 
     /// The open tier file of `ino` on `tier` (opened, or created when `create`, on first use).
@@ -716,8 +731,7 @@ impl Filesystem for HybridFs {
         let r = (|| -> Result<FileAttr, Errno> {
             let node = s.node(ino.0)?;
             if let Some(size) = size {
-                let class = s.class(&node.rel, node.dir);
-                let req = Request { obj: ObjectId(ino.0), op: Op::Truncate, offset: size, len: 0, class };
+                let req = s.data_request(ino.0, &node, Op::Truncate, size, 0);
                 s.data_op(ino.0, req, |s, _, node, _| {
                     for t in s.copies(ino.0, &node.rel) {
                         let f = fs::OpenOptions::new().write(true).open(s.tiers.path(t, &node.rel));
@@ -967,13 +981,7 @@ impl Filesystem for HybridFs {
     ) {
         let s = &self.shared;
         let r = s.node(ino.0).and_then(|n| {
-            let req = Request {
-                obj: ObjectId(ino.0),
-                op: Op::Read,
-                offset,
-                len: u64::from(size),
-                class: s.class(&n.rel, false),
-            };
+            let req = s.data_request(ino.0, &n, Op::Read, offset, u64::from(size));
             s.data_op(ino.0, req, |s, served, node, _| {
                 let want = if served.level == Level::Fast { Tier::Fast } else { Tier::Slow };
                 let copies = s.copies(ino.0, &node.rel);
@@ -1002,13 +1010,7 @@ impl Filesystem for HybridFs {
     ) {
         let s = &self.shared;
         let r = s.node(ino.0).and_then(|n| {
-            let req = Request {
-                obj: ObjectId(ino.0),
-                op: Op::Write,
-                offset,
-                len: data.len() as u64,
-                class: s.class(&n.rel, false),
-            };
+            let req = s.data_request(ino.0, &n, Op::Write, offset, data.len() as u64);
             s.data_op(ino.0, req, |s, served, node, before| {
                 let p = lock(&s.engine).placement(ObjectId(ino.0));
                 // The engine's answer, corrected by where the file is now (a blocked write runs

@@ -10,7 +10,7 @@
 
 use std::ffi::OsStr;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Write};
+use std::io;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
 use std::time::SystemTime;
@@ -215,16 +215,9 @@ pub fn check_name(name: &OsStr) -> Result<&OsStr, i32> {
     let mut comps = Path::new(name).components();
     match (comps.next(), comps.next()) {
         (Some(Component::Normal(n)), None) if n == name && !is_reserved(name) => Ok(name),
-        _ if is_reserved(name) => Err(libc_eperm()),
-        _ => Err(libc_einval()),
+        _ if is_reserved(name) => Err(nix::errno::Errno::EPERM as i32),
+        _ => Err(nix::errno::Errno::EINVAL as i32),
     }
-}
-
-const fn libc_eperm() -> i32 {
-    1
-}
-const fn libc_einval() -> i32 {
-    22
 }
 
 /// The modification time of `m`.
@@ -235,26 +228,6 @@ pub fn mtime(m: &fs::Metadata) -> SystemTime {
 /// The access time of `m`.
 pub fn atime(m: &fs::Metadata) -> SystemTime {
     m.accessed().unwrap_or(SystemTime::UNIX_EPOCH)
-}
-
-/// Reads all of `path` (tests and checks).
-pub fn read_all(path: &Path) -> io::Result<Vec<u8>> {
-    let mut v = Vec::new();
-    File::open(path)?.read_to_end(&mut v)?;
-    Ok(v)
-}
-
-/// Writes `data` at `offset` of `path`, creating the file when asked; returns bytes written.
-pub fn write_at(path: &Path, offset: u64, data: &[u8], create: bool) -> io::Result<usize> {
-    use std::os::unix::fs::FileExt;
-    let f = OpenOptions::new().write(true).create(create).truncate(false).open(path)?;
-    f.write_all_at(data, offset)?;
-    Ok(data.len())
-}
-
-/// Reads up to `len` bytes at `offset` of `path`.
-pub fn read_at(path: &Path, offset: u64, len: usize) -> io::Result<Vec<u8>> {
-    read_at_file(&File::open(path)?, offset, len)
 }
 
 /// Reads up to `len` bytes at `offset` of an open file.
@@ -271,14 +244,4 @@ pub fn read_at_file(f: &File, offset: u64, len: usize) -> io::Result<Vec<u8>> {
     }
     buf.truncate(got);
     Ok(buf)
-}
-
-/// Flushes a file's data to its device.
-pub fn sync_file(path: &Path) -> io::Result<()> {
-    OpenOptions::new().write(true).open(path)?.sync_all()
-}
-
-/// Writes `data` to a new file (tests).
-pub fn write_new(path: &Path, data: &[u8]) -> io::Result<()> {
-    File::create(path)?.write_all(data)
 }
