@@ -59,25 +59,15 @@ pub(super) fn run_file_jobs(
     threads: usize,
     progress: &(dyn Fn(&str, usize, usize) + Sync),
 ) -> Result<Vec<RunRecord>, ReproError> {
-    let reports = super::run_parallel(
+    super::run_parallel(
         jobs,
         threads,
-        |job| format!("{} / {}", loads[job.load].name, job.label),
+        |job| (loads[job.load].name.clone(), job.label.clone(), job.ssd_fraction),
         |job, label| {
             let load = &loads[job.load];
             simulate_file_ops(&load.ops, &load.name, &job.cfg, &mut NoProgress)
                 .map_err(|e| ReproError::Sim { label, source: Box::new(e) })
         },
         progress,
-    )?;
-    Ok(jobs
-        .iter()
-        .zip(reports)
-        .map(|(job, report)| RunRecord {
-            workload: loads[job.load].name.clone(),
-            label: job.label.clone(),
-            ssd_fraction: job.ssd_fraction,
-            report,
-        })
-        .collect())
+    )
 }

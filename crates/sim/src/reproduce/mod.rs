@@ -345,37 +345,28 @@ fn run_jobs(
     threads: usize,
     progress: &(dyn Fn(&str, usize, usize) + Sync),
 ) -> Result<Vec<RunRecord>, ReproError> {
-    let reports = run_parallel(
+    run_parallel(
         jobs,
         threads,
-        |job| format!("{} / {}", workloads[job.workload].name(), job.label),
+        |job| (workloads[job.workload].name().to_string(), job.label.clone(), job.ssd_fraction),
         |job, label| {
             let mut t = workloads[job.workload].open()?;
             simulate(&mut t, &job.cfg, &mut NoProgress).map_err(|e| ReproError::Sim { label, source: Box::new(e) })
         },
         progress,
-    )?;
-    Ok(jobs
-        .iter()
-        .zip(reports)
-        .map(|(job, report)| RunRecord {
-            workload: workloads[job.workload].name().to_string(),
-            label: job.label.clone(),
-            ssd_fraction: job.ssd_fraction,
-            report,
-        })
-        .collect())
+    )
 }
 
-/// Runs `simulate(job, label)` for every job on `threads` threads and returns the reports in
-/// job order; `progress(label, done, total)` is called after each.
+/// Runs `simulate(job, label)` for every job on `threads` threads; `describe` gives a job's
+/// workload name, label and SSD fraction. Records come back in job order;
+/// `progress("workload / label", done, total)` is called after each.
 fn run_parallel<J: Sync>(
     jobs: &[J],
     threads: usize,
-    label: impl Fn(&J) -> String + Sync,
+    describe: impl Fn(&J) -> (String, String, f64) + Sync,
     simulate: impl Fn(&J, String) -> Result<SimReport, ReproError> + Sync,
     progress: &(dyn Fn(&str, usize, usize) + Sync),
-) -> Result<Vec<SimReport>, ReproError> {
+) -> Result<Vec<RunRecord>, ReproError> {
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<Result<SimReport, ReproError>>>> =
@@ -386,7 +377,8 @@ fn run_parallel<J: Sync>(
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(job) = jobs.get(i) else { break };
-                    let name = label(job);
+                    let (workload, label, _) = describe(job);
+                    let name = format!("{workload} / {label}");
                     let out = simulate(job, name.clone());
                     if let Ok(mut r) = results.lock() {
                         r[i] = Some(out);
@@ -397,7 +389,14 @@ fn run_parallel<J: Sync>(
         }
     });
     let results = results.into_inner().map_err(|_| ReproError::Options("a simulation thread panicked".into()))?;
-    results.into_iter().map(|r| r.ok_or_else(|| ReproError::Options("a simulation did not run".into()))?).collect()
+    jobs.iter()
+        .zip(results)
+        .map(|(job, r)| {
+            let report = r.ok_or_else(|| ReproError::Options("a simulation did not run".into()))??;
+            let (workload, label, ssd_fraction) = describe(job);
+            Ok(RunRecord { workload, label, ssd_fraction, report })
+        })
+        .collect()
 }
 
 /// Finds a run by workload and label.
