@@ -21,6 +21,7 @@
 //! rebuilds placement from the trees ([`tiers::Tiers::scan`]), which is what the issue asks for
 //! when the store is lost; a write-back dirty file is found as the newer SSD copy.
 
+pub mod state;
 pub mod tiers;
 
 use std::collections::HashMap;

@@ -1,0 +1,397 @@
+//! The mount's crash-safe metadata: pins, the write-back dirty set, a journal of moves and the
+//! persistent counters, in one embedded transactional store (redb) under the state directory.
+//!
+//! What needs which durability:
+//! - A move's journal record is committed durably *before* the move touches the destination,
+//!   so after a crash the next mount knows which files were half-moved and finishes or rolls
+//!   back each one ([`crate::HybridFs::new`]).
+//! - The dirty set and the end-of-move records are committed lazily (no sync) and made durable
+//!   by the next durable commit or by [`StateStore::sync`], which `fsync(2)` on the mount calls:
+//!   data a program did not fsync may be lost by any file system, and a dirty mark that did not
+//!   survive only costs an exact answer (adoption then falls back to comparing the copies).
+//! - Counters are saved every few seconds and at unmount.
+//!
+//! Keys are relative paths as raw bytes (file names need not be UTF-8).
+
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, SystemTime};
+
+use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinition};
+use tierwise_core::{Tier, WorkKind};
+
+/// Pinned files: path → tier index (0 SSD, 1 HDD).
+const PINS: TableDefinition<&[u8], u8> = TableDefinition::new("pins");
+/// Write-back dirty files: path → 1.
+const DIRTY: TableDefinition<&[u8], u8> = TableDefinition::new("dirty");
+/// Moves started and not yet ended: id → (kind, source tier, size, mtime ns, path).
+const JOURNAL: TableDefinition<u64, (u8, u8, u64, u64, &[u8])> = TableDefinition::new("journal");
+/// Named counters, totals over the volume's life.
+const COUNTERS: TableDefinition<&str, u64> = TableDefinition::new("counters");
+
+/// The store's file name inside the state directory.
+pub const STATE_FILE: &str = "state.redb";
+
+/// Store failures.
+#[derive(Debug, thiserror::Error)]
+#[error("state store `{path}`: {source}")]
+pub struct StateError {
+    path: PathBuf,
+    #[source]
+    source: redb::Error,
+}
+
+/// One journalled move: what was copied from where, and what the source looked like.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MoveRecord {
+    /// What the move does.
+    pub kind: WorkKind,
+    /// The tier copied from.
+    pub from: Tier,
+    /// The source's size when the move started.
+    pub size: u64,
+    /// The source's modification time (ns since the epoch) when the move started; the copy
+    /// carries the same time, which is how recovery tells a finished copy from a stale one.
+    pub mtime_ns: u64,
+    /// The file.
+    pub rel: PathBuf,
+}
+
+/// Nanoseconds since the epoch of `t` (0 before it).
+pub fn epoch_ns(t: SystemTime) -> u64 {
+    t.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_nanos().min(u128::from(u64::MAX)) as u64)
+}
+
+fn kind_code(k: WorkKind) -> u8 {
+    match k {
+        WorkKind::Promote => 0,
+        WorkKind::Demote => 1,
+        WorkKind::Copy => 2,
+        WorkKind::Writeback => 3,
+        WorkKind::Invalidate => 4,
+    }
+}
+
+fn kind_of(c: u8) -> WorkKind {
+    match c {
+        0 => WorkKind::Promote,
+        1 => WorkKind::Demote,
+        2 => WorkKind::Copy,
+        3 => WorkKind::Writeback,
+        _ => WorkKind::Invalidate,
+    }
+}
+
+fn tier_of(c: u8) -> Tier {
+    if c == 0 { Tier::Fast } else { Tier::Slow }
+}
+
+fn key(rel: &Path) -> &[u8] {
+    rel.as_os_str().as_bytes()
+}
+
+fn path_of(k: &[u8]) -> PathBuf {
+    PathBuf::from(OsStr::from_bytes(k))
+}
+
+/// `rel` with its prefix `from` replaced by `to`, when `rel` is `from` or under it.
+fn rebase(rel: &Path, from: &Path, to: &Path) -> Option<PathBuf> {
+    let rest = rel.strip_prefix(from).ok()?;
+    Some(if rest.as_os_str().is_empty() { to.to_path_buf() } else { to.join(rest) })
+}
+
+/// The store; see the module docs.
+pub struct StateStore {
+    db: Database,
+    path: PathBuf,
+    next_move: AtomicU64,
+    /// A lazy commit happened since the last durable one.
+    unsynced: AtomicBool,
+}
+
+impl StateStore {
+    /// Opens (or creates) the store in `dir`. Returns it and whether it existed before (a new
+    /// store means placement is rebuilt from the trees alone).
+    pub fn open(dir: &Path) -> Result<(StateStore, bool), StateError> {
+        let path = dir.join(STATE_FILE);
+        let err = |e: redb::Error| StateError { path: path.clone(), source: e };
+        std::fs::create_dir_all(dir).map_err(|e| err(redb::Error::Io(e)))?;
+        let existed = path.exists();
+        let db = Database::create(&path).map_err(|e| err(e.into()))?;
+        let store = StateStore { db, path: path.clone(), next_move: AtomicU64::new(0), unsynced: AtomicBool::new(false) };
+        // Create the tables, so reads never meet a missing one.
+        store.write(Durability::Immediate, |tx| {
+            tx.open_table(PINS)?;
+            tx.open_table(DIRTY)?;
+            tx.open_table(JOURNAL)?;
+            tx.open_table(COUNTERS)?;
+            Ok(())
+        })?;
+        let last = store.read(|tx| Ok(tx.open_table(JOURNAL)?.last()?.map_or(0, |(k, _)| k.value())))?;
+        store.next_move.store(last + 1, Ordering::Relaxed);
+        Ok((store, existed))
+    }
+
+    /// Where the store lives.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn err(&self, e: impl Into<redb::Error>) -> StateError {
+        StateError { path: self.path.clone(), source: e.into() }
+    }
+
+    fn write(
+        &self,
+        durability: Durability,
+        f: impl FnOnce(&redb::WriteTransaction) -> Result<(), redb::Error>,
+    ) -> Result<(), StateError> {
+        let mut tx = self.db.begin_write().map_err(|e| self.err(e))?;
+        tx.set_durability(durability).map_err(|e| self.err(e))?;
+        f(&tx).map_err(|e| self.err(e))?;
+        tx.commit().map_err(|e| self.err(e))?;
+        match durability {
+            Durability::Immediate => self.unsynced.store(false, Ordering::Release),
+            _ => self.unsynced.store(true, Ordering::Release),
+        }
+        Ok(())
+    }
+
+    fn read<T>(&self, f: impl FnOnce(&redb::ReadTransaction) -> Result<T, redb::Error>) -> Result<T, StateError> {
+        let tx = self.db.begin_read().map_err(|e| self.err(e))?;
+        f(&tx).map_err(|e| self.err(e))
+    }
+
+    /// Makes every lazy commit durable (a no-op when there was none).
+    pub fn sync(&self) -> Result<(), StateError> {
+        if self.unsynced.load(Ordering::Acquire) {
+            self.write(Durability::Immediate, |_| Ok(()))?;
+        }
+        Ok(())
+    }
+
+    /// The pinned files.
+    pub fn pins(&self) -> Result<Vec<(PathBuf, Tier)>, StateError> {
+        self.read(|tx| {
+            let t = tx.open_table(PINS)?;
+            let mut out = Vec::new();
+            for row in t.iter()? {
+                let (k, v) = row?;
+                out.push((path_of(k.value()), tier_of(v.value())));
+            }
+            Ok(out)
+        })
+    }
+
+    /// Pins `rel` to `tier`, or unpins it (durably: an admin's decision).
+    pub fn set_pin(&self, rel: &Path, tier: Option<Tier>) -> Result<(), StateError> {
+        self.write(Durability::Immediate, |tx| {
+            let mut t = tx.open_table(PINS)?;
+            match tier {
+                Some(tier) => {
+                    t.insert(key(rel), tier.index() as u8)?;
+                }
+                None => {
+                    t.remove(key(rel))?;
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// The files whose SSD copy is newer than their HDD copy (write-back).
+    pub fn dirty(&self) -> Result<Vec<PathBuf>, StateError> {
+        self.read(|tx| {
+            let t = tx.open_table(DIRTY)?;
+            let mut out = Vec::new();
+            for row in t.iter()? {
+                out.push(path_of(row?.0.value()));
+            }
+            Ok(out)
+        })
+    }
+
+    /// Marks `rel` dirty or clean (lazily; see the module docs).
+    pub fn set_dirty(&self, rel: &Path, dirty: bool) -> Result<(), StateError> {
+        self.write(Durability::None, |tx| {
+            let mut t = tx.open_table(DIRTY)?;
+            if dirty {
+                t.insert(key(rel), 1)?;
+            } else {
+                t.remove(key(rel))?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Forgets `rel` (and, for a directory, everything under it): pins and dirty marks.
+    pub fn forget(&self, rel: &Path) -> Result<(), StateError> {
+        self.rekey(rel, None)
+    }
+
+    /// Renames `from` (and everything under it) to `to` in the pins and the dirty set.
+    pub fn rename(&self, from: &Path, to: &Path) -> Result<(), StateError> {
+        self.rekey(from, Some(to))
+    }
+
+    fn rekey(&self, from: &Path, to: Option<&Path>) -> Result<(), StateError> {
+        self.write(Durability::Immediate, |tx| {
+            for def in [PINS, DIRTY] {
+                let mut t = tx.open_table(def)?;
+                let mut hits: Vec<(PathBuf, u8)> = Vec::new();
+                for row in t.iter()? {
+                    let (k, v) = row?;
+                    let p = path_of(k.value());
+                    if p.starts_with(from) {
+                        hits.push((p, v.value()));
+                    }
+                }
+                for (p, v) in hits {
+                    t.remove(key(&p))?;
+                    if let Some(new) = to.and_then(|to| rebase(&p, from, to)) {
+                        t.insert(key(&new), v)?;
+                    }
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// Journals a move before it starts (durably). Returns its id for [`StateStore::end_move`].
+    pub fn begin_move(&self, rec: &MoveRecord) -> Result<u64, StateError> {
+        let id = self.next_move.fetch_add(1, Ordering::Relaxed);
+        self.write(Durability::Immediate, |tx| {
+            tx.open_table(JOURNAL)?.insert(
+                id,
+                (kind_code(rec.kind), rec.from.index() as u8, rec.size, rec.mtime_ns, key(&rec.rel)),
+            )?;
+            Ok(())
+        })?;
+        Ok(id)
+    }
+
+    /// Ends a journalled move (lazily: a record that outlives its move is recognised as done).
+    pub fn end_move(&self, id: u64) -> Result<(), StateError> {
+        self.write(Durability::None, |tx| {
+            tx.open_table(JOURNAL)?.remove(id)?;
+            Ok(())
+        })
+    }
+
+    /// The moves a crash interrupted (or whose end was not yet durable).
+    pub fn unfinished_moves(&self) -> Result<Vec<MoveRecord>, StateError> {
+        self.read(|tx| {
+            let t = tx.open_table(JOURNAL)?;
+            let mut out = Vec::new();
+            for row in t.iter()? {
+                let (_, v) = row?;
+                let (kind, from, size, mtime_ns, rel) = v.value();
+                out.push(MoveRecord { kind: kind_of(kind), from: tier_of(from), size, mtime_ns, rel: path_of(rel) });
+            }
+            Ok(out)
+        })
+    }
+
+    /// Empties the journal after recovery handled every record.
+    pub fn clear_journal(&self) -> Result<(), StateError> {
+        self.write(Durability::Immediate, |tx| {
+            let mut t = tx.open_table(JOURNAL)?;
+            t.retain(|_, _| false)?;
+            Ok(())
+        })
+    }
+
+    /// The saved counters.
+    pub fn counters(&self) -> Result<HashMap<String, u64>, StateError> {
+        self.read(|tx| {
+            let t = tx.open_table(COUNTERS)?;
+            let mut out = HashMap::new();
+            for row in t.iter()? {
+                let (k, v) = row?;
+                out.insert(k.value().to_string(), v.value());
+            }
+            Ok(out)
+        })
+    }
+
+    /// Saves counters (durably when `durable`, at unmount).
+    pub fn save_counters(&self, values: &[(&str, u64)], durable: bool) -> Result<(), StateError> {
+        let d = if durable { Durability::Immediate } else { Durability::None };
+        self.write(d, |tx| {
+            let mut t = tx.open_table(COUNTERS)?;
+            for (k, v) in values {
+                t.insert(*k, *v)?;
+            }
+            Ok(())
+        })
+    }
+}
+
+/// How often the counters are saved while mounted.
+pub const COUNTER_SAVE_INTERVAL: Duration = Duration::from_secs(5);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pins_dirty_journal_and_counters_survive_reopening() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let (s, existed) = StateStore::open(dir.path()).unwrap();
+            assert!(!existed);
+            s.set_pin(Path::new("a/b"), Some(Tier::Fast)).unwrap();
+            s.set_pin(Path::new("c"), Some(Tier::Slow)).unwrap();
+            s.set_dirty(Path::new("a/d"), true).unwrap();
+            s.set_dirty(Path::new("e"), true).unwrap();
+            s.set_dirty(Path::new("e"), false).unwrap();
+            let rec =
+                MoveRecord { kind: WorkKind::Demote, from: Tier::Fast, size: 7, mtime_ns: 9, rel: "x/y".into() };
+            let id = s.begin_move(&rec).unwrap();
+            let id2 = s.begin_move(&MoveRecord { rel: "z".into(), ..rec.clone() }).unwrap();
+            s.end_move(id2).unwrap();
+            assert_ne!(id, id2);
+            s.save_counters(&[("promotions", 3)], false).unwrap();
+            s.sync().unwrap();
+        }
+        let (s, existed) = StateStore::open(dir.path()).unwrap();
+        assert!(existed);
+        let mut pins = s.pins().unwrap();
+        pins.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(pins, vec![("a/b".into(), Tier::Fast), ("c".into(), Tier::Slow)]);
+        assert_eq!(s.dirty().unwrap(), vec![PathBuf::from("a/d")]);
+        let moves = s.unfinished_moves().unwrap();
+        assert_eq!(moves.len(), 1);
+        assert_eq!(moves[0].rel, PathBuf::from("x/y"));
+        assert_eq!(moves[0].kind, WorkKind::Demote);
+        assert_eq!(s.counters().unwrap().get("promotions"), Some(&3));
+        // A new move after reopening does not reuse the pending record's id.
+        let id3 = s
+            .begin_move(&MoveRecord { kind: WorkKind::Copy, from: Tier::Slow, size: 1, mtime_ns: 1, rel: "q".into() })
+            .unwrap();
+        assert_eq!(s.unfinished_moves().unwrap().len(), 2);
+        s.end_move(id3).unwrap();
+        s.clear_journal().unwrap();
+        assert!(s.unfinished_moves().unwrap().is_empty());
+    }
+
+    #[test]
+    fn renaming_a_directory_moves_the_pins_and_dirty_marks_under_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (s, _) = StateStore::open(dir.path()).unwrap();
+        s.set_pin(Path::new("d/f"), Some(Tier::Fast)).unwrap();
+        s.set_dirty(Path::new("d/sub/g"), true).unwrap();
+        s.set_dirty(Path::new("dd/h"), true).unwrap();
+        s.rename(Path::new("d"), Path::new("n")).unwrap();
+        assert_eq!(s.pins().unwrap(), vec![("n/f".into(), Tier::Fast)]);
+        let mut dirty = s.dirty().unwrap();
+        dirty.sort();
+        assert_eq!(dirty, vec![PathBuf::from("dd/h"), PathBuf::from("n/sub/g")], "`dd` is not under `d`");
+        s.forget(Path::new("n")).unwrap();
+        assert!(s.pins().unwrap().is_empty());
+        assert_eq!(s.dirty().unwrap(), vec![PathBuf::from("dd/h")]);
+    }
+}
