@@ -1,6 +1,7 @@
 //! The `tierwise` command line. Argument parsing, progress bars and printing only; the work is
 //! done by `tierwise-core` and `tierwise-sim`.
 
+mod mount_cmd;
 mod progress;
 
 use std::fs;
@@ -51,7 +52,7 @@ enum Command {
     /// Measure the speed and memory targets (generates seeded workloads once, then reuses them).
     Bench(BenchArgs),
     /// Mount a hybrid file system (FUSE) over an SSD directory and an HDD directory.
-    Mount(MountArgs),
+    Mount(mount_cmd::MountArgs),
     /// Where files on a tierwise mount are: ssd, hdd or ssd+hdd (the user.tierwise.tier xattr).
     WhichTier {
         /// Files on a tierwise mount.
@@ -60,6 +61,44 @@ enum Command {
     },
     /// Unmount a tierwise mount.
     Umount {
+        /// The mountpoint.
+        mountpoint: PathBuf,
+    },
+    /// A tierwise mount's configuration, space, queue and move in progress.
+    Status {
+        /// The mountpoint.
+        mountpoint: PathBuf,
+    },
+    /// A tierwise mount's counters: hits and misses per tier, moves, bytes moved, dirty bytes.
+    Stats {
+        /// The mountpoint.
+        mountpoint: PathBuf,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Pin files on a tierwise mount to a tier (out of the policy until unpinned).
+    Pin {
+        /// ssd or hdd.
+        #[arg(value_parser = ["ssd", "hdd"])]
+        tier: String,
+        /// Files on a tierwise mount.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+    },
+    /// Give pinned files back to the policy.
+    Unpin {
+        /// Files on a tierwise mount.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+    },
+    /// Write back every dirty file of a tierwise mount, with progress, and wait until done.
+    Flush {
+        /// The mountpoint.
+        mountpoint: PathBuf,
+    },
+    /// Cancel the move in progress on a tierwise mount (it is rolled back; the policy may retry it).
+    Cancel {
         /// The mountpoint.
         mountpoint: PathBuf,
     },
@@ -299,34 +338,6 @@ struct BenchArgs {
     only: Option<String>,
 }
 
-#[derive(Args)]
-struct MountArgs {
-    /// MOUNTPOINT with --ssd and --hdd, or ROOT MOUNTPOINT where ROOT holds `ssd/` and `hdd/`.
-    #[arg(num_args = 1..=2, required = true)]
-    paths: Vec<PathBuf>,
-    /// The SSD tier's directory.
-    #[arg(long)]
-    ssd: Option<PathBuf>,
-    /// The HDD tier's directory.
-    #[arg(long)]
-    hdd: Option<PathBuf>,
-    /// A file-level architecture (see `tierwise list architectures`), e.g. hycache:collector=lfu.
-    #[arg(long, default_value = "on-demand-caching")]
-    policy: String,
-    /// How much of the SSD directory's file system tierwise may use: bytes (40GiB) or a share (80%).
-    #[arg(long, default_value = "90%")]
-    ssd_quota: String,
-    /// Request-handling threads.
-    #[arg(long, default_value_t = 4)]
-    threads: usize,
-    /// Stay in the foreground (otherwise tierwise detaches once the mount is live).
-    #[arg(long)]
-    foreground: bool,
-    /// Let other users use the mount (permissions are still checked: default_permissions).
-    #[arg(long)]
-    allow_other: bool,
-}
-
 #[derive(Subcommand)]
 enum TraceCommand {
     /// Generate a file-level workload (postmark, fileserver, webserver, webserver-zipf, mixed,
@@ -407,6 +418,15 @@ enum TraceCommand {
 }
 
 fn main() {
+    // Installed as /sbin/mount.tierwise (a link to this binary), mount(8) runs us as a helper.
+    let argv0 = std::env::args_os().next().unwrap_or_default();
+    if Path::new(&argv0).file_name().is_some_and(|n| n == "mount.tierwise") {
+        if let Err(e) = mount_cmd::mount_helper(std::env::args_os().skip(1).collect()) {
+            eprintln!("mount.tierwise: {e:#}");
+            std::process::exit(32); // mount(8)'s "mount failure"
+        }
+        return;
+    }
     let cli = Cli::parse();
     if let Err(e) = run(cli) {
         eprintln!("error: {e:#}");
@@ -423,9 +443,15 @@ fn run(cli: Cli) -> Result<()> {
         Command::Trace(t) => cmd_trace(t, &bars),
         Command::Reproduce(a) => cmd_reproduce(a, &bars),
         Command::Bench(a) => cmd_bench(a),
-        Command::Mount(a) => cmd_mount(a),
-        Command::Umount { mountpoint } => cmd_umount(&mountpoint),
-        Command::WhichTier { paths } => cmd_which_tier(&paths),
+        Command::Mount(a) => mount_cmd::cmd_mount(a),
+        Command::Umount { mountpoint } => mount_cmd::cmd_umount(&mountpoint),
+        Command::WhichTier { paths } => mount_cmd::cmd_which_tier(&paths),
+        Command::Status { mountpoint } => mount_cmd::cmd_status(&mountpoint),
+        Command::Stats { mountpoint, json } => mount_cmd::cmd_stats(&mountpoint, json),
+        Command::Pin { tier, paths } => mount_cmd::cmd_pin(&paths, &tier),
+        Command::Unpin { paths } => mount_cmd::cmd_pin(&paths, "none"),
+        Command::Flush { mountpoint } => mount_cmd::cmd_flush(&mountpoint, &bars),
+        Command::Cancel { mountpoint } => mount_cmd::cmd_cancel(&mountpoint),
         Command::List { what } => cmd_list(what.as_deref()),
     }
 }
@@ -473,136 +499,6 @@ fn cmd_sim(a: SimArgs, bars: &Bars) -> Result<()> {
         let frac = if fp > 0 { cfg.ssd_bytes as f64 / fp as f64 } else { 0.0 };
         write_file(&p, format!("{}\n{}\n", report::CSV_HEADER, report::csv_row(&r, &size.label(), frac)).as_bytes())?;
     }
-    Ok(())
-}
-
-/// `tierwise mount`: checks everything, then serves in the foreground or detaches a copy of
-/// itself and returns once the mount is live.
-fn cmd_mount(a: MountArgs) -> Result<()> {
-    use tierwise_fs::{HybridFs, MountConfig, Tiers};
-    let (ssd, hdd, mountpoint) = match (&a.ssd, &a.hdd, a.paths.as_slice()) {
-        (Some(s), Some(h), [m]) => (s.clone(), h.clone(), m.clone()),
-        (None, None, [root, m]) => (root.join("ssd"), root.join("hdd"), m.clone()),
-        (None, None, [_]) => {
-            bail!("give --ssd DIR --hdd DIR MOUNTPOINT, or ROOT MOUNTPOINT with ROOT/ssd and ROOT/hdd")
-        }
-        _ => bail!("give either --ssd and --hdd with one MOUNTPOINT, or ROOT MOUNTPOINT (not both forms)"),
-    };
-    if !mountpoint.is_dir() {
-        bail!("mountpoint `{}`: not a directory", mountpoint.display());
-    }
-    if a.threads == 0 {
-        bail!("--threads 0: expected at least 1");
-    }
-    let tiers = Tiers::open(&ssd, &hdd, &mountpoint)?;
-    tierwise_fs::check_policy(&a.policy)?;
-    let quota = match a.ssd_quota.strip_suffix('%') {
-        Some(p) => {
-            let pct: f64 = p
-                .trim()
-                .parse()
-                .map_err(|_| anyhow::anyhow!("--ssd-quota {}: expected a size or a percentage", a.ssd_quota))?;
-            if !(pct > 0.0 && pct <= 100.0) {
-                bail!("--ssd-quota {}: a percentage from 0 to 100", a.ssd_quota);
-            }
-            let st = nix::sys::statvfs::statvfs(&tiers.ssd).context("statfs of the SSD tier")?;
-            (st.blocks() as f64 * st.fragment_size() as f64 * pct / 100.0) as u64
-        }
-        None => tierwise_core::params::parse_size(&a.ssd_quota)
-            .map_err(|e| anyhow::anyhow!("--ssd-quota {}: {e}", a.ssd_quota))?,
-    };
-    if !a.foreground {
-        return detach_mount(&mountpoint);
-    }
-    let fs = HybridFs::new(tiers, &MountConfig { policy: a.policy.clone(), ssd_quota: quota, debug_events: false })?;
-    let mut cfg = fuser::Config::default();
-    cfg.mount_options = tierwise_fs::mount_options();
-    if a.allow_other {
-        // fuser adds allow_other for this ACL.
-        cfg.acl = fuser::SessionACL::All;
-    }
-    cfg.n_threads = Some(a.threads);
-    eprintln!(
-        "tierwise: mounted on {} (ssd {}, hdd {}, policy {}, SSD quota {})",
-        mountpoint.display(),
-        ssd.display(),
-        hdd.display(),
-        a.policy,
-        tierwise_core::Bytes(quota)
-    );
-    fuser::mount(fs, &mountpoint, &cfg).with_context(|| format!("mounting {}", mountpoint.display()))?;
-    Ok(())
-}
-
-/// Whether `mountpoint` is a live tierwise mount.
-fn is_tierwise_mount(mountpoint: &Path) -> bool {
-    let Ok(canon) = fs::canonicalize(mountpoint) else { return false };
-    let Ok(info) = fs::read_to_string("/proc/self/mountinfo") else { return false };
-    info.lines().any(|l| {
-        // mountinfo: ... mountpoint(5th) ... - fstype source superoptions
-        let f: Vec<&str> = l.split(' ').collect();
-        let tail: Vec<&str> = l.split(" - ").nth(1).unwrap_or("").split(' ').collect();
-        f.get(4).is_some_and(|m| Path::new(m) == canon)
-            && tail.first().is_some_and(|t| t.starts_with("fuse"))
-            && tail.get(1) == Some(&"tierwise")
-    })
-}
-
-/// Runs this command again in the foreground, in its own process group, and waits until the
-/// mount is live (or the child failed, whose message is then shown).
-fn detach_mount(mountpoint: &Path) -> Result<()> {
-    use std::os::unix::process::CommandExt;
-    let exe = std::env::current_exe().context("finding the tierwise binary")?;
-    let log = std::env::temp_dir().join(format!("tierwise-mount-{}.log", std::process::id()));
-    let out = fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
-    let mut args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
-    args.push("--foreground".into());
-    let mut child = std::process::Command::new(exe)
-        .args(&args)
-        .stdin(std::process::Stdio::null())
-        .stdout(out.try_clone()?)
-        .stderr(out)
-        .process_group(0)
-        .spawn()
-        .context("starting the mount process")?;
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while std::time::Instant::now() < deadline {
-        if is_tierwise_mount(mountpoint) {
-            println!("mounted {} (pid {}, log {})", mountpoint.display(), child.id(), log.display());
-            return Ok(());
-        }
-        if let Some(status) = child.try_wait()? {
-            let msg = fs::read_to_string(&log).unwrap_or_default();
-            bail!("the mount process exited ({status}): {}", msg.trim());
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    let _ = child.kill();
-    bail!("{} did not become a tierwise mount within 30 s (log {})", mountpoint.display(), log.display())
-}
-
-fn cmd_which_tier(paths: &[PathBuf]) -> Result<()> {
-    for p in paths {
-        match xattr::get(p, "user.tierwise.tier") {
-            Ok(Some(v)) => println!("{}: {}", p.display(), String::from_utf8_lossy(&v)),
-            Ok(None) => bail!("{}: not on a tierwise mount (no user.tierwise.tier attribute)", p.display()),
-            Err(e) => bail!("{}: {e}", p.display()),
-        }
-    }
-    Ok(())
-}
-
-fn cmd_umount(mountpoint: &Path) -> Result<()> {
-    if !is_tierwise_mount(mountpoint) {
-        bail!("{} is not a tierwise mount", mountpoint.display());
-    }
-    nix::mount::umount(mountpoint).map_err(|e| match e {
-        nix::errno::Errno::EBUSY => {
-            anyhow::anyhow!("{} is busy: close the files open in it first", mountpoint.display())
-        }
-        e => anyhow::anyhow!("unmounting {}: {e}", mountpoint.display()),
-    })?;
-    println!("unmounted {}", mountpoint.display());
     Ok(())
 }
 

@@ -84,7 +84,11 @@ impl fmt::Display for Bytes {
         for (unit, name) in units {
             if b >= unit {
                 let v = b as f64 / unit as f64;
-                return if b % unit == 0 { write!(f, "{}{name}", b / unit) } else { write!(f, "{v:.2}{name}") };
+                return if b.is_multiple_of(unit) {
+                    write!(f, "{}{name}", b / unit)
+                } else {
+                    write!(f, "{v:.2}{name}")
+                };
             }
         }
         write!(f, "{b}B")

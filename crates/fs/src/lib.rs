@@ -15,16 +15,26 @@
 //!   file is now.
 //! - Lock order: file lock, then the engine or the inode table; never the other way round.
 //!
-//! # What is not here yet
-//! The crash-safe journal of moves and the persistent statistics (issue 5 item 4), the control
-//! commands (`status`, `stats`, `pin`, `flush`), FUSE passthrough and HDD emulation. A restart
-//! rebuilds placement from the trees ([`tiers::Tiers::scan`]), which is what the issue asks for
-//! when the store is lost; a write-back dirty file is found as the newer SSD copy.
+//! # State
+//! Pins, the write-back dirty set, a journal of moves and the counters live in a redb store
+//! ([`state`]) under the state directory (default: `.tierwise-state/` in the SSD directory).
+//! Mounting first finishes or rolls back the moves the journal says a crash interrupted, then
+//! adopts the trees: the dirty set says which SSD copies are newer than their HDD copy (mtimes
+//! can lie: `rsync -t`, `touch -d`), pins put their files on their tier. A lost or unreadable
+//! store is rebuilt from the trees alone (a corrupt one is kept aside).
+//!
+//! # Pins
+//! A pinned file is taken out of the policy: the engine forgets it, the file system keeps its
+//! one copy on the pinned tier and serves it there. Files pinned to the SSD use a reserve of
+//! the quota (`pin_reserve`) that the policy never gets, so the SSD never holds more than the
+//! quota; a pin that does not fit the reserve is refused with ENOSPC.
 
+pub mod control;
+pub mod emulate;
 pub mod state;
 pub mod tiers;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::io;
@@ -34,11 +44,14 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
 use std::time::{Duration, Instant, SystemTime};
 
+pub use control::{Counters, MoveInProgress, Snapshot};
+use emulate::Emulator;
 use fuser::{
     Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, KernelConfig, LockOwner,
     OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen,
     ReplyStatfs, ReplyWrite, ReplyXattr, Request as FuseRequest, TimeOrNow, WriteFlags,
 };
+use state::{MoveRecord, StateError, StateStore};
 pub use tiers::{TierError, Tiers};
 use tierwise_core::arch::type_aware::{file_volumes, volume_of};
 use tierwise_core::{
@@ -74,6 +87,20 @@ pub enum MountError {
     /// Reading the tiers failed.
     #[error("scanning the tiers: {0}")]
     Io(#[from] io::Error),
+    /// The state store could not be opened or written.
+    #[error(transparent)]
+    State(#[from] StateError),
+    /// An emulation preset is unknown.
+    #[error("--emulate-{0}: {1}")]
+    Emulation(&'static str, String),
+    /// The pin reserve does not leave the policy any SSD space.
+    #[error("the pin reserve ({reserve} bytes) must be smaller than the SSD quota ({quota} bytes)")]
+    Reserve {
+        /// The reserve asked for.
+        reserve: u64,
+        /// The quota.
+        quota: u64,
+    },
 }
 
 /// How to run a mount.
@@ -86,7 +113,36 @@ pub struct MountConfig {
     /// Keep the last decisions and moves of each file, readable as the `user.tierwise.debug`
     /// xattr (tests; costs a little per operation).
     pub debug_events: bool,
+    /// Of the quota, bytes kept for files pinned to the SSD.
+    pub pin_reserve: u64,
+    /// Where the state store lives; `None`: `.tierwise-state/` in the SSD directory.
+    pub state_dir: Option<PathBuf>,
+    /// Background moves copy at most this many bytes per second (0 = unlimited).
+    pub move_rate: u64,
+    /// Delay HDD-tier I/O by this simulator HDD preset.
+    pub emulate_hdd: Option<String>,
+    /// Delay SSD-tier I/O by this simulator SSD preset.
+    pub emulate_ssd: Option<String>,
 }
+
+impl MountConfig {
+    /// A configuration with the given policy and quota and everything else at its default.
+    pub fn new(policy: &str, ssd_quota: u64) -> MountConfig {
+        MountConfig {
+            policy: policy.to_string(),
+            ssd_quota,
+            debug_events: false,
+            pin_reserve: 0,
+            state_dir: None,
+            move_rate: 0,
+            emulate_hdd: None,
+            emulate_ssd: None,
+        }
+    }
+}
+
+/// The state directory used when none is given: inside the SSD tier, hidden from the mount.
+pub const DEFAULT_STATE_DIR: &str = ".tierwise-state";
 
 const TTL: Duration = Duration::from_secs(1);
 const ROOT: u64 = 1;
@@ -168,6 +224,22 @@ pub struct MoverStats {
     pub failed: AtomicU64,
     /// Bytes copied between tiers.
     pub bytes: AtomicU64,
+    /// Moves cancelled (by `tierwise cancel`, or to let an access through).
+    pub cancelled: AtomicU64,
+}
+
+/// The move in progress, shared between the mover and the control commands.
+#[derive(Debug, Default)]
+struct Progress {
+    /// The file moving (0: none).
+    ino: AtomicU64,
+    kind: Mutex<&'static str>,
+    done: AtomicU64,
+    total: AtomicU64,
+    /// Set to stop the move at its next chunk.
+    cancel: AtomicBool,
+    /// When the move started (for the cancel-on-contention estimate).
+    started: Mutex<Option<Instant>>,
 }
 
 struct Shared {
@@ -191,6 +263,20 @@ struct Shared {
     /// replaces the file, on unlink and rename, and when the kernel releases the file.
     fds: Mutex<HashMap<(u64, usize), Arc<fs::File>>>,
     debug_events: bool,
+    store: StateStore,
+    /// Pinned files and their tier (taken out of the policy).
+    pins: RwLock<HashMap<u64, Tier>>,
+    /// Files marked dirty in the store (mirror, so a write checks memory, not the store).
+    dirty_marked: Mutex<HashSet<u64>>,
+    progress: Progress,
+    /// Bytes per second moves may copy (0 = unlimited); changeable while mounted.
+    move_rate: AtomicU64,
+    /// Latency emulation per tier (fast, slow).
+    emulate: [Option<Emulator>; 2],
+    /// Counters of earlier mounts, from the store.
+    saved: Counters,
+    cfg: MountConfig,
+    started: Instant,
 }
 
 /// The hybrid file system; see the crate docs.
@@ -212,7 +298,19 @@ impl HybridFs {
     /// trees, and starts the mover.
     pub fn new(tiers: Tiers, cfg: &MountConfig) -> Result<HybridFs, MountError> {
         check_policy(&cfg.policy)?;
-        let setup = Setup { fast_capacity: cfg.ssd_quota.max(1), slow_capacity: 0, object_size: 0 };
+        if cfg.pin_reserve > 0 && cfg.pin_reserve >= cfg.ssd_quota {
+            return Err(MountError::Reserve { reserve: cfg.pin_reserve, quota: cfg.ssd_quota });
+        }
+        let emulator = |which: &'static str, preset: &Option<String>, build: fn(&str) -> Result<Emulator, String>| {
+            preset.as_deref().map(build).transpose().map_err(|e| MountError::Emulation(which, e))
+        };
+        let emulate =
+            [emulator("ssd", &cfg.emulate_ssd, Emulator::ssd)?, emulator("hdd", &cfg.emulate_hdd, Emulator::hdd)?];
+        let state_dir = cfg.state_dir.clone().unwrap_or_else(|| tiers.ssd.join(DEFAULT_STATE_DIR));
+        let store = open_store(&state_dir)?;
+        let saved = Counters::from_saved(&store.counters()?);
+        let policy_bytes = cfg.ssd_quota.saturating_sub(cfg.pin_reserve).max(1);
+        let setup = Setup { fast_capacity: policy_bytes, slow_capacity: 0, object_size: 0 };
         let engine = Engine::new(build_arch(&cfg.policy, &setup)?, SysClock(Instant::now()));
         let prefixes = file_volumes(&cfg.policy)?;
         let mut inodes = Inodes { next: ROOT, ..Inodes::default() };
@@ -233,7 +331,17 @@ impl HybridFs {
             events: Mutex::new(HashMap::new()),
             fds: Mutex::new(HashMap::new()),
             debug_events: cfg.debug_events,
+            store,
+            pins: RwLock::new(HashMap::new()),
+            dirty_marked: Mutex::new(HashSet::new()),
+            progress: Progress::default(),
+            move_rate: AtomicU64::new(cfg.move_rate),
+            emulate,
+            saved,
+            cfg: cfg.clone(),
+            started: Instant::now(),
         });
+        shared.recover_moves()?;
         shared.adopt()?;
         let s = Arc::clone(&shared);
         let mover = std::thread::Builder::new().name("tierwise-mover".into()).spawn(move || s.mover())?;
@@ -255,6 +363,17 @@ impl HybridFs {
     pub fn mover_stats(&self) -> &MoverStats {
         &self.shared.stats
     }
+
+    /// Everything the mount reports (`tierwise stats`).
+    pub fn snapshot(&self) -> Snapshot {
+        self.shared.snapshot()
+    }
+
+    /// A function that takes a snapshot, for the metrics endpoint's thread.
+    pub fn snapshot_fn(&self) -> Arc<dyn Fn() -> Snapshot + Send + Sync> {
+        let s = Arc::clone(&self.shared);
+        Arc::new(move || s.snapshot())
+    }
 }
 
 impl Drop for HybridFs {
@@ -264,7 +383,73 @@ impl Drop for HybridFs {
         if let Some(m) = self.mover.take() {
             let _ = m.join();
         }
+        self.shared.save_counters(true);
     }
+}
+
+/// Opens the state store; an unreadable one is kept aside and a new one started (placement is
+/// then rebuilt from the trees, as after losing the store).
+fn open_store(dir: &Path) -> Result<StateStore, MountError> {
+    match StateStore::open(dir) {
+        Ok((s, _)) => Ok(s),
+        Err(e) => {
+            let path = dir.join(state::STATE_FILE);
+            if !path.exists() {
+                return Err(e.into());
+            }
+            let stamp = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+            let aside = dir.join(format!("{}.unreadable-{stamp}", state::STATE_FILE));
+            fs::rename(&path, &aside)?;
+            eprintln!(
+                "tierwise: the state store {} could not be read ({e}); kept it as {} and rebuilding placement from the trees",
+                path.display(),
+                aside.display()
+            );
+            Ok(StateStore::open(dir)?.0)
+        }
+    }
+}
+
+/// The mount's counters from the engine's and the mover's.
+fn counters_of(e: &tierwise_core::EngineStats, m: &MoverStats) -> Counters {
+    use tierwise_core::engine::EngineStats as S;
+    Counters {
+        reads_ssd: e.reads_by_level[0] + e.reads_by_level[1],
+        reads_hdd: e.reads_by_level[2],
+        writes_ssd: e.writes_by_level[0] + e.writes_by_level[1],
+        writes_hdd: e.writes_by_level[2],
+        read_bytes_ssd: e.read_bytes_by_level[0] + e.read_bytes_by_level[1],
+        read_bytes_hdd: e.read_bytes_by_level[2],
+        write_bytes_ssd: e.write_bytes_by_level[0] + e.write_bytes_by_level[1],
+        write_bytes_hdd: e.write_bytes_by_level[2],
+        promotions: e.done[S::kind_index(WorkKind::Promote)],
+        demotions: e.done[S::kind_index(WorkKind::Demote)],
+        copies: e.done[S::kind_index(WorkKind::Copy)],
+        writebacks: e.done[S::kind_index(WorkKind::Writeback)],
+        bytes_moved: m.bytes.load(Ordering::Relaxed),
+        moves_failed: m.failed.load(Ordering::Relaxed),
+        moves_cancelled: m.cancelled.load(Ordering::Relaxed),
+    }
+}
+
+fn read_lock<T>(l: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    l.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn write_lock<T>(l: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    l.write().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Whether a move should be cancelled to let an access through: it will take a while yet.
+fn worth_cancelling(elapsed: Duration, done: u64, total: u64) -> bool {
+    let left = total.saturating_sub(done);
+    if left == 0 {
+        return false;
+    }
+    if done == 0 {
+        return elapsed > Duration::from_millis(100);
+    }
+    elapsed.as_secs_f64() * left as f64 / done as f64 > 0.1
 }
 
 impl Shared {
@@ -333,6 +518,7 @@ impl Shared {
 
     /// Waits until no work on `ino`, and none of the works `ids`, is queued or in flight.
     fn wait_for(&self, ino: u64, ids: &[u64]) {
+        self.yield_move(ino);
         let mut e = lock(&self.engine);
         let busy = |w: &Work| w.obj.0 == ino || ids.contains(&w.id.0);
         while e.in_flight().any(busy) || e.pending_work().iter().any(busy) {
@@ -405,55 +591,362 @@ impl Shared {
         Ok(to_attr(ino, &m))
     }
 
-    /// Adopts every file already in the trees, resolving two copies of one file.
-    fn adopt(&self) -> io::Result<()> {
+    /// Finishes or rolls back the moves the journal says were interrupted. A move's copy is
+    /// complete exactly when the destination has the size and modification time the source had
+    /// when it started (the copy carries the time over; the temporary files of unfinished
+    /// copies are deleted by the scan).
+    fn recover_moves(&self) -> Result<(), MountError> {
+        for rec in self.store.unfinished_moves()? {
+            let matches = |t: Tier| {
+                fs::symlink_metadata(self.tiers.path(t, &rec.rel))
+                    .is_ok_and(|m| m.len() == rec.size && state::epoch_ns(tiers::mtime(&m)) == rec.mtime_ns)
+            };
+            let (src, dst) = (rec.from, rec.from.other());
+            match rec.kind {
+                // The switch happened: the destination is the file; finish by removing the source.
+                WorkKind::Promote | WorkKind::Demote if matches(dst) && self.tiers.exists(src, &rec.rel) => {
+                    self.tiers.remove(src, &rec.rel)?;
+                }
+                // A write-back that finished, of data not written since: the file is clean.
+                WorkKind::Writeback if matches(dst) && matches(src) => self.store.set_dirty(&rec.rel, false)?,
+                // Otherwise the source is the file, untouched; a finished copy is identical.
+                _ => {}
+            }
+        }
+        self.store.clear_journal()?;
+        Ok(())
+    }
+
+    /// Adopts every file already in the trees: pinned files go to their tier, the others are
+    /// told to the engine. The store's dirty set is then rewritten to what the engine holds dirty.
+    fn adopt(&self) -> Result<(), MountError> {
+        let pins: HashMap<PathBuf, Tier> = self.store.pins()?.into_iter().collect();
+        let dirty: HashSet<PathBuf> = self.store.dirty()?.into_iter().collect();
+        let mut pins_found = HashSet::new();
         for f in self.tiers.scan()? {
             let ino = lock(&self.inodes).ino_of(&f.rel, false);
-            let level = match f.copies {
-                [Some((size, m_fast)), Some((hsize, m_slow))] => {
-                    if size == hsize && m_fast == m_slow {
-                        // A finished copy or an interrupted move: identical; keep both as a
-                        // clean cached copy (a DST policy then treats the SSD one as the file).
-                        Some((Level::Fast, size, false))
-                    } else if m_fast >= m_slow {
-                        Some((Level::Fast, size, true))
-                    } else {
-                        Some((Level::Slow, hsize, false))
-                    }
-                }
-                [Some((size, _)), None] => Some((Level::Fast, size, false)),
-                [None, Some((size, _))] => Some((Level::Slow, size, false)),
-                [None, None] => None,
-            };
-            let Some((level, size, newer_on_ssd)) = level else { continue };
-            let both = f.copies[0].is_some() && f.copies[1].is_some();
-            {
-                let mut e = lock(&self.engine);
-                // Dirty: the SSD copy is newer than the HDD one, or the only one (a caching
-                // policy must never drop it as a clean copy).
-                e.adopt(ObjectId(ino), level, size, newer_on_ssd || (level == Level::Fast && !both));
+            let ssd_newer = dirty.contains(&f.rel) && f.copies[0].is_some();
+            if let Some(&tier) = pins.get(&f.rel) {
+                self.place_pinned(ino, &f.rel, &f.copies, ssd_newer, tier)?;
+                write_lock(&self.pins).insert(ino, tier);
+                pins_found.insert(f.rel);
+                continue;
             }
-            // Make the trees agree with what the engine decided.
-            let p = lock(&self.engine).placement(ObjectId(ino));
-            let ssd_is_the_file = f.copies[0].is_some() && (newer_on_ssd || !both || level == Level::Fast);
-            if !p.on_fast && f.copies[0].is_some() {
-                if ssd_is_the_file {
-                    // The SSD copy is the file but did not fit the quota: move it down now,
-                    // replacing any older HDD copy.
-                    self.tiers.copy_across(&f.rel, Tier::Fast, ino)?;
+            self.adopt_file(ino, &f.rel, &f.copies, ssd_newer)?;
+        }
+        for rel in pins.keys().filter(|r| !pins_found.contains(*r)) {
+            self.store.set_pin(rel, None)?; // the file is gone
+        }
+        for rel in &dirty {
+            self.store.set_dirty(rel, false)?;
+        }
+        let files: Vec<(u64, PathBuf)> =
+            lock(&self.inodes).by_ino.iter().filter(|(_, n)| !n.dir).map(|(&i, n)| (i, n.rel.clone())).collect();
+        let mut marked = lock(&self.dirty_marked);
+        for (ino, rel) in files {
+            if lock(&self.engine).placement(ObjectId(ino)).dirty {
+                self.store.set_dirty(&rel, true)?;
+                marked.insert(ino);
+            }
+        }
+        self.store.sync()?;
+        Ok(())
+    }
+
+    /// Tells the engine about one existing file with copies `copies` (size and mtime on the
+    /// fast and the slow tier) and makes the trees agree with what it decided. `ssd_newer`: the
+    /// store says the SSD copy is the file (write-back dirty).
+    fn adopt_file(
+        &self,
+        ino: u64,
+        rel: &Path,
+        copies: &[Option<(u64, SystemTime)>; 2],
+        ssd_newer: bool,
+    ) -> io::Result<()> {
+        let level = match *copies {
+            [Some((size, _)), Some(_)] if ssd_newer => (Level::Fast, size, true),
+            [Some((size, m_fast)), Some((hsize, m_slow))] => {
+                if size == hsize && m_fast == m_slow {
+                    // A finished copy or an interrupted move: identical; keep both as a clean
+                    // cached copy (a DST policy then treats the SSD one as the file).
+                    (Level::Fast, size, false)
+                } else if m_fast >= m_slow {
+                    (Level::Fast, size, true)
+                } else {
+                    (Level::Slow, hsize, false)
                 }
-                self.tiers.remove(Tier::Fast, &f.rel)?;
-            } else if p.on_fast && !p.on_slow && !p.dirty && both {
-                // A DST policy keeps one copy, the SSD one (newer, or identical after a move).
-                self.tiers.remove(Tier::Slow, &f.rel)?;
+            }
+            [Some((size, _)), None] => (Level::Fast, size, false),
+            [None, Some((size, _))] => (Level::Slow, size, false),
+            [None, None] => return Ok(()),
+        };
+        let (level, size, newer_on_ssd) = level;
+        let both = copies[0].is_some() && copies[1].is_some();
+        {
+            let mut e = lock(&self.engine);
+            // Dirty: the SSD copy is newer than the HDD one, or the only one (a caching
+            // policy must never drop it as a clean copy).
+            e.adopt(ObjectId(ino), level, size, newer_on_ssd || (level == Level::Fast && !both));
+        }
+        // Make the trees agree with what the engine decided.
+        let p = lock(&self.engine).placement(ObjectId(ino));
+        let ssd_is_the_file = copies[0].is_some() && (newer_on_ssd || !both || level == Level::Fast);
+        if !p.on_fast && copies[0].is_some() {
+            if ssd_is_the_file {
+                // The SSD copy is the file but did not fit the quota: move it down now,
+                // replacing any older HDD copy.
+                self.tiers.copy_across(rel, Tier::Fast, ino, &mut |_, _, _| Ok(()))?;
+            }
+            self.tiers.remove(Tier::Fast, rel)?;
+        } else if p.on_fast && !p.on_slow && !p.dirty && both {
+            // A DST policy keeps one copy, the SSD one (newer, or identical after a move).
+            self.tiers.remove(Tier::Slow, rel)?;
+        }
+        Ok(())
+    }
+
+    /// Puts a pinned file's one copy on `tier`, from its newest copy.
+    fn place_pinned(
+        &self,
+        ino: u64,
+        rel: &Path,
+        copies: &[Option<(u64, SystemTime)>; 2],
+        ssd_newer: bool,
+        tier: Tier,
+    ) -> io::Result<()> {
+        let newest = match *copies {
+            [Some((_, m_fast)), Some((_, m_slow))] => {
+                if ssd_newer || m_fast >= m_slow {
+                    Tier::Fast
+                } else {
+                    Tier::Slow
+                }
+            }
+            [Some(_), None] => Tier::Fast,
+            [None, Some(_)] => Tier::Slow,
+            [None, None] => return Ok(()),
+        };
+        if newest != tier {
+            self.tiers.copy_across(rel, newest, ino, &mut |_, _, _| Ok(()))?;
+        }
+        self.tiers.remove(tier.other(), rel)
+    }
+
+    /// Pins file `ino` to `want`, or unpins it (`None`); see the crate docs.
+    fn set_pin(&self, ino: u64, want: Option<Tier>) -> Result<(), Errno> {
+        let node = self.node(ino)?;
+        if node.dir || ino == ROOT {
+            return Err(Errno::EISDIR);
+        }
+        // Let the work already queued or running on the file finish first.
+        self.wait_for(ino, &[]);
+        let file_lock = self.file_lock(ino);
+        let _g = write_lock(&file_lock);
+        let current = read_lock(&self.pins).get(&ino).copied();
+        if current == want {
+            return Ok(());
+        }
+        let auth = *self.copies(ino, &node.rel).first().ok_or(Errno::ENOENT)?;
+        let meta = fs::symlink_metadata(self.tiers.path(auth, &node.rel)).map_err(|e| errno(&e))?;
+        if !meta.is_file() {
+            return Err(Errno::EINVAL);
+        }
+        self.drop_fds(ino);
+        match want {
+            Some(tier) => {
+                if tier == Tier::Fast && self.pinned_ssd_bytes().0 + meta.len() > self.cfg.pin_reserve {
+                    return Err(Errno::ENOSPC);
+                }
+                if auth != tier {
+                    let kind = if tier == Tier::Fast { WorkKind::Promote } else { WorkKind::Demote };
+                    self.journalled(ino, &node.rel, kind, "pin", auth, || {
+                        self.tiers.copy_across(&node.rel, auth, ino, &mut self.pace(ino, auth))
+                    })
+                    .map_err(|e| errno(&e))?;
+                }
+                if current.is_none() {
+                    // Out of the policy: the engine forgets it (work it queued for the file is
+                    // skipped by the mover, which sees the pin).
+                    self.tell(&Request::op(ObjectId(ino), Op::Delete).with_class(self.class(&node.rel, false)));
+                }
+                self.tiers.remove(tier.other(), &node.rel).map_err(|e| errno(&e))?;
+                self.store.set_pin(&node.rel, Some(tier)).map_err(|_| Errno::EIO)?;
+                if lock(&self.dirty_marked).remove(&ino) {
+                    let _ = self.store.set_dirty(&node.rel, false);
+                }
+                write_lock(&self.pins).insert(ino, tier);
+            }
+            None => {
+                self.store.set_pin(&node.rel, None).map_err(|_| Errno::EIO)?;
+                write_lock(&self.pins).remove(&ino);
+                let mut copies = [None, None];
+                copies[auth.index()] = Some((meta.len(), tiers::mtime(&meta)));
+                self.adopt_file(ino, &node.rel, &copies, false).map_err(|e| errno(&e))?;
+                self.sync_dirty_mark(ino);
             }
         }
         Ok(())
     }
 
+    /// Files pinned to the SSD tier: (bytes, files).
+    fn pinned_ssd_bytes(&self) -> (u64, u64) {
+        let on_ssd: Vec<u64> =
+            read_lock(&self.pins).iter().filter(|(_, t)| **t == Tier::Fast).map(|(&i, _)| i).collect();
+        let inodes = lock(&self.inodes);
+        let bytes = on_ssd
+            .iter()
+            .filter_map(|i| inodes.get(*i))
+            .filter_map(|n| fs::symlink_metadata(self.tiers.path(Tier::Fast, &n.rel)).ok())
+            .map(|m| m.len())
+            .sum();
+        (bytes, on_ssd.len() as u64)
+    }
+
+    /// Keeps the store's dirty mark of `ino` in step with the engine. The engine is read under
+    /// the mark's lock, so two threads cannot leave a stale mark.
+    fn sync_dirty_mark(&self, ino: u64) {
+        let mut marked = lock(&self.dirty_marked);
+        let dirty = lock(&self.engine).placement(ObjectId(ino)).dirty;
+        if dirty == marked.contains(&ino) {
+            return;
+        }
+        let Some(rel) = lock(&self.inodes).get(ino).map(|n| n.rel.clone()) else { return };
+        if self.store.set_dirty(&rel, dirty).is_ok() {
+            if dirty {
+                marked.insert(ino);
+            } else {
+                marked.remove(&ino);
+            }
+        }
+    }
+
+    /// Runs a copy of `rel` from `from` as the move in progress, journalled: the record is
+    /// durable before the copy starts and removed after it ended (either way).
+    fn journalled(
+        &self,
+        ino: u64,
+        rel: &Path,
+        kind: WorkKind,
+        label: &'static str,
+        from: Tier,
+        copy: impl FnOnce() -> io::Result<u64>,
+    ) -> io::Result<u64> {
+        // Without a record (the store failed) a crash still leaves the source intact, or two
+        // identical copies, which adoption resolves; the move goes ahead.
+        let record = fs::symlink_metadata(self.tiers.path(from, rel)).ok().and_then(|m| {
+            let rec =
+                MoveRecord { kind, from, size: m.len(), mtime_ns: state::epoch_ns(tiers::mtime(&m)), rel: rel.into() };
+            self.store.begin_move(&rec).ok()
+        });
+        let p = &self.progress;
+        *lock(&p.kind) = label;
+        p.done.store(0, Ordering::Relaxed);
+        p.total.store(0, Ordering::Relaxed);
+        *lock(&p.started) = Some(Instant::now());
+        p.ino.store(ino, Ordering::Release);
+        let r = copy();
+        p.ino.store(0, Ordering::Release);
+        p.cancel.store(false, Ordering::Release);
+        if let Some(id) = record {
+            let _ = self.store.end_move(id);
+        }
+        r
+    }
+
+    /// The pacing of a move of file `ino` from `from`: progress, cancellation, the rate limit
+    /// and the emulated devices' time.
+    fn pace(&self, ino: u64, from: Tier) -> impl FnMut(u64, u64, u64) -> io::Result<()> + '_ {
+        let start = Instant::now();
+        move |offset, len, total| {
+            if self.progress.cancel.load(Ordering::Acquire) {
+                return Err(io::Error::new(io::ErrorKind::Interrupted, "move cancelled"));
+            }
+            self.progress.total.store(total, Ordering::Relaxed);
+            self.progress.done.store(offset, Ordering::Relaxed);
+            if let Some(e) = &self.emulate[from.index()] {
+                e.delay(false, ino, offset, len);
+            }
+            if let Some(e) = &self.emulate[from.other().index()] {
+                e.delay(true, ino, offset, len);
+            }
+            let rate = self.move_rate.load(Ordering::Relaxed);
+            if rate > 0 {
+                let due = Duration::from_secs_f64((offset + len) as f64 / rate as f64);
+                if let Some(wait) = due.checked_sub(start.elapsed()) {
+                    std::thread::sleep(wait);
+                }
+            }
+            Ok(())
+        }
+    }
+
+    /// An access waits for file `ino`: cancel its move if that would take a while yet (the
+    /// engine rolls the move back and may retry it later).
+    fn yield_move(&self, ino: u64) {
+        let p = &self.progress;
+        if p.ino.load(Ordering::Acquire) != ino {
+            return;
+        }
+        let elapsed = lock(&p.started).map(|t| t.elapsed()).unwrap_or_default();
+        if worth_cancelling(elapsed, p.done.load(Ordering::Relaxed), p.total.load(Ordering::Relaxed)) {
+            p.cancel.store(true, Ordering::Release);
+        }
+    }
+
+    /// Saves the counters (totals over the volume's life) to the store.
+    fn save_counters(&self, durable: bool) {
+        let session = counters_of(lock(&self.engine).stats(), &self.stats);
+        let _ = self.store.save_counters(&self.saved.plus(&session).pairs(), durable);
+    }
+
+    /// Everything the mount reports.
+    fn snapshot(&self) -> Snapshot {
+        let (session, usage, queue) = {
+            let e = lock(&self.engine);
+            (counters_of(e.stats(), &self.stats), e.usage(), e.pending_work().len() + e.in_flight().count())
+        };
+        let (pinned_ssd_bytes, pinned_ssd_files) = self.pinned_ssd_bytes();
+        let pinned_hdd_files = read_lock(&self.pins).values().filter(|t| **t == Tier::Slow).count() as u64;
+        let p = &self.progress;
+        let moving_ino = p.ino.load(Ordering::Acquire);
+        let moving = (moving_ino != 0).then(|| MoveInProgress {
+            kind: (*lock(&p.kind)).to_string(),
+            path: lock(&self.inodes).get(moving_ino).map(|n| n.rel.to_string_lossy().into_owned()).unwrap_or_default(),
+            done: p.done.load(Ordering::Relaxed),
+            total: p.total.load(Ordering::Relaxed),
+        });
+        Snapshot {
+            policy: self.cfg.policy.clone(),
+            ssd_dir: self.tiers.ssd.display().to_string(),
+            hdd_dir: self.tiers.hdd.display().to_string(),
+            state: self.store.path().display().to_string(),
+            ssd_quota: self.cfg.ssd_quota,
+            pin_reserve: self.cfg.pin_reserve,
+            ssd_used: usage.fast_used,
+            pinned_ssd_files,
+            pinned_ssd_bytes,
+            pinned_hdd_files,
+            files: usage.objects as u64,
+            files_on_ssd: usage.fast_objects as u64,
+            dirty_bytes: usage.dirty_bytes,
+            queue_depth: queue as u64,
+            move_rate: self.move_rate.load(Ordering::Relaxed),
+            moving,
+            emulation: self.emulate.iter().flatten().map(|e| e.label().to_string()).collect(),
+            uptime_s: self.started.elapsed().as_secs_f64(),
+            total: self.saved.plus(&session),
+            session,
+        }
+    }
+
     /// The mover: executes queued work in order, one item at a time, under the file's lock.
     fn mover(&self) {
+        let mut saved_at = Instant::now();
         while !self.stop.load(Ordering::SeqCst) {
+            if saved_at.elapsed() >= state::COUNTER_SAVE_INTERVAL {
+                self.save_counters(false);
+                saved_at = Instant::now();
+            }
             let batch: Vec<Work> = {
                 let mut e = lock(&self.engine);
                 if let Some(d) = e.next_deadline()
@@ -485,6 +978,9 @@ impl Shared {
                         self.work_cv.notify_all();
                     }
                 }
+                if w.kind == WorkKind::Writeback {
+                    self.sync_dirty_mark(w.obj.0);
+                }
                 drop(_g);
                 self.done_cv.notify_all();
             }
@@ -493,6 +989,10 @@ impl Shared {
 
     /// Executes one work item; the caller holds the file's lock exclusively.
     fn execute(&self, w: &Work) -> Outcome {
+        if read_lock(&self.pins).contains_key(&w.obj.0) {
+            // Pinned since the engine queued it: out of the policy.
+            return Outcome::Cancelled;
+        }
         // The move replaces or removes tier files: open handles on them are stale.
         self.drop_fds(w.obj.0);
         let Some(rel) = lock(&self.inodes).get(w.obj.0).map(|n| n.rel.clone()) else {
@@ -507,9 +1007,18 @@ impl Shared {
             WorkKind::Invalidate => self.tiers.remove(Tier::Fast, &rel).map(|_| 0),
             WorkKind::Promote | WorkKind::Demote => {
                 let from = tier(w.from);
-                self.tiers.copy_across(&rel, from, w.obj.0).and_then(|n| self.tiers.remove(from, &rel).map(|_| n))
+                self.journalled(w.obj.0, &rel, w.kind, w.kind.name(), from, || {
+                    self.tiers
+                        .copy_across(&rel, from, w.obj.0, &mut self.pace(w.obj.0, from))
+                        .and_then(|n| self.tiers.remove(from, &rel).map(|_| n))
+                })
             }
-            WorkKind::Copy | WorkKind::Writeback => self.tiers.copy_across(&rel, tier(w.from), w.obj.0),
+            WorkKind::Copy | WorkKind::Writeback => {
+                let from = tier(w.from);
+                self.journalled(w.obj.0, &rel, w.kind, w.kind.name(), from, || {
+                    self.tiers.copy_across(&rel, from, w.obj.0, &mut self.pace(w.obj.0, from))
+                })
+            }
         };
         match result {
             Ok(n) => {
@@ -520,10 +1029,54 @@ impl Shared {
                 Outcome::Done
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => Outcome::Cancelled,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {
+                self.stats.cancelled.fetch_add(1, Ordering::Relaxed);
+                Outcome::Cancelled
+            }
             Err(_) => {
                 self.stats.failed.fetch_add(1, Ordering::Relaxed);
                 Outcome::Failed
             }
+        }
+    }
+
+    /// Handles a write of one of tierwise's control attributes (see [`control`]); `None` when
+    /// `name` is an ordinary attribute.
+    fn control_set(&self, ino: u64, name: &OsStr, value: &[u8]) -> Option<Result<(), Errno>> {
+        let text = String::from_utf8_lossy(value);
+        let text = text.trim();
+        let root_only = |r: Result<(), Errno>| Some(if ino == ROOT { r } else { Err(Errno::EINVAL) });
+        if name == control::XATTR_TIER || name == control::XATTR_STATS {
+            Some(Err(Errno::EPERM))
+        } else if name == control::XATTR_PIN {
+            let want = match text {
+                "ssd" => Some(Tier::Fast),
+                "hdd" => Some(Tier::Slow),
+                "none" | "" => None,
+                _ => return Some(Err(Errno::EINVAL)),
+            };
+            Some(self.set_pin(ino, want))
+        } else if name == control::XATTR_FLUSH {
+            let mut e = lock(&self.engine);
+            e.flush();
+            self.work_cv.notify_all();
+            drop(e);
+            root_only(Ok(()))
+        } else if name == control::XATTR_CANCEL {
+            if self.progress.ino.load(Ordering::Acquire) != 0 {
+                self.progress.cancel.store(true, Ordering::Release);
+            }
+            root_only(Ok(()))
+        } else if name == control::XATTR_MOVE_RATE {
+            match text.parse::<f64>() {
+                Ok(mb) if mb >= 0.0 && mb.is_finite() => {
+                    self.move_rate.store((mb * 1e6) as u64, Ordering::Relaxed);
+                    root_only(Ok(()))
+                }
+                _ => Some(Err(Errno::EINVAL)),
+            }
+        } else {
+            None
         }
     }
 
@@ -540,7 +1093,21 @@ impl Shared {
     ) -> Result<T, Errno> {
         let file_lock = self.file_lock(ino);
         for attempt in 0.. {
-            let guard = file_lock.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let guard = match file_lock.try_read() {
+                Ok(g) => g,
+                Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) => {
+                    // A move holds the file: a long one is cancelled rather than waited for.
+                    self.yield_move(ino);
+                    read_lock(&file_lock)
+                }
+            };
+            if let Some(&tier) = read_lock(&self.pins).get(&ino) {
+                // Pinned: out of the policy, served where it is pinned.
+                let level = if tier == Tier::Fast { Level::Fast } else { Level::Slow };
+                let node = self.node(ino)?;
+                return io(self, &Served::by(level), &node, &Placement::default());
+            }
             let (before, served, issued) = {
                 let mut e = lock(&self.engine);
                 let before = e.placement(ObjectId(ino));
@@ -813,8 +1380,14 @@ impl Filesystem for HybridFs {
             let (ino, rel) = s.lookup_child(parent.0, name)?;
             let file_lock = s.file_lock(ino);
             let _g = file_lock.write().unwrap_or_else(std::sync::PoisonError::into_inner);
-            let class = s.class(&rel, false);
-            s.tell(&Request::op(ObjectId(ino), Op::Delete).with_class(class));
+            let pinned = write_lock(&s.pins).remove(&ino).is_some();
+            if !pinned {
+                let class = s.class(&rel, false);
+                s.tell(&Request::op(ObjectId(ino), Op::Delete).with_class(class));
+            }
+            if lock(&s.dirty_marked).remove(&ino) || pinned {
+                s.store.forget(&rel).map_err(|_| Errno::EIO)?;
+            }
             s.drop_fds(ino);
             s.remove_everywhere(&rel, |p| fs::remove_file(p))
         })();
@@ -916,7 +1489,10 @@ impl Filesystem for HybridFs {
             if let Some(t) = target
                 && !target_dir
             {
-                s.tell(&Request::op(ObjectId(t), Op::Delete).with_class(s.class(&to, false)));
+                if write_lock(&s.pins).remove(&t).is_none() {
+                    s.tell(&Request::op(ObjectId(t), Op::Delete).with_class(s.class(&to, false)));
+                }
+                lock(&s.dirty_marked).remove(&t);
                 s.drop_fds(t);
             }
             s.drop_fds(ino);
@@ -939,7 +1515,14 @@ impl Filesystem for HybridFs {
                 inodes.forget_path(&to);
                 inodes.rename(&from, &to)
             };
+            // Pins and dirty marks are kept by path in the store.
+            if !lock(&s.dirty_marked).is_empty() || !read_lock(&s.pins).is_empty() {
+                s.store.rename(&from, &to).map_err(|_| Errno::EIO)?;
+            }
             for (i, rel) in moved {
+                if read_lock(&s.pins).contains_key(&i) {
+                    continue;
+                }
                 let dir = s.node(i).map(|n| n.dir).unwrap_or(false);
                 s.tell(&Request::op(ObjectId(i), Op::Rename).with_class(s.class(&rel, dir)));
             }
@@ -961,8 +1544,10 @@ impl Filesystem for HybridFs {
         let s = &self.shared;
         match s.node(ino.0) {
             Ok(n) => {
-                let class = s.class(&n.rel, n.dir);
-                s.tell(&Request::op(ObjectId(ino.0), Op::Open).with_class(class));
+                if !read_lock(&s.pins).contains_key(&ino.0) {
+                    let class = s.class(&n.rel, n.dir);
+                    s.tell(&Request::op(ObjectId(ino.0), Op::Open).with_class(class));
+                }
                 reply.opened(FileHandle(0), FopenFlags::empty());
             }
             Err(e) => reply.error(e),
@@ -988,7 +1573,11 @@ impl Filesystem for HybridFs {
                 let copies = s.copies(ino.0, &node.rel);
                 let tier = if copies.contains(&want) { want } else { *copies.first().ok_or(Errno::ENOENT)? };
                 let f = s.fd(ino.0, tier, &node.rel, false).map_err(|e| errno(&e))?;
-                tiers::read_at_file(&f, offset, size as usize).map_err(|e| errno(&e))
+                let data = tiers::read_at_file(&f, offset, size as usize).map_err(|e| errno(&e))?;
+                if let Some(e) = &s.emulate[tier.index()] {
+                    e.delay(false, ino.0, offset, data.len() as u64);
+                }
+                Ok(data)
             })
         });
         match r {
@@ -1042,10 +1631,16 @@ impl Filesystem for HybridFs {
                     }
                     let f = s.fd(ino.0, *t, &node.rel, true).map_err(|e| errno(&e))?;
                     std::os::unix::fs::FileExt::write_all_at(&*f, data, offset).map_err(|e| errno(&e))?;
+                    if let Some(e) = &s.emulate[t.index()] {
+                        e.delay(true, ino.0, offset, data.len() as u64);
+                    }
                 }
                 Ok(data.len() as u32)
             })
         });
+        if r.is_ok() {
+            s.sync_dirty_mark(ino.0);
+        }
         match r {
             Ok(n) => reply.written(n),
             Err(e) => reply.error(e),
@@ -1062,7 +1657,8 @@ impl Filesystem for HybridFs {
             for t in s.copies(ino.0, &n.rel) {
                 s.fd(ino.0, t, &n.rel, false).and_then(|f| f.sync_all()).map_err(|e| errno(&e))?;
             }
-            Ok(())
+            // The file's dirty mark becomes durable with its data.
+            s.store.sync().map_err(|_| Errno::EIO)
         });
         match r {
             Ok(()) => reply.ok(),
@@ -1215,8 +1811,11 @@ impl Filesystem for HybridFs {
         reply: ReplyEmpty,
     ) {
         let s = &self.shared;
-        if name == "user.tierwise.tier" {
-            reply.error(Errno::EPERM);
+        if let Some(r) = s.control_set(ino.0, name, value) {
+            match r {
+                Ok(()) => reply.ok(),
+                Err(e) => reply.error(e),
+            }
             return;
         }
         let r = s.node(ino.0).and_then(|n| {
@@ -1236,8 +1835,16 @@ impl Filesystem for HybridFs {
 
     fn getxattr(&self, _req: &FuseRequest, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
         let s = &self.shared;
-        let value: Result<Vec<u8>, Errno> = if name == "user.tierwise.tier" {
+        let value: Result<Vec<u8>, Errno> = if name == control::XATTR_TIER {
             Ok(s.tier_label(ino.0).as_bytes().to_vec())
+        } else if name == control::XATTR_PIN {
+            match read_lock(&s.pins).get(&ino.0) {
+                Some(Tier::Fast) => Ok(b"ssd".to_vec()),
+                Some(Tier::Slow) => Ok(b"hdd".to_vec()),
+                None => Err(Errno::from_i32(61)), // ENODATA
+            }
+        } else if name == control::XATTR_STATS && ino.0 == ROOT {
+            serde_json::to_vec_pretty(&s.snapshot()).map_err(|_| Errno::EIO)
         } else if name == "user.tierwise.debug" {
             Ok(lock(&s.events)
                 .get(&ino.0)
@@ -1283,6 +1890,13 @@ impl Filesystem for HybridFs {
 
     fn removexattr(&self, _req: &FuseRequest, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         let s = &self.shared;
+        if name == control::XATTR_PIN {
+            match s.set_pin(ino.0, None) {
+                Ok(()) => reply.ok(),
+                Err(e) => reply.error(e),
+            }
+            return;
+        }
         let r = s.node(ino.0).and_then(|n| {
             let mut removed = false;
             for t in Tier::ALL {

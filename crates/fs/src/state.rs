@@ -121,7 +121,8 @@ impl StateStore {
         std::fs::create_dir_all(dir).map_err(|e| err(redb::Error::Io(e)))?;
         let existed = path.exists();
         let db = Database::create(&path).map_err(|e| err(e.into()))?;
-        let store = StateStore { db, path: path.clone(), next_move: AtomicU64::new(0), unsynced: AtomicBool::new(false) };
+        let store =
+            StateStore { db, path: path.clone(), next_move: AtomicU64::new(0), unsynced: AtomicBool::new(false) };
         // Create the tables, so reads never meet a missing one.
         store.write(Durability::Immediate, |tx| {
             tx.open_table(PINS)?;
@@ -242,12 +243,19 @@ impl StateStore {
             for def in [PINS, DIRTY] {
                 let mut t = tx.open_table(def)?;
                 let mut hits: Vec<(PathBuf, u8)> = Vec::new();
+                let mut replaced: Vec<PathBuf> = Vec::new();
                 for row in t.iter()? {
                     let (k, v) = row?;
                     let p = path_of(k.value());
                     if p.starts_with(from) {
                         hits.push((p, v.value()));
+                    } else if to.is_some_and(|to| p.starts_with(to)) {
+                        // What the rename replaces.
+                        replaced.push(p);
                     }
+                }
+                for p in replaced {
+                    t.remove(key(&p))?;
                 }
                 for (p, v) in hits {
                     t.remove(key(&p))?;
@@ -264,10 +272,8 @@ impl StateStore {
     pub fn begin_move(&self, rec: &MoveRecord) -> Result<u64, StateError> {
         let id = self.next_move.fetch_add(1, Ordering::Relaxed);
         self.write(Durability::Immediate, |tx| {
-            tx.open_table(JOURNAL)?.insert(
-                id,
-                (kind_code(rec.kind), rec.from.index() as u8, rec.size, rec.mtime_ns, key(&rec.rel)),
-            )?;
+            tx.open_table(JOURNAL)?
+                .insert(id, (kind_code(rec.kind), rec.from.index() as u8, rec.size, rec.mtime_ns, key(&rec.rel)))?;
             Ok(())
         })?;
         Ok(id)
@@ -348,8 +354,7 @@ mod tests {
             s.set_dirty(Path::new("a/d"), true).unwrap();
             s.set_dirty(Path::new("e"), true).unwrap();
             s.set_dirty(Path::new("e"), false).unwrap();
-            let rec =
-                MoveRecord { kind: WorkKind::Demote, from: Tier::Fast, size: 7, mtime_ns: 9, rel: "x/y".into() };
+            let rec = MoveRecord { kind: WorkKind::Demote, from: Tier::Fast, size: 7, mtime_ns: 9, rel: "x/y".into() };
             let id = s.begin_move(&rec).unwrap();
             let id2 = s.begin_move(&MoveRecord { rel: "z".into(), ..rec.clone() }).unwrap();
             s.end_move(id2).unwrap();
@@ -385,6 +390,7 @@ mod tests {
         s.set_pin(Path::new("d/f"), Some(Tier::Fast)).unwrap();
         s.set_dirty(Path::new("d/sub/g"), true).unwrap();
         s.set_dirty(Path::new("dd/h"), true).unwrap();
+        s.set_dirty(Path::new("n/old"), true).unwrap();
         s.rename(Path::new("d"), Path::new("n")).unwrap();
         assert_eq!(s.pins().unwrap(), vec![("n/f".into(), Tier::Fast)]);
         let mut dirty = s.dirty().unwrap();

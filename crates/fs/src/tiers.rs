@@ -20,6 +20,9 @@ use tierwise_core::Tier;
 /// Names tierwise keeps for itself inside the tiers (hidden from listings).
 pub const RESERVED_PREFIX: &str = ".tierwise-";
 
+/// Bytes a move copies between two calls of its pacing hook.
+pub const COPY_CHUNK: usize = 1 << 20;
+
 /// The SSD and HDD directories.
 #[derive(Clone, Debug)]
 pub struct Tiers {
@@ -96,8 +99,16 @@ impl Tiers {
     }
 
     /// Copies `rel` from one tier to the other with the move protocol, keeping the source.
-    /// Returns the bytes copied.
-    pub fn copy_across(&self, rel: &Path, from: Tier, ino: u64) -> io::Result<u64> {
+    /// Returns the bytes copied. `pace(offset, len, total)` runs before each chunk is written:
+    /// it may sleep (rate limit, emulation) or fail to cancel the copy (the source is intact and
+    /// the temporary file is removed).
+    pub fn copy_across(
+        &self,
+        rel: &Path,
+        from: Tier,
+        ino: u64,
+        pace: &mut dyn FnMut(u64, u64, u64) -> io::Result<()>,
+    ) -> io::Result<u64> {
         let src = self.path(from, rel);
         let dst = self.path(from.other(), rel);
         let dir = dst.parent().ok_or_else(|| io::Error::other("a tier path has no parent"))?;
@@ -107,7 +118,17 @@ impl Tiers {
             let meta = fs::symlink_metadata(&src)?;
             let mut input = File::open(&src)?;
             let mut out = OpenOptions::new().write(true).create(true).truncate(true).open(&tmp)?;
-            let n = io::copy(&mut input, &mut out)?;
+            let mut buf = vec![0u8; COPY_CHUNK];
+            let mut n = 0u64;
+            loop {
+                let got = io::Read::read(&mut input, &mut buf)?;
+                if got == 0 {
+                    break;
+                }
+                pace(n, got as u64, meta.len())?;
+                io::Write::write_all(&mut out, &buf[..got])?;
+                n += got as u64;
+            }
             out.set_permissions(fs::Permissions::from_mode(meta.mode() & 0o7777))?;
             let _ = std::os::unix::fs::fchown(&out, Some(meta.uid()), Some(meta.gid()));
             out.set_times(fs::FileTimes::new().set_accessed(atime(&meta)).set_modified(mtime(&meta)))?;

@@ -47,8 +47,7 @@ impl Drop for Mounted {
 
 fn mount(ssd: &Path, hdd: &Path, mnt: &Path, policy: &str, quota: u64) -> Mounted {
     let tiers = Tiers::open(ssd, hdd, mnt).unwrap();
-    let fs =
-        HybridFs::new(tiers, &MountConfig { policy: policy.into(), ssd_quota: quota, debug_events: true }).unwrap();
+    let fs = HybridFs::new(tiers, &MountConfig { debug_events: true, ..MountConfig::new(policy, quota) }).unwrap();
     let mut cfg = fuser::Config::default();
     cfg.mount_options = mount_options();
     cfg.n_threads = Some(4);
@@ -324,11 +323,6 @@ fn bad_tiers_are_refused_by_name() {
     let e = Tiers::open(a.path(), b.path(), &inside).unwrap_err().to_string();
     assert!(e.contains("inside a tier"), "{e}");
     let tiers = Tiers::open(a.path(), b.path(), mnt.path()).unwrap();
-    let e = HybridFs::new(
-        tiers,
-        &MountConfig { policy: "greendm-tiering".into(), ssd_quota: 1 << 20, debug_events: false },
-    )
-    .err()
-    .unwrap();
+    let e = HybridFs::new(tiers, &MountConfig::new("greendm-tiering", 1 << 20)).err().unwrap();
     assert!(e.to_string().contains("block-level"), "{e}");
 }

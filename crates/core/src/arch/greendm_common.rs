@@ -25,7 +25,7 @@ impl SsdBitmap {
     pub(super) fn new(n: u32, all_used: bool) -> SsdBitmap {
         let len = (n as usize).div_ceil(64);
         let mut words = vec![if all_used { u64::MAX } else { 0 }; len];
-        if !all_used && n % 64 != 0 {
+        if !all_used && !n.is_multiple_of(64) {
             words[len - 1] = !((1u64 << (n % 64)) - 1);
         }
         SsdBitmap { words, free: if all_used { 0 } else { n }, hint: 0 }

@@ -236,7 +236,7 @@ fn skewed_trace(seed: u64, len: usize, universe: u64) -> Vec<u64> {
             s ^= s << 13;
             s ^= s >> 7;
             s ^= s << 17;
-            if s % 2 == 0 { (s >> 8) % (universe / 10).max(1) } else { (s >> 8) % universe }
+            if s.is_multiple_of(2) { (s >> 8) % (universe / 10).max(1) } else { (s >> 8) % universe }
         })
         .collect()
 }

@@ -399,7 +399,7 @@ impl FileSim {
         }
         self.last_completion = self.last_completion.max(self.op_done);
         self.n += 1;
-        if self.cfg.check_every > 0 && self.n % self.cfg.check_every == 0 {
+        if self.cfg.check_every > 0 && self.n.is_multiple_of(self.cfg.check_every) {
             self.engine.check_invariants().map_err(|message| SimError::Invariant { request: self.n, message })?;
         }
         Ok(())

@@ -1,0 +1,295 @@
+//! Control and visibility: the statistics a mount reports (`tierwise stats`, `status`, the
+//! Prometheus endpoint) and the names of the control attributes.
+//!
+//! The command line talks to a running mount through extended attributes, so no socket or
+//! extra permission model is needed: reading `user.tierwise.stats` on the mount's root returns
+//! [`Snapshot`] as JSON; writing `user.tierwise.flush` (any value) on the root queues the
+//! write-back of every dirty file; `user.tierwise.cancel` cancels the move in progress;
+//! `user.tierwise.move_rate` (MB/s, 0 = unlimited) changes the move rate; on a file,
+//! `user.tierwise.pin` (`ssd`, `hdd` or `none`) pins or unpins it and `user.tierwise.tier` says
+//! where it is.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// Read on the root: the statistics as JSON.
+pub const XATTR_STATS: &str = "user.tierwise.stats";
+/// Written on the root: write back every dirty file.
+pub const XATTR_FLUSH: &str = "user.tierwise.flush";
+/// Written on the root: cancel the move in progress (it is rolled back and may be retried).
+pub const XATTR_CANCEL: &str = "user.tierwise.cancel";
+/// Written on the root: the move rate in MB/s (0 = unlimited).
+pub const XATTR_MOVE_RATE: &str = "user.tierwise.move_rate";
+/// On a file: `ssd`, `hdd` or `none`.
+pub const XATTR_PIN: &str = "user.tierwise.pin";
+/// On a file: where it is (read only).
+pub const XATTR_TIER: &str = "user.tierwise.tier";
+
+/// Counters of one period (this mount, or the volume's whole life).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counters {
+    /// Reads served from the SSD tier (hits).
+    pub reads_ssd: u64,
+    /// Reads served from the HDD tier (misses).
+    pub reads_hdd: u64,
+    /// Writes acknowledged by the SSD tier alone.
+    pub writes_ssd: u64,
+    /// Writes that reached the HDD tier before being acknowledged.
+    pub writes_hdd: u64,
+    /// Bytes read from the SSD tier.
+    pub read_bytes_ssd: u64,
+    /// Bytes read from the HDD tier.
+    pub read_bytes_hdd: u64,
+    /// Bytes written to the SSD tier.
+    pub write_bytes_ssd: u64,
+    /// Bytes written to the HDD tier.
+    pub write_bytes_hdd: u64,
+    /// Tiering moves up.
+    pub promotions: u64,
+    /// Tiering moves down.
+    pub demotions: u64,
+    /// Copies into the SSD cache.
+    pub copies: u64,
+    /// Write-backs of dirty files.
+    pub writebacks: u64,
+    /// Bytes copied between tiers by background work.
+    pub bytes_moved: u64,
+    /// Background work that failed.
+    pub moves_failed: u64,
+    /// Background work cancelled.
+    pub moves_cancelled: u64,
+}
+
+impl Counters {
+    /// The counters as (name, value) pairs, for the store.
+    pub fn pairs(&self) -> Vec<(&'static str, u64)> {
+        vec![
+            ("reads_ssd", self.reads_ssd),
+            ("reads_hdd", self.reads_hdd),
+            ("writes_ssd", self.writes_ssd),
+            ("writes_hdd", self.writes_hdd),
+            ("read_bytes_ssd", self.read_bytes_ssd),
+            ("read_bytes_hdd", self.read_bytes_hdd),
+            ("write_bytes_ssd", self.write_bytes_ssd),
+            ("write_bytes_hdd", self.write_bytes_hdd),
+            ("promotions", self.promotions),
+            ("demotions", self.demotions),
+            ("copies", self.copies),
+            ("writebacks", self.writebacks),
+            ("bytes_moved", self.bytes_moved),
+            ("moves_failed", self.moves_failed),
+            ("moves_cancelled", self.moves_cancelled),
+        ]
+    }
+
+    /// Counters from saved pairs (unknown names ignored, missing ones zero).
+    pub fn from_saved(saved: &std::collections::HashMap<String, u64>) -> Counters {
+        let g = |k: &str| saved.get(k).copied().unwrap_or(0);
+        Counters {
+            reads_ssd: g("reads_ssd"),
+            reads_hdd: g("reads_hdd"),
+            writes_ssd: g("writes_ssd"),
+            writes_hdd: g("writes_hdd"),
+            read_bytes_ssd: g("read_bytes_ssd"),
+            read_bytes_hdd: g("read_bytes_hdd"),
+            write_bytes_ssd: g("write_bytes_ssd"),
+            write_bytes_hdd: g("write_bytes_hdd"),
+            promotions: g("promotions"),
+            demotions: g("demotions"),
+            copies: g("copies"),
+            writebacks: g("writebacks"),
+            bytes_moved: g("bytes_moved"),
+            moves_failed: g("moves_failed"),
+            moves_cancelled: g("moves_cancelled"),
+        }
+    }
+
+    /// The sum of two periods.
+    pub fn plus(&self, o: &Counters) -> Counters {
+        let mut out = self.clone();
+        let add = |a: &mut u64, b: u64| *a = a.saturating_add(b);
+        add(&mut out.reads_ssd, o.reads_ssd);
+        add(&mut out.reads_hdd, o.reads_hdd);
+        add(&mut out.writes_ssd, o.writes_ssd);
+        add(&mut out.writes_hdd, o.writes_hdd);
+        add(&mut out.read_bytes_ssd, o.read_bytes_ssd);
+        add(&mut out.read_bytes_hdd, o.read_bytes_hdd);
+        add(&mut out.write_bytes_ssd, o.write_bytes_ssd);
+        add(&mut out.write_bytes_hdd, o.write_bytes_hdd);
+        add(&mut out.promotions, o.promotions);
+        add(&mut out.demotions, o.demotions);
+        add(&mut out.copies, o.copies);
+        add(&mut out.writebacks, o.writebacks);
+        add(&mut out.bytes_moved, o.bytes_moved);
+        add(&mut out.moves_failed, o.moves_failed);
+        add(&mut out.moves_cancelled, o.moves_cancelled);
+        out
+    }
+
+    /// Fraction of reads served by the SSD tier.
+    pub fn hit_ratio(&self) -> f64 {
+        let all = self.reads_ssd + self.reads_hdd;
+        if all == 0 { 0.0 } else { self.reads_ssd as f64 / all as f64 }
+    }
+}
+
+/// The move in progress.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MoveInProgress {
+    /// What the move does (`promote`, `demote`, `copy`, `writeback`, `pin`).
+    pub kind: String,
+    /// The file, relative to the mount.
+    pub path: String,
+    /// Bytes copied so far.
+    pub done: u64,
+    /// Bytes to copy.
+    pub total: u64,
+}
+
+/// Everything a mount reports.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Snapshot {
+    /// The architecture spec.
+    pub policy: String,
+    /// SSD tier directory.
+    pub ssd_dir: String,
+    /// HDD tier directory.
+    pub hdd_dir: String,
+    /// The state store.
+    pub state: String,
+    /// SSD bytes tierwise may use.
+    pub ssd_quota: u64,
+    /// Of the quota, bytes kept for pinned files (the policy manages the rest).
+    pub pin_reserve: u64,
+    /// SSD bytes the policy holds.
+    pub ssd_used: u64,
+    /// Files pinned to the SSD tier and their bytes.
+    pub pinned_ssd_files: u64,
+    /// Bytes of files pinned to the SSD tier.
+    pub pinned_ssd_bytes: u64,
+    /// Files pinned to the HDD tier.
+    pub pinned_hdd_files: u64,
+    /// Files the policy tracks.
+    pub files: u64,
+    /// Of which with a copy on the SSD tier.
+    pub files_on_ssd: u64,
+    /// Dirty bytes (write-back) not yet on the HDD tier.
+    pub dirty_bytes: u64,
+    /// Background work queued or in flight.
+    pub queue_depth: u64,
+    /// The move rate limit in bytes/s (0 = unlimited).
+    pub move_rate: u64,
+    /// The move in progress.
+    pub moving: Option<MoveInProgress>,
+    /// Emulated tiers (empty when the tiers run at the speed of their directories).
+    pub emulation: Vec<String>,
+    /// Seconds since mounting.
+    pub uptime_s: f64,
+    /// This mount's counters.
+    pub session: Counters,
+    /// Counters over the volume's life (saved in the state store).
+    pub total: Counters,
+}
+
+impl Snapshot {
+    /// The snapshot in the Prometheus text exposition format.
+    pub fn prometheus(&self) -> String {
+        let mut out = String::new();
+        let mut metric = |name: &str, kind: &str, help: &str, rows: &[(&str, f64)]| {
+            out.push_str(&format!("# HELP tierwise_{name} {help}\n# TYPE tierwise_{name} {kind}\n"));
+            for (labels, v) in rows {
+                if labels.is_empty() {
+                    out.push_str(&format!("tierwise_{name} {v}\n"));
+                } else {
+                    out.push_str(&format!("tierwise_{name}{{{labels}}} {v}\n"));
+                }
+            }
+        };
+        let t = &self.total;
+        let f = |v: u64| v as f64;
+        metric(
+            "reads_total",
+            "counter",
+            "Reads by the tier that served them.",
+            &[("tier=\"ssd\"", f(t.reads_ssd)), ("tier=\"hdd\"", f(t.reads_hdd))],
+        );
+        metric(
+            "writes_total",
+            "counter",
+            "Writes by the slowest tier written.",
+            &[("tier=\"ssd\"", f(t.writes_ssd)), ("tier=\"hdd\"", f(t.writes_hdd))],
+        );
+        metric(
+            "read_bytes_total",
+            "counter",
+            "Bytes read per tier.",
+            &[("tier=\"ssd\"", f(t.read_bytes_ssd)), ("tier=\"hdd\"", f(t.read_bytes_hdd))],
+        );
+        metric(
+            "write_bytes_total",
+            "counter",
+            "Bytes written per tier.",
+            &[("tier=\"ssd\"", f(t.write_bytes_ssd)), ("tier=\"hdd\"", f(t.write_bytes_hdd))],
+        );
+        metric(
+            "moves_total",
+            "counter",
+            "Background work done, by kind.",
+            &[
+                ("kind=\"promote\"", f(t.promotions)),
+                ("kind=\"demote\"", f(t.demotions)),
+                ("kind=\"copy\"", f(t.copies)),
+                ("kind=\"writeback\"", f(t.writebacks)),
+            ],
+        );
+        metric("moved_bytes_total", "counter", "Bytes copied between tiers.", &[("", f(t.bytes_moved))]);
+        metric("moves_failed_total", "counter", "Background work that failed.", &[("", f(t.moves_failed))]);
+        metric("moves_cancelled_total", "counter", "Background work cancelled.", &[("", f(t.moves_cancelled))]);
+        metric("ssd_quota_bytes", "gauge", "SSD bytes tierwise may use.", &[("", f(self.ssd_quota))]);
+        metric("ssd_used_bytes", "gauge", "SSD bytes the policy holds.", &[("", f(self.ssd_used))]);
+        metric("pinned_ssd_bytes", "gauge", "Bytes of files pinned to the SSD.", &[("", f(self.pinned_ssd_bytes))]);
+        metric("dirty_bytes", "gauge", "Dirty bytes not yet on the HDD tier.", &[("", f(self.dirty_bytes))]);
+        metric("queue_depth", "gauge", "Background work queued or in flight.", &[("", f(self.queue_depth))]);
+        metric("files", "gauge", "Files the policy tracks.", &[("", f(self.files))]);
+        metric("hit_ratio", "gauge", "Fraction of reads served by the SSD tier.", &[("", t.hit_ratio())]);
+        out
+    }
+}
+
+/// Serves `GET /metrics` (any path) on `listener` until the process exits: one thread, one
+/// connection at a time, which is all a scraper needs.
+pub fn serve_metrics(listener: TcpListener, snapshot: Arc<dyn Fn() -> Snapshot + Send + Sync>) {
+    for conn in listener.incoming() {
+        let Ok(conn) = conn else { continue };
+        let _ = answer(conn, &*snapshot);
+    }
+}
+
+fn answer(mut conn: TcpStream, snapshot: &dyn Fn() -> Snapshot) -> std::io::Result<()> {
+    conn.set_read_timeout(Some(Duration::from_secs(5)))?;
+    let mut reader = BufReader::new(conn.try_clone()?);
+    let mut line = String::new();
+    reader.read_line(&mut line)?;
+    // Skip the headers.
+    loop {
+        let mut h = String::new();
+        if reader.read_line(&mut h)? == 0 || h == "\r\n" || h == "\n" {
+            break;
+        }
+    }
+    let (status, body) = if line.starts_with("GET ") {
+        ("200 OK", snapshot().prometheus())
+    } else {
+        ("405 Method Not Allowed", String::from("only GET\n"))
+    };
+    write!(
+        conn,
+        "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )?;
+    conn.flush()
+}
