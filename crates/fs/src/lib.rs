@@ -238,6 +238,8 @@ struct Progress {
     total: AtomicU64,
     /// Set to stop the move at its next chunk.
     cancel: AtomicBool,
+    /// Accesses waiting for the moving file's lock.
+    waiters: AtomicU64,
     /// When the move started (for the cancel-on-contention estimate).
     started: Mutex<Option<Instant>>,
 }
@@ -465,6 +467,28 @@ impl Shared {
         Arc::clone(lock(&self.locks).entry(ino).or_default())
     }
 
+    /// Takes file `ino`'s lock shared for an access: when a move holds it, a long move is
+    /// cancelled rather than waited for (see [`Shared::yield_move`]).
+    fn access_lock<'a>(&self, ino: u64, file_lock: &'a RwLock<()>) -> std::sync::RwLockReadGuard<'a, ()> {
+        match file_lock.try_read() {
+            Ok(g) => g,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => {
+                // The mover sees the waiter and cancels its move if it will take a while yet.
+                let p = &self.progress;
+                let waiting = p.ino.load(Ordering::Acquire) == ino;
+                if waiting {
+                    p.waiters.fetch_add(1, Ordering::AcqRel);
+                }
+                let g = read_lock(file_lock);
+                if waiting {
+                    p.waiters.fetch_sub(1, Ordering::AcqRel);
+                }
+                g
+            }
+        }
+    }
+
     fn node(&self, ino: u64) -> Result<Node, Errno> {
         lock(&self.inodes).get(ino).cloned().ok_or(Errno::ENOENT)
     }
@@ -579,7 +603,7 @@ impl Shared {
     /// Attributes of `ino`, read under its shared lock (a move never runs in between).
     fn attr(&self, ino: u64) -> Result<FileAttr, Errno> {
         let file_lock = self.file_lock(ino);
-        let _g = file_lock.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let _g = self.access_lock(ino, &file_lock);
         self.attr_locked(ino)
     }
 
@@ -858,11 +882,18 @@ impl Shared {
     fn pace(&self, ino: u64, from: Tier) -> impl FnMut(u64, u64, u64) -> io::Result<()> + '_ {
         let start = Instant::now();
         move |offset, len, total| {
-            if self.progress.cancel.load(Ordering::Acquire) {
-                return Err(io::Error::new(io::ErrorKind::Interrupted, "move cancelled"));
-            }
-            self.progress.total.store(total, Ordering::Relaxed);
-            self.progress.done.store(offset, Ordering::Relaxed);
+            let p = &self.progress;
+            p.total.store(total, Ordering::Relaxed);
+            p.done.store(offset, Ordering::Relaxed);
+            // Cancelled by command, or an access waits for a move that will take a while yet.
+            let check = || {
+                let waited = p.waiters.load(Ordering::Acquire) > 0 && worth_cancelling(start.elapsed(), offset, total);
+                if p.cancel.load(Ordering::Acquire) || waited {
+                    return Err(io::Error::new(io::ErrorKind::Interrupted, "move cancelled"));
+                }
+                Ok(())
+            };
+            check()?;
             if let Some(e) = &self.emulate[from.index()] {
                 e.delay(false, ino, offset, len);
             }
@@ -872,18 +903,21 @@ impl Shared {
             let rate = self.move_rate.load(Ordering::Relaxed);
             if rate > 0 {
                 let due = Duration::from_secs_f64((offset + len) as f64 / rate as f64);
-                if let Some(wait) = due.checked_sub(start.elapsed()) {
-                    std::thread::sleep(wait);
+                // In slices, so a cancellation is seen within 50 ms.
+                while let Some(wait) = due.checked_sub(start.elapsed()).filter(|w| !w.is_zero()) {
+                    std::thread::sleep(wait.min(Duration::from_millis(50)));
+                    check()?;
                 }
             }
             Ok(())
         }
     }
 
-    /// An access waits for file `ino`: cancel its move if that would take a while yet (the
-    /// engine rolls the move back and may retry it later).
+    /// A blocked access waits for file `ino`'s work: cancel its move if that would take a
+    /// while yet (the engine rolls the move back and may retry it later).
     fn yield_move(&self, ino: u64) {
         let p = &self.progress;
+
         if p.ino.load(Ordering::Acquire) != ino {
             return;
         }
@@ -1093,15 +1127,7 @@ impl Shared {
     ) -> Result<T, Errno> {
         let file_lock = self.file_lock(ino);
         for attempt in 0.. {
-            let guard = match file_lock.try_read() {
-                Ok(g) => g,
-                Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
-                Err(std::sync::TryLockError::WouldBlock) => {
-                    // A move holds the file: a long one is cancelled rather than waited for.
-                    self.yield_move(ino);
-                    read_lock(&file_lock)
-                }
-            };
+            let guard = self.access_lock(ino, &file_lock);
             if let Some(&tier) = read_lock(&self.pins).get(&ino) {
                 // Pinned: out of the policy, served where it is pinned.
                 let level = if tier == Tier::Fast { Level::Fast } else { Level::Slow };
@@ -1201,7 +1227,7 @@ impl Shared {
         // it switches tiers. An unknown path has no work in flight.
         let known = lock(&self.inodes).by_path.get(&rel).copied();
         let file_lock = known.map(|i| self.file_lock(i));
-        let _g = file_lock.as_ref().map(|l| l.read().unwrap_or_else(std::sync::PoisonError::into_inner));
+        let _g = file_lock.as_ref().zip(known).map(|(l, i)| self.access_lock(i, l));
         let exists = Tier::ALL.into_iter().find_map(|t| fs::symlink_metadata(self.tiers.path(t, &rel)).ok());
         let m = exists.ok_or(Errno::ENOENT)?;
         let ino = lock(&self.inodes).ino_of(&rel, m.is_dir());
@@ -1308,8 +1334,8 @@ impl Filesystem for HybridFs {
                     Ok(())
                 })?;
             }
-            let _g = s.file_lock(ino.0);
-            let _r = _g.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let file_lock = s.file_lock(ino.0);
+            let _g = s.access_lock(ino.0, &file_lock);
             let paths: Vec<PathBuf> = if node.dir || ino.0 == ROOT {
                 Tier::ALL.into_iter().map(|t| s.tiers.path(t, &node.rel)).filter(|p| p.is_dir()).collect()
             } else {

@@ -14,46 +14,10 @@ use std::io::{ErrorKind, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use tierwise_fs::{HybridFs, MountConfig, Tiers, mount_options};
+mod common;
 
-fn fuse_available() -> bool {
-    match OpenOptions::new().read(true).write(true).open("/dev/fuse") {
-        Ok(_) => true,
-        Err(e) => {
-            eprintln!("SKIPPED: /dev/fuse cannot be opened here ({e}); the mount tests need it");
-            false
-        }
-    }
-}
-
-struct Mounted {
-    session: Option<fuser::BackgroundSession>,
-    mnt: PathBuf,
-}
-
-impl Mounted {
-    fn unmount(&mut self) {
-        if let Some(s) = self.session.take() {
-            let _ = s.umount_and_join();
-        }
-    }
-}
-
-impl Drop for Mounted {
-    fn drop(&mut self) {
-        self.unmount();
-    }
-}
-
-fn mount(ssd: &Path, hdd: &Path, mnt: &Path, policy: &str, quota: u64) -> Mounted {
-    let tiers = Tiers::open(ssd, hdd, mnt).unwrap();
-    let fs = HybridFs::new(tiers, &MountConfig { debug_events: true, ..MountConfig::new(policy, quota) }).unwrap();
-    let mut cfg = fuser::Config::default();
-    cfg.mount_options = mount_options();
-    cfg.n_threads = Some(4);
-    let session = fuser::spawn_mount(fs, mnt, &cfg).unwrap();
-    Mounted { session: Some(session), mnt: mnt.to_path_buf() }
-}
+use common::{fuse_available, mount, mount_with};
+use tierwise_fs::{HybridFs, MountConfig, Tiers};
 
 /// A tiny deterministic generator.
 struct Rng(u64);
@@ -148,15 +112,29 @@ fn differential(policy: &str, ops: u64, seed: u64) {
         tempfile::tempdir().unwrap(),
         tempfile::tempdir().unwrap(),
     );
-    let mut m = mount(ssd.path(), hdd.path(), mnt.path(), policy, 48 * 1024);
+    // 16 KiB of the quota is the pin reserve: the policy manages 48 KiB.
+    let cfg = MountConfig { debug_events: true, pin_reserve: 16 * 1024, ..MountConfig::new(policy, 64 * 1024) };
+    let mut m = mount_with(ssd.path(), hdd.path(), mnt.path(), &cfg);
     // TIERWISE_FS_OPS and TIERWISE_FS_SEED let a soak run longer or elsewhere.
     let ops = std::env::var("TIERWISE_FS_OPS").ok().and_then(|v| v.parse().ok()).unwrap_or(ops);
     let seed = seed + std::env::var("TIERWISE_FS_SEED").ok().and_then(|v| v.parse::<u64>().ok()).unwrap_or(0) * 1000;
     let mut rng = Rng(seed.max(1));
     let mut last_tier: BTreeMap<PathBuf, Vec<u8>> = BTreeMap::new();
     let mut tier_changes = 0;
+    let mut pins = 0;
     for i in 0..ops {
-        let (op, a, b, c) = (rng.below(14), rng.next(), rng.next(), rng.next());
+        let (op, a, b, c) = (rng.below(15), rng.next(), rng.next(), rng.next());
+        if op == 14 {
+            // Pin, re-pin or unpin a file on the mount only: a pin moves the file at once, and a
+            // pinned file is served outside the policy. Its outcome (ENOSPC when the reserve is
+            // full, ENOENT) is not compared; what every later operation sees is.
+            let rel = format!("d{}/f{}", a % 3, a % 12);
+            let want = [&b"ssd"[..], b"hdd", b"none"][(b % 3) as usize];
+            if xattr::set(m.mnt.join(&rel), "user.tierwise.pin", want).is_ok() && want != b"none" {
+                pins += 1;
+            }
+            continue;
+        }
         let got = apply(&m.mnt, op, a, b, c);
         let want = apply(plain.path(), op, a, b, c);
         if std::env::var_os("TIERWISE_FS_TRACE").is_some() {
@@ -207,10 +185,11 @@ fn differential(policy: &str, ops: u64, seed: u64) {
         }
     }
     assert!(tier_changes >= 3, "{policy}: only {tier_changes} placement changes seen; migrations are not exercised");
+    assert!(pins >= ops / 100, "{policy}: only {pins} pins took effect");
     assert_eq!(tree(&m.mnt), tree(plain.path()), "{policy}: the trees differ");
     m.unmount();
     // A remount adopts what the tiers hold and shows the same tree.
-    let m2 = mount(ssd.path(), hdd.path(), mnt.path(), policy, 48 * 1024);
+    let m2 = mount_with(ssd.path(), hdd.path(), mnt.path(), &cfg);
     assert_eq!(tree(&m2.mnt), tree(plain.path()), "{policy}: the remounted tree differs");
     drop(m2);
     // Every file is at its own relative path on a tier (no temporaries left behind), and DST

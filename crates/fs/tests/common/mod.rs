@@ -1,0 +1,73 @@
+//! Mounting the hybrid file system in-process for the integration tests.
+
+#![allow(dead_code, reason = "each test file uses a part")]
+#![expect(clippy::unwrap_used, reason = "a failing setup should stop the test loudly")]
+
+use std::fs::OpenOptions;
+use std::path::{Path, PathBuf};
+
+use tierwise_fs::{HybridFs, MountConfig, Tiers, mount_options};
+
+/// Whether `/dev/fuse` can be opened (tests skip with a message when not).
+pub fn fuse_available() -> bool {
+    match OpenOptions::new().read(true).write(true).open("/dev/fuse") {
+        Ok(_) => true,
+        Err(e) => {
+            eprintln!("SKIPPED: /dev/fuse cannot be opened here ({e}); the mount tests need it");
+            false
+        }
+    }
+}
+
+/// A live mount, unmounted on drop.
+pub struct Mounted {
+    session: Option<fuser::BackgroundSession>,
+    /// The mountpoint.
+    pub mnt: PathBuf,
+}
+
+impl Mounted {
+    /// Unmounts (waits for the file system to finish).
+    pub fn unmount(&mut self) {
+        if let Some(s) = self.session.take() {
+            let _ = s.umount_and_join();
+        }
+    }
+}
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        self.unmount();
+    }
+}
+
+/// Mounts `ssd` + `hdd` on `mnt` with `cfg`, four threads.
+pub fn mount_with(ssd: &Path, hdd: &Path, mnt: &Path, cfg: &MountConfig) -> Mounted {
+    let tiers = Tiers::open(ssd, hdd, mnt).unwrap();
+    let fs = HybridFs::new(tiers, cfg).unwrap();
+    let mut fcfg = fuser::Config::default();
+    fcfg.mount_options = mount_options();
+    fcfg.n_threads = Some(4);
+    let session = fuser::spawn_mount(fs, mnt, &fcfg).unwrap();
+    Mounted { session: Some(session), mnt: mnt.to_path_buf() }
+}
+
+/// Mounts with a policy and quota, the debug event log on.
+pub fn mount(ssd: &Path, hdd: &Path, mnt: &Path, policy: &str, quota: u64) -> Mounted {
+    mount_with(ssd, hdd, mnt, &MountConfig { debug_events: true, ..MountConfig::new(policy, quota) })
+}
+
+/// The mount's statistics, through the control attribute.
+pub fn stats(mnt: &Path) -> tierwise_fs::Snapshot {
+    let raw = xattr::get(mnt, tierwise_fs::control::XATTR_STATS).unwrap().unwrap();
+    serde_json::from_slice(&raw).unwrap()
+}
+
+/// Polls `cond` every 10 ms for up to 20 s.
+pub fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !cond() {
+        assert!(std::time::Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
