@@ -421,12 +421,13 @@ pub fn cmd_status(mountpoint: &Path) -> Result<()> {
     let pct = |a: u64, b: u64| if b == 0 { 0.0 } else { 100.0 * a as f64 / b as f64 };
     let policy_bytes = s.ssd_quota.saturating_sub(s.pin_reserve);
     println!(
-        "  ssd space     {} of {} used by the policy ({:.1}%), {} of {} pin reserve used by {} pinned file(s)",
+        "  ssd quota     {}: the policy uses {} of its {} ({:.1}%); the pin reserve of {} holds {} in {} pinned file(s)",
+        Bytes(s.ssd_quota),
         Bytes(s.ssd_used),
         Bytes(policy_bytes),
         pct(s.ssd_used, policy_bytes),
-        Bytes(s.pinned_ssd_bytes),
         Bytes(s.pin_reserve),
+        Bytes(s.pinned_ssd_bytes),
         s.pinned_ssd_files
     );
     println!(

@@ -154,3 +154,122 @@ fn mount_refuses_bad_setups_with_clear_messages() {
     assert!(s(tierwise(&["umount", m_])).contains("not a tierwise mount"));
     assert!(s(tierwise(&["which-tier", m_])).contains("not on a tierwise mount"));
 }
+
+/// The control commands against a live daemon started from a config file: stats, status (with
+/// the emulation label), flush with progress, pin and unpin, cancel, the metrics endpoint.
+#[test]
+fn control_commands_work_against_a_live_mount_configured_by_file() {
+    if !can_mount() {
+        return;
+    }
+    let (ssd, hdd, mnt, etc) = (
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let cfg = etc.path().join("tierwise.toml");
+    fs::write(
+        &cfg,
+        format!(
+            "ssd = {:?}\nhdd = {:?}\npolicy = \"file-write-back\"\nssd_quota = \"4MiB\"\npin_reserve = \"1MiB\"\n\
+             emulate_hdd = \"wd5000aaks\"\nmetrics = \"127.0.0.1:{port}\"\nthreads = 2\n",
+            ssd.path(),
+            hdd.path()
+        ),
+    )
+    .unwrap();
+    let m = mnt.path().to_str().unwrap();
+    let o = tierwise(&["mount", "--config", cfg.to_str().unwrap(), m]);
+    assert!(o.status.success(), "mount: {}", String::from_utf8_lossy(&o.stderr));
+    for i in 0..5 {
+        fs::write(mnt.path().join(format!("f{i}")), vec![i as u8; 100_000]).unwrap();
+    }
+    let text = |o: Output| {
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let stats: serde_json::Value = serde_json::from_str(&text(tierwise(&["stats", m, "--json"]))).unwrap();
+    assert_eq!(stats["dirty_bytes"], 500_000, "{stats}");
+    assert_eq!(stats["policy"], "file-write-back");
+    let status = text(tierwise(&["status", m]));
+    assert!(status.contains("EMULATION") && status.contains("wd5000aaks"), "{status}");
+    assert!(status.contains("pin reserve"), "{status}");
+    let table = text(tierwise(&["stats", m]));
+    assert!(table.contains("reads from SSD (hits)") && table.contains("volume total"), "{table}");
+    let flushed = text(tierwise(&["-q", "flush", m]));
+    assert!(flushed.contains("no dirty data left"), "{flushed}");
+    for i in 0..5 {
+        assert_eq!(fs::read(hdd.path().join(format!("f{i}"))).unwrap(), vec![i as u8; 100_000]);
+    }
+    let f0 = mnt.path().join("f0");
+    assert!(text(tierwise(&["pin", "hdd", f0.to_str().unwrap()])).contains("pinned to hdd"));
+    assert!(text(tierwise(&["which-tier", f0.to_str().unwrap()])).contains(": hdd"));
+    assert!(!ssd.path().join("f0").exists());
+    assert!(text(tierwise(&["unpin", f0.to_str().unwrap()])).contains("unpinned"));
+    fs::write(mnt.path().join("big"), vec![1u8; 2 << 20]).unwrap();
+    let o = tierwise(&["pin", "ssd", mnt.path().join("big").to_str().unwrap()]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("pin reserve"), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(text(tierwise(&["cancel", m])).contains("no move in progress"));
+    // Prometheus scrapes the same counters.
+    let mut conn = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    std::io::Write::write_all(&mut conn, b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
+    let mut body = String::new();
+    std::io::Read::read_to_string(&mut conn, &mut body).unwrap();
+    let writebacks: u64 = body
+        .lines()
+        .find_map(|l| l.strip_prefix("tierwise_moves_total{kind=\"writeback\"} "))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no write-back counter in {body}"));
+    assert!(writebacks >= 5, "{body}");
+    // Commands on something that is not a tierwise mount say so.
+    let o = tierwise(&["stats", etc.path().to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not a tierwise mount"));
+    let _ = text(tierwise(&["-q", "flush", m]));
+    let before: serde_json::Value = serde_json::from_str(&text(tierwise(&["stats", m, "--json"]))).unwrap();
+    umount(mnt.path());
+    // The store kept the totals: a remount reports the write-backs so far.
+    let o = tierwise(&["mount", "--config", cfg.to_str().unwrap(), m]);
+    assert!(o.status.success(), "remount: {}", String::from_utf8_lossy(&o.stderr));
+    let stats: serde_json::Value = serde_json::from_str(&text(tierwise(&["stats", m, "--json"]))).unwrap();
+    assert_eq!(stats["total"]["writebacks"], before["total"]["writebacks"], "{stats}");
+    umount(mnt.path());
+    // A config file with a typo is refused by name.
+    fs::write(&cfg, "polcy = \"hycache\"\n").unwrap();
+    let o = tierwise(&["mount", "--config", cfg.to_str().unwrap(), m]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("polcy") && err.contains("allowed keys"), "{err}");
+}
+
+/// `mount -t tierwise` runs `mount.tierwise SOURCE DIR -o OPTIONS`: the helper is this binary
+/// under that name.
+#[test]
+fn the_mount_helper_takes_fstab_style_options() {
+    if !can_mount() {
+        return;
+    }
+    let (ssd, hdd, mnt, bin) = (
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
+    let helper = bin.path().join("mount.tierwise");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_tierwise"), &helper).unwrap();
+    let source = format!("{}:{}", ssd.path().display(), hdd.path().display());
+    let o = Command::new(&helper)
+        .args([&source, mnt.path().to_str().unwrap(), "-o", "rw,noauto,policy=hycache,ssd_quota=1MiB,threads=2"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "mount.tierwise: {}", String::from_utf8_lossy(&o.stderr));
+    fs::write(mnt.path().join("x"), b"via fstab").unwrap();
+    let status = String::from_utf8(tierwise(&["status", mnt.path().to_str().unwrap()]).stdout).unwrap();
+    assert!(status.contains("hycache") && status.contains("ssd quota     1MiB"), "{status}");
+    umount(mnt.path());
+    assert_eq!(fs::read(ssd.path().join("x")).unwrap(), b"via fstab", "hycache creates on the SSD");
+    let o = Command::new(&helper).args([&source, mnt.path().to_str().unwrap(), "-o", "colour=blue"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(32), "mount(8)'s failure code");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("unknown setting `colour`"));
+}
