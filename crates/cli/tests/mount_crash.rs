@@ -4,7 +4,8 @@
 //! nothing, or a prefix of its new content, as on any file system.
 //!
 //! 20 trials rotating over four policies, each with a tiny SSD quota so that moves are in flight
-//! when the kill lands. `TIERWISE_CRASH_TRIALS` runs more. Skipped where `/dev/fuse` cannot be
+//! when the kill lands; files are pinned and unpinned along the way (a pin moves the file at
+//! once), and every other trial rate-limits moves so that kills land inside journalled moves. `TIERWISE_CRASH_TRIALS` runs more. Skipped where `/dev/fuse` cannot be
 //! opened.
 
 #![expect(clippy::unwrap_used, reason = "a failing setup should stop the test loudly")]
@@ -26,9 +27,10 @@ fn is_mounted(mnt: &Path) -> bool {
         .any(|l| l.split(' ').nth(4).is_some_and(|m| Path::new(m) == canon) && l.contains(" - fuse"))
 }
 
-fn start(root: &Path, mnt: &Path, policy: &str) -> Child {
+fn start(root: &Path, mnt: &Path, policy: &str, move_rate: &str) -> Child {
     let child = Command::new(env!("CARGO_BIN_EXE_tierwise"))
-        .args(["mount", "--foreground", "--ssd-quota", "96KiB", "--policy", policy])
+        .args(["mount", "--foreground", "--ssd-quota", "128KiB", "--pin-reserve", "32KiB", "--policy", policy])
+        .args(["--move-rate", move_rate])
         .arg(root)
         .arg(mnt)
         .stdout(Stdio::null())
@@ -61,13 +63,16 @@ fn kill_9_during_migrations_and_writes_loses_no_acknowledged_data() {
     }
     let trials: u64 = std::env::var("TIERWISE_CRASH_TRIALS").ok().and_then(|v| v.parse().ok()).unwrap_or(20);
     let policies = ["dynamic-hot-dst:sieve=24KiB", "file-write-back:sieve=24KiB", "on-demand-caching", "hycache"];
+    let mut interrupted_moves = 0;
     for trial in 0..trials {
         let policy = policies[(trial % 4) as usize];
         let root = tempfile::tempdir().unwrap();
         let mnt = tempfile::tempdir().unwrap();
         fs::create_dir(root.path().join("ssd")).unwrap();
         fs::create_dir(root.path().join("hdd")).unwrap();
-        let mut child = start(root.path(), mnt.path(), policy);
+        // Every other trial moves at 2 MB/s, so a kill often lands inside a journalled move.
+        let rate = if trial % 2 == 1 { "2" } else { "0" };
+        let mut child = start(root.path(), mnt.path(), policy, rate);
         // Acknowledged content per file, and the write in progress (file, new content).
         let mut acked: BTreeMap<PathBuf, Vec<u8>> = BTreeMap::new();
         let killed = Arc::new(AtomicBool::new(false));
@@ -98,14 +103,23 @@ fn kill_9_during_migrations_and_writes_loses_no_acknowledged_data() {
                 }
                 acked.insert(path.file_name().map(PathBuf::from).unwrap(), data);
                 in_progress = None;
-                // Reads make the policies promote, so moves are in flight.
+                // Reads make the policies promote, so moves are in flight; pins move files at once.
                 let _ = fs::read(mnt.path().join(format!("f{}", (f * 5 + version) % 12)));
+                if version % 4 == 0 {
+                    let pin = [&b"ssd"[..], b"hdd", b"none"][(version / 4 % 3) as usize];
+                    let _ = xattr::set(mnt.path().join(format!("f{}", (f * 7 + 3) % 12)), "user.tierwise.pin", pin);
+                }
             }
         }
         killer.join().unwrap();
         let _ = child.wait();
         detach(mnt.path());
-        let mut child = start(root.path(), mnt.path(), policy);
+        // How often the kill landed inside a journalled move (recovery then finishes or rolls it back).
+        let state = root.path().join("ssd").join(tierwise_fs::DEFAULT_STATE_DIR);
+        if let Ok((store, _)) = tierwise_fs::state::StateStore::open(&state) {
+            interrupted_moves += store.unfinished_moves().map_or(0, |m| m.len());
+        }
+        let mut child = start(root.path(), mnt.path(), policy, rate);
         for (name, want) in &acked {
             let got = fs::read(mnt.path().join(name)).unwrap_or_default();
             // The rewrite in progress truncated the file first: it may be empty or hold a
@@ -142,4 +156,6 @@ fn kill_9_during_migrations_and_writes_loses_no_acknowledged_data() {
         let _ = child.kill();
         let _ = child.wait();
     }
+    eprintln!("{trials} trials: {interrupted_moves} journalled moves were interrupted by the kill");
+    assert!(trials < 10 || interrupted_moves > 0, "no kill landed inside a move: recovery is not exercised");
 }
