@@ -4,6 +4,8 @@
 //!
 //! Workload files are generated once into a work directory and reused.
 
+pub mod replay;
+
 use std::fs;
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};

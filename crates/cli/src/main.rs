@@ -3,6 +3,7 @@
 
 mod mount_cmd;
 mod progress;
+mod replay_cmd;
 
 use std::fs;
 use std::io::{BufWriter, Write};
@@ -97,6 +98,9 @@ enum Command {
         /// The mountpoint.
         mountpoint: PathBuf,
     },
+    /// Replay a file trace against a directory (a tierwise mount or any other) with N workers;
+    /// beside the measurement, the same trace through the simulator.
+    Replay(replay_cmd::ReplayArgs),
     /// Cancel the move in progress on a tierwise mount (it is rolled back; the policy may retry it).
     Cancel {
         /// The mountpoint.
@@ -452,6 +456,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Unpin { paths } => mount_cmd::cmd_pin(&paths, "none"),
         Command::Flush { mountpoint } => mount_cmd::cmd_flush(&mountpoint, &bars),
         Command::Cancel { mountpoint } => mount_cmd::cmd_cancel(&mountpoint),
+        Command::Replay(a) => replay_cmd::cmd_replay(a, &bars),
         Command::List { what } => cmd_list(what.as_deref()),
     }
 }

@@ -273,3 +273,68 @@ fn the_mount_helper_takes_fstab_style_options() {
     assert_eq!(o.status.code(), Some(32), "mount(8)'s failure code");
     assert!(String::from_utf8_lossy(&o.stderr).contains("unknown setting `colour`"));
 }
+
+/// `tierwise replay --fs`: the same generated trace on a plain directory and on a mount leaves
+/// the same tree, and the mount's run is reported beside the simulator's prediction.
+#[test]
+fn replay_measures_a_mount_beside_the_simulator_and_matches_a_plain_directory() {
+    if !can_mount() {
+        return;
+    }
+    let (ssd, hdd, mnt, plain, work) = (
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
+    let trace = work.path().join("fs.csv");
+    let o = tierwise(&["trace", "gen-files", "fileserver", "--scale", "0.01", "-o", trace.to_str().unwrap(), "-q"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let t = trace.to_str().unwrap();
+    let o = tierwise(&["replay", "-q", "--fs", plain.path().to_str().unwrap(), t, "--workers", "3", "--no-sim"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    mount(ssd.path(), hdd.path(), mnt.path(), &["--policy", "hycache", "--ssd-quota", "2MiB"]);
+    let json = work.path().join("r.json");
+    let o = tierwise(&[
+        "replay",
+        "-q",
+        "--fs",
+        mnt.path().to_str().unwrap(),
+        t,
+        "--workers",
+        "3",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(out.contains("measured (hycache)") && out.contains("simulated (hycache)"), "{out}");
+    assert!(out.contains("measured / simulated ops/s"), "{out}");
+    let r: serde_json::Value = serde_json::from_str(&fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(r["measured"]["all"]["errors"], 0, "{r}");
+    assert_eq!(r["measured"]["ops"], r["simulated"]["requests"]);
+    assert!(r["mount"]["counters"]["reads_ssd"].as_u64().unwrap() > 0, "{r}");
+    let listing = |d: &Path| {
+        let mut v: Vec<(String, u64)> = Vec::new();
+        let mut stack = vec![d.to_path_buf()];
+        while let Some(p) = stack.pop() {
+            for e in fs::read_dir(&p).unwrap().flatten() {
+                let m = e.metadata().unwrap();
+                if m.is_dir() {
+                    stack.push(e.path());
+                }
+                v.push((e.path().strip_prefix(d).unwrap().display().to_string(), if m.is_dir() { 0 } else { m.len() }));
+            }
+        }
+        v.sort();
+        v
+    };
+    let files = listing(plain.path());
+    assert!(files.iter().filter(|(_, len)| *len > 0).count() > 50, "the trace leaves files behind");
+    assert_eq!(listing(mnt.path()), files, "the mount and the plain directory differ after the replay");
+    umount(mnt.path());
+    // A directory outside any mount needs --ssd for the simulation, and says so.
+    let o = tierwise(&["replay", "-q", "--fs", plain.path().to_str().unwrap(), t, "--sim", "hycache"]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--ssd SIZE"));
+}

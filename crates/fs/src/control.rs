@@ -187,6 +187,12 @@ pub struct Snapshot {
     pub moving: Option<MoveInProgress>,
     /// Emulated tiers (empty when the tiers run at the speed of their directories).
     pub emulation: Vec<String>,
+    /// The simulator HDD preset the HDD tier emulates.
+    #[serde(default)]
+    pub emulate_hdd: Option<String>,
+    /// The simulator SSD preset the SSD tier emulates.
+    #[serde(default)]
+    pub emulate_ssd: Option<String>,
     /// Seconds since mounting.
     pub uptime_s: f64,
     /// This mount's counters.

@@ -967,6 +967,8 @@ impl Shared {
             move_rate: self.move_rate.load(Ordering::Relaxed),
             moving,
             emulation: self.emulate.iter().flatten().map(|e| e.label().to_string()).collect(),
+            emulate_hdd: self.cfg.emulate_hdd.clone(),
+            emulate_ssd: self.cfg.emulate_ssd.clone(),
             uptime_s: self.started.elapsed().as_secs_f64(),
             total: self.saved.plus(&session),
             session,

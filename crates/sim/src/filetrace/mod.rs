@@ -34,7 +34,7 @@ use serde::{Deserialize, Serialize};
 use crate::trace::{Lines, TraceError, open_lines};
 
 /// A file-system operation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum FileOpKind {
     /// Create an empty file.
     Create,

@@ -1,0 +1,249 @@
+//! `tierwise replay --fs DIR TRACE`: a file trace replayed against a real directory, and the
+//! same trace through the file-level simulator, side by side.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use serde::Serialize;
+use tierwise_bench::replay::{ReplayReport, replay_dir};
+use tierwise_core::Bytes;
+use tierwise_fs::{Counters, Snapshot};
+use tierwise_sim::filesim::{FileSim, FileSimConfig, file_arch_allowed};
+use tierwise_sim::filetrace::{FileOp, FileTraceReader};
+use tierwise_sim::metrics::SimReport;
+use tierwise_sim::{Timing, device::Presets};
+
+use crate::progress::Bars;
+
+#[derive(Args)]
+pub struct ReplayArgs {
+    /// The directory to replay against: a tierwise mount (or a directory in one), or any other.
+    #[arg(long = "fs")]
+    dir: PathBuf,
+    /// A file trace (`tierwise trace gen-files` writes them).
+    trace: PathBuf,
+    /// Operations in flight (worker threads; the simulator runs a closed loop of as many).
+    #[arg(long, default_value_t = 4)]
+    workers: usize,
+    /// Replay only the first N operations.
+    #[arg(long)]
+    max_ops: Option<usize>,
+    /// Simulate this architecture beside the measurement [default: the mount's own policy].
+    #[arg(long)]
+    sim: Option<String>,
+    /// SSD bytes for the simulation [default: what the mount's policy may use].
+    #[arg(long)]
+    ssd: Option<String>,
+    /// HDD preset for the simulation [default: the mount's emulated HDD, else wd5000aaks].
+    #[arg(long)]
+    hdd: Option<String>,
+    /// SSD preset for the simulation [default: the mount's emulated SSD, else vertex3].
+    #[arg(long)]
+    ssd_model: Option<String>,
+    /// Measure only.
+    #[arg(long)]
+    no_sim: bool,
+    /// Write both results as JSON.
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+/// Both sides of a replay.
+#[derive(Serialize)]
+struct SideBySide {
+    measured: ReplayReport,
+    /// What the mount counted during the replay (when the directory is a tierwise mount).
+    mount: Option<MountDelta>,
+    simulated: Option<SimReport>,
+}
+
+#[derive(Serialize)]
+struct MountDelta {
+    policy: String,
+    emulation: Vec<String>,
+    counters: Counters,
+}
+
+/// The tierwise mount `dir` is in, with its statistics (found by walking up to its root).
+fn mount_of(dir: &Path) -> Option<(PathBuf, Snapshot)> {
+    let mut p = std::fs::canonicalize(dir).ok()?;
+    loop {
+        if let Ok(Some(raw)) = xattr::get(&p, tierwise_fs::control::XATTR_STATS)
+            && let Ok(s) = serde_json::from_slice::<Snapshot>(&raw)
+        {
+            return Some((p, s));
+        }
+        if !p.pop() {
+            return None;
+        }
+    }
+}
+
+fn minus(a: &Counters, b: &Counters) -> Counters {
+    let d = |x: u64, y: u64| x.saturating_sub(y);
+    Counters {
+        reads_ssd: d(a.reads_ssd, b.reads_ssd),
+        reads_hdd: d(a.reads_hdd, b.reads_hdd),
+        writes_ssd: d(a.writes_ssd, b.writes_ssd),
+        writes_hdd: d(a.writes_hdd, b.writes_hdd),
+        read_bytes_ssd: d(a.read_bytes_ssd, b.read_bytes_ssd),
+        read_bytes_hdd: d(a.read_bytes_hdd, b.read_bytes_hdd),
+        write_bytes_ssd: d(a.write_bytes_ssd, b.write_bytes_ssd),
+        write_bytes_hdd: d(a.write_bytes_hdd, b.write_bytes_hdd),
+        promotions: d(a.promotions, b.promotions),
+        demotions: d(a.demotions, b.demotions),
+        copies: d(a.copies, b.copies),
+        writebacks: d(a.writebacks, b.writebacks),
+        bytes_moved: d(a.bytes_moved, b.bytes_moved),
+        moves_failed: d(a.moves_failed, b.moves_failed),
+        moves_cancelled: d(a.moves_cancelled, b.moves_cancelled),
+    }
+}
+
+pub fn cmd_replay(a: ReplayArgs, bars: &Bars) -> Result<()> {
+    if !a.dir.is_dir() {
+        bail!("--fs {}: not a directory", a.dir.display());
+    }
+    if a.workers == 0 {
+        bail!("--workers 0: expected at least 1");
+    }
+    let mut ops: Vec<FileOp> = Vec::new();
+    for op in FileTraceReader::open(&a.trace)? {
+        ops.push(op?);
+        if a.max_ops.is_some_and(|m| ops.len() >= m) {
+            break;
+        }
+    }
+    if ops.is_empty() {
+        bail!("{}: no operations", a.trace.display());
+    }
+    let mount = mount_of(&a.dir);
+    // The simulation, first: it is quick, and a bad --sim spec should fail before the replay.
+    let sim_arch = a.sim.clone().or_else(|| mount.as_ref().map(|(_, s)| s.policy.clone()));
+    let simulated = match (&sim_arch, a.no_sim) {
+        (Some(arch), false) => Some(simulate(&a, arch, mount.as_ref().map(|(_, s)| s), &ops, bars)?),
+        _ => None,
+    };
+    let before = mount.as_ref().map(|(root, _)| root).and_then(|r| mount_of(r)).map(|(_, s)| s.session);
+    let bar = bars.counter("replay");
+    let total = ops.len();
+    let measured = replay_dir(&a.dir, &ops, a.workers, &|done| bar.step("operations", done as usize, total));
+    bar.done();
+    let mount_delta = match (&mount, before) {
+        (Some((root, _)), Some(before)) => mount_of(root).map(|(_, after)| MountDelta {
+            policy: after.policy.clone(),
+            emulation: after.emulation.clone(),
+            counters: minus(&after.session, &before),
+        }),
+        _ => None,
+    };
+    print_side_by_side(&measured, mount_delta.as_ref(), simulated.as_ref());
+    if let Some(p) = &a.json {
+        let out = SideBySide { measured, mount: mount_delta, simulated };
+        std::fs::write(p, serde_json::to_string_pretty(&out)?).with_context(|| format!("writing {}", p.display()))?;
+    }
+    Ok(())
+}
+
+fn simulate(a: &ReplayArgs, arch: &str, snap: Option<&Snapshot>, ops: &[FileOp], bars: &Bars) -> Result<SimReport> {
+    file_arch_allowed(arch)?;
+    let ssd_bytes = match (&a.ssd, snap) {
+        (Some(s), _) => tierwise_core::params::parse_size(s).map_err(|e| anyhow::anyhow!("--ssd {s}: {e}"))?,
+        (None, Some(s)) => s.ssd_quota.saturating_sub(s.pin_reserve),
+        (None, None) => {
+            bail!("--ssd SIZE: the SSD size to simulate (not a tierwise mount, so it cannot be read from one)")
+        }
+    };
+    let hdd = a.hdd.clone().or_else(|| snap.and_then(|s| s.emulate_hdd.clone())).unwrap_or_else(|| "wd5000aaks".into());
+    let ssd =
+        a.ssd_model.clone().or_else(|| snap.and_then(|s| s.emulate_ssd.clone())).unwrap_or_else(|| "vertex3".into());
+    let mut cfg = FileSimConfig::new(arch, ssd_bytes);
+    cfg.devices = Presets::builtin().set(&hdd, &ssd, "ddr3")?;
+    // The mount has no buffer cache of its own and places files, not directories.
+    cfg.ram_bytes = 0;
+    cfg.dirs = false;
+    cfg.timing = Timing::Closed { depth: a.workers as u32 };
+    let spinner = crate::progress::Spinner::new(bars, &format!("simulating {arch}"));
+    let mut sim = FileSim::new(&cfg, &a.trace.display().to_string())?;
+    for op in ops {
+        sim.op(op)?;
+    }
+    let mut r = sim.finish()?;
+    spinner.done();
+    r.notes.push(format!("devices: hdd {hdd}, ssd {ssd}; closed loop of {}", a.workers));
+    Ok(r)
+}
+
+fn print_side_by_side(m: &ReplayReport, mount: Option<&MountDelta>, sim: Option<&SimReport>) {
+    let dash = || "-".to_string();
+    let mut rows: Vec<(&str, String, String)> = vec![
+        ("operations", m.ops.to_string(), sim.map_or_else(dash, |s| s.requests.to_string())),
+        ("ops/s", format!("{:.0}", m.ops_per_s), sim.map_or_else(dash, |s| format!("{:.0}", s.iops))),
+        (
+            "mean latency",
+            format!("{:.0} µs", m.all.mean_us),
+            sim.map_or_else(dash, |s| format!("{:.0} µs", s.latency.mean_us)),
+        ),
+        (
+            "p50 / p95 / p99",
+            format!("{:.0} / {:.0} / {:.0} µs", m.all.p50_us, m.all.p95_us, m.all.p99_us),
+            sim.map_or_else(dash, |s| {
+                format!("{:.0} / {:.0} / {:.0} µs", s.latency.p50_us, s.latency.p95_us, s.latency.p99_us)
+            }),
+        ),
+    ];
+    let c = mount.map(|d| &d.counters);
+    let kind = |s: &SimReport, k: tierwise_core::WorkKind| s.engine.done(k).to_string();
+    use tierwise_core::WorkKind as K;
+    rows.extend([
+        (
+            "reads served by the SSD",
+            c.map_or_else(dash, |c| format!("{:.1}%", 100.0 * c.hit_ratio())),
+            sim.map_or_else(dash, |s| format!("{:.1}%", 100.0 * (s.read_hit.ssd + s.read_hit.ram))),
+        ),
+        (
+            "promotions",
+            c.map_or_else(dash, |c| c.promotions.to_string()),
+            sim.map_or_else(dash, |s| kind(s, K::Promote)),
+        ),
+        ("demotions", c.map_or_else(dash, |c| c.demotions.to_string()), sim.map_or_else(dash, |s| kind(s, K::Demote))),
+        ("copies into SSD", c.map_or_else(dash, |c| c.copies.to_string()), sim.map_or_else(dash, |s| kind(s, K::Copy))),
+        (
+            "write-backs",
+            c.map_or_else(dash, |c| c.writebacks.to_string()),
+            sim.map_or_else(dash, |s| kind(s, K::Writeback)),
+        ),
+        (
+            "bytes moved",
+            c.map_or_else(dash, |c| Bytes(c.bytes_moved).to_string()),
+            sim.map_or_else(dash, |s| Bytes(s.engine.total_bytes_moved()).to_string()),
+        ),
+    ]);
+    let measured_label = match mount {
+        Some(d) if d.emulation.is_empty() => format!("measured ({})", d.policy),
+        Some(d) => format!("measured ({}, emulated)", d.policy),
+        None => "measured".to_string(),
+    };
+    let sim_label = sim.map_or("simulated".to_string(), |s| format!("simulated ({})", s.arch));
+    println!("{:<26} {:>30} {:>30}", "", measured_label, sim_label);
+    for (name, a, b) in rows {
+        println!("{name:<26} {a:>30} {b:>30}");
+    }
+    if let Some(d) = mount {
+        for e in &d.emulation {
+            println!("EMULATION: {e}");
+        }
+    }
+    if let Some(s) = sim {
+        for n in &s.notes {
+            println!("sim note: {n}");
+        }
+        if s.iops > 0.0 {
+            println!("measured / simulated ops/s: {:.2}", m.ops_per_s / s.iops);
+        }
+    }
+    if m.all.errors > 0 {
+        println!("{} operations failed; the first: {}", m.all.errors, m.first_errors.join("; "));
+    }
+}

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The Zipf web-server workload on EMULATED tiers (--emulate-hdd wd5000aaks, --emulate-ssd
+# vertex3: the simulator's device models delay each tier's I/O), three ways: HDD only, SSD only,
+# and a hybrid policy with the SSD quota at 25 % of the working set. Prints ops/s of each, the
+# ratios the issue sets targets for (hybrid >= 5x HDD-only, >= 0.5x SSD-only), and for each run
+# the simulator's prediction of the same run beside the measurement.
+# Usage: ./scripts/bench-webserver.sh [POLICY] [SCALE]   (needs root and /dev/fuse)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+policy="${1:-on-demand-caching:sieve=0}"
+scale="${2:-0.02}"
+workers=4
+cargo build --release -q -p tierwise
+bin=$PWD/target/release/tierwise
+root=$(mktemp -d)
+cleanup() {
+  "$bin" umount "$root/mnt" 2>/dev/null || true
+  rm -rf "$root"
+}
+trap cleanup EXIT
+mkdir -p "$root/mnt"
+"$bin" trace gen-files webserver-zipf --scale "$scale" -o "$root/web.csv" -q >/dev/null
+# The working set: bytes the trace creates and writes.
+ws=$("$bin" trace stat "$root/web.csv" 2>/dev/null | awk '/written/ {print $0}' | head -1)
+ws_bytes=$(python3 - "$root/web.csv" <<'PY'
+import sys
+size = {}
+for line in open(sys.argv[1]):
+    if line.startswith('#') or line.startswith('time_ns'):
+        continue
+    t, op, path, off, length, path2 = line.rstrip('\n').split(',')
+    off, length = int(off), int(length)
+    if op == 'write':
+        size[path] = max(size.get(path, 0), off + length)
+    elif op == 'append':
+        size[path] = size.get(path, 0) + length
+print(sum(size.values()))
+PY
+)
+quota=$((ws_bytes / 4))
+echo "webserver-zipf at scale $scale: working set $((ws_bytes / 1048576)) MiB ($ws); hybrid SSD quota $((quota / 1048576)) MiB (25 %)"
+run() { # label policy quota
+  rm -rf "$root/ssd" "$root/hdd"; mkdir -p "$root/ssd" "$root/hdd"
+  "$bin" mount --ssd "$root/ssd" --hdd "$root/hdd" "$root/mnt" --policy "$2" --ssd-quota "$3" --pin-reserve 0 \
+    --emulate-hdd wd5000aaks --emulate-ssd vertex3 >/dev/null
+  "$bin" replay -q --fs "$root/mnt" "$root/web.csv" --workers "$workers" --json "$root/$1.json" > "$root/$1.txt"
+  "$bin" umount "$root/mnt" >/dev/null
+  echo "--- $1 ($2)"; cat "$root/$1.txt"
+}
+run hdd-only hdd-only "$quota"
+run ssd-only ssd-only "$((ws_bytes * 2))"
+run hybrid "$policy" "$quota"
+python3 - "$root" <<'PY'
+import json, sys
+r = {k: json.load(open(f"{sys.argv[1]}/{k}.json")) for k in ("hdd-only", "ssd-only", "hybrid")}
+m = {k: v["measured"]["ops_per_s"] for k, v in r.items()}
+s = {k: (v["simulated"] or {}).get("iops", 0.0) for k, v in r.items()}
+print()
+print(f"{'run':<10} {'measured ops/s':>15} {'simulated ops/s':>16} {'measured/sim':>13}")
+for k in r:
+    print(f"{k:<10} {m[k]:15.0f} {s[k]:16.0f} {m[k] / s[k] if s[k] else 0:13.2f}")
+print(f"hybrid / hdd-only = {m['hybrid'] / m['hdd-only']:.2f}  (target >= 5)")
+print(f"hybrid / ssd-only = {m['hybrid'] / m['ssd-only']:.2f}  (target >= 0.5)")
+PY
