@@ -105,7 +105,7 @@ fn kill_9_during_migrations_and_writes_loses_no_acknowledged_data() {
                 in_progress = None;
                 // Reads make the policies promote, so moves are in flight; pins move files at once.
                 let _ = fs::read(mnt.path().join(format!("f{}", (f * 5 + version) % 12)));
-                if version % 4 == 0 {
+                if version.is_multiple_of(4) {
                     let pin = [&b"ssd"[..], b"hdd", b"none"][(version / 4 % 3) as usize];
                     let _ = xattr::set(mnt.path().join(format!("f{}", (f * 7 + 3) % 12)), "user.tierwise.pin", pin);
                 }
