@@ -19,9 +19,8 @@ cleanup() {
 }
 trap cleanup EXIT
 mkdir -p "$root/mnt"
-"$bin" trace gen-files webserver-zipf --scale "$scale" -o "$root/web.csv" -q >/dev/null
+"$bin" trace gen-files webserver-zipf --scale "$scale" -o "$root/web.csv" -q | sed 's/^/  /'
 # The working set: bytes the trace creates and writes.
-ws=$("$bin" trace stat "$root/web.csv" 2>/dev/null | awk '/written/ {print $0}' | head -1)
 ws_bytes=$(python3 - "$root/web.csv" <<'PY'
 import sys
 size = {}
@@ -38,7 +37,7 @@ print(sum(size.values()))
 PY
 )
 quota=$((ws_bytes / 4))
-echo "webserver-zipf at scale $scale: working set $((ws_bytes / 1048576)) MiB ($ws); hybrid SSD quota $((quota / 1048576)) MiB (25 %)"
+echo "working set $((ws_bytes / 1048576)) MiB; hybrid SSD quota $((quota / 1048576)) MiB (25 %)"
 run() { # label policy quota
   rm -rf "$root/ssd" "$root/hdd"; mkdir -p "$root/ssd" "$root/hdd"
   "$bin" mount --ssd "$root/ssd" --hdd "$root/hdd" "$root/mnt" --policy "$2" --ssd-quota "$3" --pin-reserve 0 \

@@ -42,11 +42,21 @@ impl Drop for Tmpfs {
     }
 }
 
-fn mount(ssd: &Path, hdd: &Path, mnt: &Path, extra: &[&str]) {
+/// Detaches a mountpoint when a test ends, also when it fails half way (no daemon outlives it).
+struct Unmount(std::path::PathBuf);
+impl Drop for Unmount {
+    fn drop(&mut self) {
+        let _ = nix::mount::umount2(&self.0, nix::mount::MntFlags::MNT_DETACH);
+    }
+}
+
+#[must_use]
+fn mount(ssd: &Path, hdd: &Path, mnt: &Path, extra: &[&str]) -> Unmount {
     let mut args = vec!["mount", "--ssd", ssd.to_str().unwrap(), "--hdd", hdd.to_str().unwrap(), mnt.to_str().unwrap()];
     args.extend_from_slice(extra);
     let o = tierwise(&args);
     assert!(o.status.success(), "mount: {}", String::from_utf8_lossy(&o.stderr));
+    Unmount(mnt.to_path_buf())
 }
 
 fn umount(mnt: &Path) {
@@ -62,7 +72,8 @@ fn a_full_ssd_gives_a_clear_error_and_loses_nothing() {
     // The quota says 8 MiB, the SSD's file system holds 512 KiB: writes and moves hit ENOSPC.
     let ssd = Tmpfs::new("512k");
     let (hdd, mnt) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    mount(ssd.0.path(), hdd.path(), mnt.path(), &["--policy", "plain-cold-dst:sieve=0", "--ssd-quota", "8MiB"]);
+    let _unmount =
+        mount(ssd.0.path(), hdd.path(), mnt.path(), &["--policy", "plain-cold-dst:sieve=0", "--ssd-quota", "8MiB"]);
     let mut written = Vec::new();
     let mut full = None;
     for i in 0..40 {
@@ -89,7 +100,8 @@ fn a_full_ssd_gives_a_clear_error_and_loses_nothing() {
     for i in 0..30 {
         fs::write(hdd.path().join(format!("g{i}")), vec![i as u8; 48 * 1024]).unwrap();
     }
-    mount(ssd.0.path(), hdd.path(), mnt.path(), &["--policy", "dynamic-hot-dst:sieve=0", "--ssd-quota", "8MiB"]);
+    let _unmount =
+        mount(ssd.0.path(), hdd.path(), mnt.path(), &["--policy", "dynamic-hot-dst:sieve=0", "--ssd-quota", "8MiB"]);
     for round in 0..3 {
         for i in 0..30 {
             assert_eq!(fs::read(mnt.path().join(format!("g{i}"))).unwrap(), vec![i as u8; 48 * 1024], "round {round}");
@@ -108,7 +120,7 @@ fn permissions_are_enforced_and_symlinks_never_lead_the_daemon_outside() {
     let (ssd, hdd, mnt) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     use std::os::unix::fs::PermissionsExt;
     fs::set_permissions(mnt.path(), fs::Permissions::from_mode(0o755)).unwrap();
-    mount(ssd.path(), hdd.path(), mnt.path(), &["--policy", "on-demand-caching", "--allow-other"]);
+    let _unmount = mount(ssd.path(), hdd.path(), mnt.path(), &["--policy", "on-demand-caching", "--allow-other"]);
     fs::set_permissions(mnt.path(), fs::Permissions::from_mode(0o755)).unwrap();
     let secret = mnt.path().join("secret");
     fs::write(&secret, b"root only").unwrap();
@@ -181,6 +193,7 @@ fn control_commands_work_against_a_live_mount_configured_by_file() {
     )
     .unwrap();
     let m = mnt.path().to_str().unwrap();
+    let _unmount = Unmount(mnt.path().to_path_buf());
     let o = tierwise(&["mount", "--config", cfg.to_str().unwrap(), m]);
     assert!(o.status.success(), "mount: {}", String::from_utf8_lossy(&o.stderr));
     for i in 0..5 {
@@ -259,6 +272,7 @@ fn the_mount_helper_takes_fstab_style_options() {
     let helper = bin.path().join("mount.tierwise");
     std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_tierwise"), &helper).unwrap();
     let source = format!("{}:{}", ssd.path().display(), hdd.path().display());
+    let _unmount = Unmount(mnt.path().to_path_buf());
     let o = Command::new(&helper)
         .args([&source, mnt.path().to_str().unwrap(), "-o", "rw,noauto,policy=hycache,ssd_quota=1MiB,threads=2"])
         .output()
@@ -294,7 +308,7 @@ fn replay_measures_a_mount_beside_the_simulator_and_matches_a_plain_directory() 
     let t = trace.to_str().unwrap();
     let o = tierwise(&["replay", "-q", "--fs", plain.path().to_str().unwrap(), t, "--workers", "3", "--no-sim"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    mount(ssd.path(), hdd.path(), mnt.path(), &["--policy", "hycache", "--ssd-quota", "2MiB"]);
+    let _unmount = mount(ssd.path(), hdd.path(), mnt.path(), &["--policy", "hycache", "--ssd-quota", "2MiB"]);
     let json = work.path().join("r.json");
     let o = tierwise(&[
         "replay",
