@@ -268,6 +268,10 @@ struct Shared {
     store: StateStore,
     /// Pinned files and their tier (taken out of the policy).
     pins: RwLock<HashMap<u64, Tier>>,
+    /// Opens the kernel holds per file (an unlinked file lives on until the last is released).
+    open_counts: Mutex<HashMap<u64, u32>>,
+    /// Files unlinked while open: kept under a hidden name on this tier until the last release.
+    orphans: Mutex<HashMap<u64, Tier>>,
     /// Files marked dirty in the store (mirror, so a write checks memory, not the store).
     dirty_marked: Mutex<HashSet<u64>>,
     progress: Progress,
@@ -335,6 +339,8 @@ impl HybridFs {
             debug_events: cfg.debug_events,
             store,
             pins: RwLock::new(HashMap::new()),
+            open_counts: Mutex::new(HashMap::new()),
+            orphans: Mutex::new(HashMap::new()),
             dirty_marked: Mutex::new(HashSet::new()),
             progress: Progress::default(),
             move_rate: AtomicU64::new(cfg.move_rate),
@@ -465,6 +471,43 @@ impl Shared {
 
     fn file_lock(&self, ino: u64) -> Arc<RwLock<()>> {
         Arc::clone(lock(&self.locks).entry(ino).or_default())
+    }
+
+    /// The tier of a file outside the policy (pinned, or unlinked while open), if it is.
+    fn fixed_tier(&self, ino: u64) -> Option<Tier> {
+        read_lock(&self.pins).get(&ino).copied().or_else(|| lock(&self.orphans).get(&ino).copied())
+    }
+
+    /// Unlinks file `ino` at `rel` (its lock held exclusively): removed from both tiers, or,
+    /// while the kernel has it open, its one valid copy renamed to a hidden name in the tier's
+    /// root and removed at the last release (POSIX: an open file outlives its name).
+    fn unlink_file(&self, ino: u64, rel: &Path) -> Result<(), Errno> {
+        let auth = self.copies(ino, rel).first().copied();
+        let pinned = write_lock(&self.pins).remove(&ino).is_some();
+        if !pinned {
+            self.tell(&Request::op(ObjectId(ino), Op::Delete).with_class(self.class(rel, false)));
+        }
+        if lock(&self.dirty_marked).remove(&ino) || pinned {
+            self.store.forget(rel).map_err(|_| Errno::EIO)?;
+        }
+        self.drop_fds(ino);
+        let open = lock(&self.open_counts).get(&ino).is_some_and(|&n| n > 0);
+        let Some(auth) = auth.filter(|_| open) else {
+            return self.remove_everywhere(rel, |p| fs::remove_file(p));
+        };
+        let hidden = PathBuf::from(format!("{}unlinked-{ino}", tiers::RESERVED_PREFIX));
+        fs::rename(self.tiers.path(auth, rel), self.tiers.path(auth, &hidden)).map_err(|e| errno(&e))?;
+        match fs::remove_file(self.tiers.path(auth.other(), rel)) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(errno(&e)),
+            _ => {}
+        }
+        let mut inodes = lock(&self.inodes);
+        inodes.forget_path(rel);
+        inodes.by_ino.insert(ino, Node { rel: hidden.clone(), dir: false });
+        inodes.by_path.insert(hidden, ino);
+        drop(inodes);
+        lock(&self.orphans).insert(ino, auth);
+        Ok(())
     }
 
     /// Takes file `ino`'s lock shared for an access: when a move holds it, a long move is
@@ -1025,8 +1068,8 @@ impl Shared {
 
     /// Executes one work item; the caller holds the file's lock exclusively.
     fn execute(&self, w: &Work) -> Outcome {
-        if read_lock(&self.pins).contains_key(&w.obj.0) {
-            // Pinned since the engine queued it: out of the policy.
+        if self.fixed_tier(w.obj.0).is_some() {
+            // Pinned or unlinked since the engine queued it: out of the policy.
             return Outcome::Cancelled;
         }
         // The move replaces or removes tier files: open handles on them are stale.
@@ -1130,8 +1173,8 @@ impl Shared {
         let file_lock = self.file_lock(ino);
         for attempt in 0.. {
             let guard = self.access_lock(ino, &file_lock);
-            if let Some(&tier) = read_lock(&self.pins).get(&ino) {
-                // Pinned: out of the policy, served where it is pinned.
+            if let Some(tier) = self.fixed_tier(ino) {
+                // Pinned, or unlinked while open: out of the policy, served where it is.
                 let level = if tier == Tier::Fast { Level::Fast } else { Level::Slow };
                 let node = self.node(ino)?;
                 return io(self, &Served::by(level), &node, &Placement::default());
@@ -1408,16 +1451,7 @@ impl Filesystem for HybridFs {
             let (ino, rel) = s.lookup_child(parent.0, name)?;
             let file_lock = s.file_lock(ino);
             let _g = file_lock.write().unwrap_or_else(std::sync::PoisonError::into_inner);
-            let pinned = write_lock(&s.pins).remove(&ino).is_some();
-            if !pinned {
-                let class = s.class(&rel, false);
-                s.tell(&Request::op(ObjectId(ino), Op::Delete).with_class(class));
-            }
-            if lock(&s.dirty_marked).remove(&ino) || pinned {
-                s.store.forget(&rel).map_err(|_| Errno::EIO)?;
-            }
-            s.drop_fds(ino);
-            s.remove_everywhere(&rel, |p| fs::remove_file(p))
+            s.unlink_file(ino, &rel)
         })();
         match r {
             Ok(()) => reply.ok(),
@@ -1516,6 +1550,12 @@ impl Filesystem for HybridFs {
             }
             if let Some(t) = target
                 && !target_dir
+                && lock(&s.open_counts).get(&t).is_some_and(|&n| n > 0)
+            {
+                // The replaced file is open: it lives on under a hidden name.
+                s.unlink_file(t, &to)?;
+            } else if let Some(t) = target
+                && !target_dir
             {
                 if write_lock(&s.pins).remove(&t).is_none() {
                     s.tell(&Request::op(ObjectId(t), Op::Delete).with_class(s.class(&to, false)));
@@ -1572,6 +1612,7 @@ impl Filesystem for HybridFs {
         let s = &self.shared;
         match s.node(ino.0) {
             Ok(n) => {
+                *lock(&s.open_counts).entry(ino.0).or_default() += 1;
                 if !read_lock(&s.pins).contains_key(&ino.0) {
                     let class = s.class(&n.rel, n.dir);
                     s.tell(&Request::op(ObjectId(ino.0), Op::Open).with_class(class));
@@ -1727,7 +1768,7 @@ impl Filesystem for HybridFs {
                 .iter()
                 .filter(|(p, _)| p.parent() == Some(node.rel.as_path()) && !p.as_os_str().is_empty())
                 .filter_map(|(p, &i)| p.file_name().map(|n| (n.to_os_string(), i)))
-                .filter(|(n, _)| !names.contains_key(n))
+                .filter(|(n, _)| !names.contains_key(n) && !tiers::is_reserved(n))
                 .collect();
             for (name, i) in known {
                 let file_lock = s.file_lock(i);
@@ -1791,9 +1832,28 @@ impl Filesystem for HybridFs {
     ) {
         // Keeps descriptors bounded by the files the kernel has open (another handle of the same
         // file just reopens).
-        let file_lock = self.shared.file_lock(ino.0);
+        let s = &self.shared;
+        let file_lock = s.file_lock(ino.0);
         let _g = file_lock.write().unwrap_or_else(std::sync::PoisonError::into_inner);
-        self.shared.drop_fds(ino.0);
+        s.drop_fds(ino.0);
+        let last = {
+            let mut counts = lock(&s.open_counts);
+            let n = counts.entry(ino.0).or_default();
+            *n = n.saturating_sub(1);
+            let last = *n == 0;
+            if last {
+                counts.remove(&ino.0);
+            }
+            last
+        };
+        if last && let Some(tier) = lock(&s.orphans).remove(&ino.0) {
+            // The last open of a file unlinked while open: now it goes.
+            let hidden = s.node(ino.0).map(|n| n.rel).unwrap_or_default();
+            if !hidden.as_os_str().is_empty() {
+                let _ = fs::remove_file(s.tiers.path(tier, &hidden));
+                lock(&s.inodes).forget_path(&hidden);
+            }
+        }
         reply.ok();
     }
 
@@ -1981,7 +2041,10 @@ impl Filesystem for HybridFs {
             s.attr_locked(ino)
         })();
         match r {
-            Ok(a) => reply.created(&TTL, &a, Generation(0), FileHandle(0), FopenFlags::empty()),
+            Ok(a) => {
+                *lock(&s.open_counts).entry(a.ino.0).or_default() += 1;
+                reply.created(&TTL, &a, Generation(0), FileHandle(0), FopenFlags::empty())
+            }
             Err(e) => reply.error(e),
         }
     }

@@ -197,7 +197,12 @@ impl Tiers {
                     let child = rel.join(&name);
                     let ft = entry.file_type()?;
                     if is_reserved(&name) {
-                        if ft.is_file() && name.to_string_lossy().starts_with(&format!("{RESERVED_PREFIX}tmp-")) {
+                        // A copy a crash interrupted (its source is intact), or a file unlinked
+                        // while open whose last release the crash prevented.
+                        let leftover = ["tmp-", "unlinked-"]
+                            .iter()
+                            .any(|k| name.to_string_lossy().starts_with(&format!("{RESERVED_PREFIX}{k}")));
+                        if ft.is_file() && leftover {
                             fs::remove_file(entry.path())?;
                         }
                         continue;

@@ -305,3 +305,63 @@ fn bad_tiers_are_refused_by_name() {
     let e = HybridFs::new(tiers, &MountConfig::new("greendm-tiering", 1 << 20)).err().unwrap();
     assert!(e.to_string().contains("block-level"), "{e}");
 }
+
+/// An open file outlives its name (unlink, or a rename over it): reads and writes through the
+/// open descriptor work, the name is gone at once, and the data goes at the last close.
+#[test]
+fn unlinked_and_replaced_files_live_on_while_open() {
+    if !fuse_available() {
+        return;
+    }
+    use std::io::{Read, Seek, SeekFrom};
+    let (ssd, hdd, mnt) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    for policy in ["on-demand-caching", "file-write-back", "hycache"] {
+        let m = mount(ssd.path(), hdd.path(), mnt.path(), policy, 1 << 20);
+        let p = m.mnt.join("f");
+        fs::write(&p, b"first").unwrap();
+        let _ = fs::read(&p).unwrap(); // a cached copy, for the caching policies
+        let mut f = OpenOptions::new().read(true).write(true).open(&p).unwrap();
+        fs::remove_file(&p).unwrap();
+        assert!(!p.exists(), "{policy}: the name is gone");
+        assert!(fs::read_dir(&m.mnt).unwrap().next().is_none(), "{policy}: nothing listed");
+        let mut got = String::new();
+        f.read_to_string(&mut got).unwrap();
+        assert_eq!(got, "first", "{policy}");
+        f.write_all(b"+more").unwrap();
+        f.seek(SeekFrom::Start(0)).unwrap();
+        got.clear();
+        f.read_to_string(&mut got).unwrap();
+        assert_eq!(got, "first+more", "{policy}");
+        assert_eq!(f.metadata().unwrap().len(), 10);
+        // A new file under the old name is another file.
+        fs::write(&p, b"second").unwrap();
+        // Renaming over a file that is open: the open one lives on too.
+        let mut g = fs::File::open(&p).unwrap();
+        fs::write(m.mnt.join("g"), b"third").unwrap();
+        fs::rename(m.mnt.join("g"), &p).unwrap();
+        assert_eq!(fs::read(&p).unwrap(), b"third", "{policy}");
+        got.clear();
+        g.read_to_string(&mut got).unwrap();
+        assert_eq!(got, "second", "{policy}: the replaced file, still open");
+        drop((f, g));
+        // At the last close the hidden copies go.
+        let leftovers = |root: &Path| {
+            fs::read_dir(root)
+                .unwrap()
+                .flatten()
+                .filter(|e| e.file_name().to_string_lossy().contains("unlinked"))
+                .count()
+        };
+        let mut left = 1;
+        for _ in 0..100 {
+            left = leftovers(ssd.path()) + leftovers(hdd.path());
+            if left == 0 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert_eq!(left, 0, "{policy}: unlinked files removed at the last close");
+        fs::remove_file(&p).unwrap();
+        drop(m);
+    }
+}
