@@ -15,7 +15,7 @@ if ! command -v cargo >/dev/null 2>&1; then
     exit 1
   fi
 fi
-need="1.85"
+need="1.90"
 have=$(rustc --version | awk '{print $2}')
 if [ "$(printf '%s\n%s\n' "$need" "$have" | sort -V | head -1)" != "$need" ]; then
   echo "error: rustc $have is older than $need; run 'rustup update stable'." >&2
@@ -24,11 +24,15 @@ fi
 
 # --- system packages (Debian/Ubuntu) -----------------------------------------------------
 # The simulator and CLI need only a C compiler (zstd is built from source by its crate). The
-# mount tests need FUSE: /dev/fuse and, for unprivileged mounts, fusermount3 (package fuse3).
+# mount tests need FUSE: /dev/fuse and, for unprivileged mounts, fusermount3 (package fuse3);
+# they run fio and postmark on the mount.
 need_pkgs=()
 command -v cc >/dev/null 2>&1 || need_pkgs+=(build-essential)
 command -v pkg-config >/dev/null 2>&1 || need_pkgs+=(pkg-config)
 command -v fusermount3 >/dev/null 2>&1 || need_pkgs+=(fuse3)
+# Real tools run on the mount by the tests: fio (with --verify) and postmark.
+command -v fio >/dev/null 2>&1 || need_pkgs+=(fio)
+command -v postmark >/dev/null 2>&1 || need_pkgs+=(postmark)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   say "installing ${need_pkgs[*]}"
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
