@@ -17,7 +17,9 @@ cleanup() {
   rm -rf "$root"
 }
 trap cleanup EXIT
-"$bin" mount --ssd "$root/ssd" --hdd "$root/hdd" "$root/mnt" --policy "$policy" --ssd-quota 2GiB >/dev/null
+# PASSTHROUGH=1 mounts with --passthrough (DST policies only, e.g. dynamic-hot-dst:sieve=0).
+extra=(); [ "${PASSTHROUGH:-0}" = 1 ] && extra+=(--passthrough)
+"$bin" mount --ssd "$root/ssd" --hdd "$root/hdd" "$root/mnt" --policy "$policy" --ssd-quota 2GiB "${extra[@]}" >/dev/null
 run() { # dir name rw bs
   fio --name="$2" --directory="$1" --rw="$3" --bs="$4" --size=256m --runtime=10 --time_based \
       --ioengine=psync --numjobs=1 --group_reporting --output-format=json 2>/dev/null |

@@ -64,6 +64,10 @@ pub struct MountArgs {
     /// Serve Prometheus metrics on this address (e.g. 127.0.0.1:9108).
     #[arg(long)]
     metrics: Option<String>,
+    /// FUSE passthrough (Linux >= 6.9) for files of DST policies: the kernel does their I/O on
+    /// the tier file, the policy sees opens (as whole-file reads) and sizes at close.
+    #[arg(long)]
+    passthrough: bool,
     /// Stay in the foreground (otherwise tierwise detaches once the mount is live).
     #[arg(long)]
     foreground: bool,
@@ -88,6 +92,7 @@ struct FileConfig {
     state_dir: Option<PathBuf>,
     metrics: Option<String>,
     allow_other: Option<bool>,
+    passthrough: Option<bool>,
 }
 
 impl MountArgs {
@@ -97,7 +102,7 @@ impl MountArgs {
         let text = fs::read_to_string(path).with_context(|| format!("reading the config file {}", path.display()))?;
         let c: FileConfig = toml::from_str(&text).map_err(|e| {
             anyhow::anyhow!(
-                "config file {}: {e}\n(allowed keys: ssd, hdd, policy, ssd_quota, pin_reserve, threads, move_rate, emulate_hdd, emulate_ssd, state_dir, metrics, allow_other)",
+                "config file {}: {e}\n(allowed keys: ssd, hdd, policy, ssd_quota, pin_reserve, threads, move_rate, emulate_hdd, emulate_ssd, state_dir, metrics, allow_other, passthrough)",
                 path.display()
             )
         })?;
@@ -116,6 +121,7 @@ impl MountArgs {
         self.emulate_ssd = self.emulate_ssd.take().or(c.emulate_ssd);
         self.metrics = self.metrics.take().or(c.metrics);
         self.allow_other |= c.allow_other.unwrap_or(false);
+        self.passthrough |= c.passthrough.unwrap_or(false);
         Ok(())
     }
 }
@@ -200,6 +206,7 @@ pub fn cmd_mount(mut a: MountArgs) -> Result<()> {
         move_rate: (move_rate * 1e6) as u64,
         emulate_hdd: a.emulate_hdd.clone(),
         emulate_ssd: a.emulate_ssd.clone(),
+        passthrough: a.passthrough,
         ..MountConfig::new(&policy, quota)
     };
     let fs = HybridFs::new(tiers, &cfg)?;
@@ -345,15 +352,15 @@ fn helper_args(source: &str, dir: &Path, options: &[String]) -> Result<Vec<OsStr
         if GENERIC.contains(&o.as_str()) || o.starts_with("x-") || o.starts_with("comment=") {
             continue;
         }
-        if o == "allow_other" {
-            args.push("--allow-other".into());
+        if o == "allow_other" || o == "passthrough" {
+            args.push(format!("--{}", o.replace('_', "-")).into());
             continue;
         }
         let Some((k, v)) = o.split_once('=') else {
-            bail!("-o {o}: expected key=value (keys: {}, allow_other)", KEYS.join(", "));
+            bail!("-o {o}: expected key=value (keys: {}, allow_other, passthrough)", KEYS.join(", "));
         };
         if !KEYS.contains(&k) {
-            bail!("-o {o}: unknown setting `{k}` (keys: {}, allow_other)", KEYS.join(", "));
+            bail!("-o {o}: unknown setting `{k}` (keys: {}, allow_other, passthrough)", KEYS.join(", "));
         }
         args.push(format!("--{}", k.replace('_', "-")).into());
         args.push(v.into());

@@ -123,6 +123,9 @@ pub struct MountConfig {
     pub emulate_hdd: Option<String>,
     /// Delay SSD-tier I/O by this simulator SSD preset.
     pub emulate_ssd: Option<String>,
+    /// Serve opened files by FUSE passthrough (the kernel does their I/O on the tier file)
+    /// when their placement is settled; see [`passthrough`](crate#passthrough).
+    pub passthrough: bool,
 }
 
 impl MountConfig {
@@ -137,6 +140,7 @@ impl MountConfig {
             move_rate: 0,
             emulate_hdd: None,
             emulate_ssd: None,
+            passthrough: false,
         }
     }
 }
@@ -228,6 +232,18 @@ pub struct MoverStats {
     pub cancelled: AtomicU64,
 }
 
+/// A file open by passthrough.
+struct Backing {
+    id: fuser::BackingId,
+    opens: u32,
+    tier: Tier,
+    writable: bool,
+    size_at_open: u64,
+}
+
+/// The file handle of a passthrough open (regular opens use 0).
+const PASSTHROUGH_FH: u64 = 1;
+
 /// The move in progress, shared between the mover and the control commands.
 #[derive(Debug, Default)]
 struct Progress {
@@ -272,6 +288,10 @@ struct Shared {
     open_counts: Mutex<HashMap<u64, u32>>,
     /// Files unlinked while open: kept under a hidden name on this tier until the last release.
     orphans: Mutex<HashMap<u64, Tier>>,
+    /// The kernel granted passthrough (asked for with `MountConfig::passthrough`).
+    passthrough: AtomicBool,
+    /// Files open by passthrough: their backing file and opens. Such a file does not move.
+    backing: Mutex<HashMap<u64, Backing>>,
     /// Files marked dirty in the store (mirror, so a write checks memory, not the store).
     dirty_marked: Mutex<HashSet<u64>>,
     progress: Progress,
@@ -341,6 +361,8 @@ impl HybridFs {
             pins: RwLock::new(HashMap::new()),
             open_counts: Mutex::new(HashMap::new()),
             orphans: Mutex::new(HashMap::new()),
+            passthrough: AtomicBool::new(false),
+            backing: Mutex::new(HashMap::new()),
             dirty_marked: Mutex::new(HashSet::new()),
             progress: Progress::default(),
             move_rate: AtomicU64::new(cfg.move_rate),
@@ -473,9 +495,14 @@ impl Shared {
         Arc::clone(lock(&self.locks).entry(ino).or_default())
     }
 
-    /// The tier of a file outside the policy (pinned, or unlinked while open), if it is.
+    /// The tier of a file outside the policy (pinned, unlinked while open, or open by
+    /// passthrough), if it is.
     fn fixed_tier(&self, ino: u64) -> Option<Tier> {
-        read_lock(&self.pins).get(&ino).copied().or_else(|| lock(&self.orphans).get(&ino).copied())
+        read_lock(&self.pins)
+            .get(&ino)
+            .copied()
+            .or_else(|| lock(&self.orphans).get(&ino).copied())
+            .or_else(|| lock(&self.backing).get(&ino).map(|b| b.tier))
     }
 
     /// Unlinks file `ino` at `rel` (its lock held exclusively): removed from both tiers, or,
@@ -508,6 +535,92 @@ impl Shared {
         drop(inodes);
         lock(&self.orphans).insert(ino, auth);
         Ok(())
+    }
+
+    /// Registers file `ino` for a passthrough open when its placement is settled: the policy
+    /// sees the open as a read of the whole file and its work on the file is finished first
+    /// (placement is decided at open time), then the file must have exactly one valid copy.
+    /// While it is open this way it does not move, and every access to it (regular handles too)
+    /// goes to that copy outside the policy; the policy hears of a size change at the last close.
+    /// `Some(())`: registered (the caller replies with the backing id); `None`: use regular I/O.
+    fn open_passthrough(&self, ino: u64, node: &Node, writable: bool, pinned: bool, reply: &ReplyOpen) -> Option<()> {
+        if !pinned && !lock(&self.backing).contains_key(&ino) {
+            let size = self.attr(ino).map(|a| a.size).unwrap_or(0);
+            if size > 0 {
+                let req = self.data_request(ino, node, Op::Read, 0, size);
+                let queued = {
+                    let mut e = lock(&self.engine);
+                    let before = e.pending_work().len();
+                    e.access(&req);
+                    let issued: Vec<u64> =
+                        e.pending_work().get(before..).unwrap_or_default().iter().map(|w| w.id.0).collect();
+                    self.work_cv.notify_all();
+                    issued
+                };
+                self.wait_for(ino, &queued);
+            }
+        }
+        let file_lock = self.file_lock(ino);
+        let _g = self.access_lock(ino, &file_lock);
+        if lock(&self.orphans).contains_key(&ino) {
+            return None;
+        }
+        let copies = self.copies(ino, &node.rel);
+        let tier = *copies.first()?;
+        if copies.len() != 1 {
+            return None; // a cached file: its copies must stay in step, regular I/O does that
+        }
+        let mut b = lock(&self.backing);
+        if let Some(e) = b.get_mut(&ino) {
+            if e.tier != tier || (writable && !e.writable) {
+                return None;
+            }
+            e.opens += 1;
+            return Some(());
+        }
+        let path = self.tiers.path(tier, &node.rel);
+        // Read-write when the daemon may, so later write opens share the backing file.
+        let (file, backing_writable) = match fs::OpenOptions::new().read(true).write(true).open(&path) {
+            Ok(f) => (f, true),
+            Err(_) if !writable => (fs::File::open(&path).ok()?, false),
+            Err(_) => return None,
+        };
+        let size_at_open = file.metadata().map(|m| m.len()).unwrap_or(0);
+        let id = reply.open_backing(&file).ok()?;
+        b.insert(ino, Backing { id, opens: 1, tier, writable: backing_writable, size_at_open });
+        Some(())
+    }
+
+    /// A passthrough open of `ino` is released; at the last one the file may move again, and
+    /// the policy hears of a size change the kernel made meanwhile.
+    fn release_passthrough(&self, ino: u64) {
+        let ended = {
+            let mut b = lock(&self.backing);
+            let Some(e) = b.get_mut(&ino) else { return };
+            e.opens = e.opens.saturating_sub(1);
+            if e.opens > 0 {
+                return;
+            }
+            b.remove(&ino)
+        };
+        let Some(e) = ended else { return };
+        if self.fixed_tier(ino).is_some() {
+            return;
+        }
+        let Ok(node) = self.node(ino) else { return };
+        let size = fs::metadata(self.tiers.path(e.tier, &node.rel)).map(|m| m.len()).unwrap_or(e.size_at_open);
+        let req = match size.cmp(&e.size_at_open) {
+            std::cmp::Ordering::Greater => {
+                self.data_request(ino, &node, Op::Write, e.size_at_open, size - e.size_at_open)
+            }
+            std::cmp::Ordering::Less => self.data_request(ino, &node, Op::Truncate, size, 0),
+            std::cmp::Ordering::Equal => return,
+        };
+        let file_lock = self.file_lock(ino);
+        let _g = self.access_lock(ino, &file_lock);
+        self.tell(&req);
+        drop(_g);
+        self.sync_dirty_mark(ino);
     }
 
     /// Takes file `ino`'s lock shared for an access: when a move holds it, a long move is
@@ -813,6 +926,10 @@ impl Shared {
         if current == want {
             return Ok(());
         }
+        if lock(&self.backing).contains_key(&ino) {
+            // Open by passthrough: moving it would leave the kernel on the old copy.
+            return Err(Errno::EBUSY);
+        }
         let auth = *self.copies(ino, &node.rel).first().ok_or(Errno::ENOENT)?;
         let meta = fs::symlink_metadata(self.tiers.path(auth, &node.rel)).map_err(|e| errno(&e))?;
         if !meta.is_file() {
@@ -1072,6 +1189,11 @@ impl Shared {
             // Pinned or unlinked since the engine queued it: out of the policy.
             return Outcome::Cancelled;
         }
+        if lock(&self.backing).contains_key(&w.obj.0) {
+            // Open by passthrough: the kernel does I/O on this tier file; it stays put.
+            self.stats.cancelled.fetch_add(1, Ordering::Relaxed);
+            return Outcome::Cancelled;
+        }
         // The move replaces or removes tier files: open handles on them are stale.
         self.drop_fds(w.obj.0);
         let Some(rel) = lock(&self.inodes).get(w.obj.0).map(|n| n.rel.clone()) else {
@@ -1326,7 +1448,22 @@ fn set_times_on(path: &Path, atime: Option<TimeOrNow>, mtime: Option<TimeOrNow>)
 }
 
 impl Filesystem for HybridFs {
-    fn init(&mut self, _req: &FuseRequest, _config: &mut KernelConfig) -> io::Result<()> {
+    fn init(&mut self, _req: &FuseRequest, config: &mut KernelConfig) -> io::Result<()> {
+        if self.shared.cfg.passthrough && !passthrough_allowed(&self.shared.cfg.policy) {
+            eprintln!(
+                "tierwise: passthrough is used with DST (one-copy) policies only; {} keeps copies in step, so regular FUSE I/O",
+                self.shared.cfg.policy
+            );
+        } else if self.shared.cfg.passthrough {
+            let granted = config.add_capabilities(fuser::InitFlags::FUSE_PASSTHROUGH).is_ok()
+                && config.set_max_stack_depth(1).is_ok();
+            if !granted {
+                eprintln!(
+                    "tierwise: the kernel does not offer FUSE passthrough (Linux >= 6.9); using regular FUSE I/O"
+                );
+            }
+            self.shared.passthrough.store(granted, Ordering::Release);
+        }
         Ok(())
     }
 
@@ -1608,14 +1745,25 @@ impl Filesystem for HybridFs {
         reply.error(Errno::EPERM);
     }
 
-    fn open(&self, _req: &FuseRequest, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+    fn open(&self, _req: &FuseRequest, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         let s = &self.shared;
         match s.node(ino.0) {
             Ok(n) => {
                 *lock(&s.open_counts).entry(ino.0).or_default() += 1;
-                if !read_lock(&s.pins).contains_key(&ino.0) {
+                let pinned = read_lock(&s.pins).contains_key(&ino.0);
+                if !pinned {
                     let class = s.class(&n.rel, n.dir);
                     s.tell(&Request::op(ObjectId(ino.0), Op::Open).with_class(class));
+                }
+                if s.passthrough.load(Ordering::Acquire) && !n.dir {
+                    let writable = flags.acc_mode() != fuser::OpenAccMode::O_RDONLY;
+                    if let Some(()) = s.open_passthrough(ino.0, &n, writable, pinned, &reply) {
+                        let b = lock(&s.backing);
+                        if let Some(e) = b.get(&ino.0) {
+                            reply.opened_passthrough(FileHandle(PASSTHROUGH_FH), FopenFlags::empty(), &e.id);
+                            return;
+                        }
+                    }
                 }
                 reply.opened(FileHandle(0), FopenFlags::empty());
             }
@@ -1824,7 +1972,7 @@ impl Filesystem for HybridFs {
         &self,
         _req: &FuseRequest,
         ino: INodeNo,
-        _fh: FileHandle,
+        fh: FileHandle,
         _flags: OpenFlags,
         _lock_owner: Option<LockOwner>,
         _flush: bool,
@@ -1833,6 +1981,9 @@ impl Filesystem for HybridFs {
         // Keeps descriptors bounded by the files the kernel has open (another handle of the same
         // file just reopens).
         let s = &self.shared;
+        if fh.0 == PASSTHROUGH_FH {
+            s.release_passthrough(ino.0);
+        }
         let file_lock = s.file_lock(ino.0);
         let _g = file_lock.write().unwrap_or_else(std::sync::PoisonError::into_inner);
         s.drop_fds(ino.0);
@@ -2060,6 +2211,15 @@ pub fn check_policy(spec: &str) -> Result<(), MountError> {
     }
     build_arch(spec, &Setup { fast_capacity: 1 << 30, slow_capacity: 0, object_size: 0 })?;
     Ok(())
+}
+
+/// Whether passthrough is offered for `policy`: DST policies (one copy per file) and the
+/// single-device baselines. Caching policies keep two copies in step, which passthrough I/O
+/// would bypass (and a write-back policy under passthrough hung in testing; see DESIGN.md).
+pub fn passthrough_allowed(policy: &str) -> bool {
+    let name = policy.split(':').next().unwrap_or("");
+    tierwise_core::arch_info(name)
+        .is_ok_and(|i| i.help.starts_with("file DST") || matches!(i.name, "hdd-only" | "ssd-only"))
 }
 
 /// Mount options tierwise always uses.

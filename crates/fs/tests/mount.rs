@@ -103,6 +103,10 @@ fn tree(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
 }
 
 fn differential(policy: &str, ops: u64, seed: u64) {
+    differential_with(policy, ops, seed, false);
+}
+
+fn differential_with(policy: &str, ops: u64, seed: u64, passthrough: bool) {
     if !fuse_available() {
         return;
     }
@@ -113,7 +117,8 @@ fn differential(policy: &str, ops: u64, seed: u64) {
         tempfile::tempdir().unwrap(),
     );
     // 16 KiB of the quota is the pin reserve: the policy manages 48 KiB.
-    let cfg = MountConfig { debug_events: true, pin_reserve: 16 * 1024, ..MountConfig::new(policy, 64 * 1024) };
+    let cfg =
+        MountConfig { debug_events: true, pin_reserve: 16 * 1024, passthrough, ..MountConfig::new(policy, 64 * 1024) };
     let mut m = mount_with(ssd.path(), hdd.path(), mnt.path(), &cfg);
     // TIERWISE_FS_OPS and TIERWISE_FS_SEED let a soak run longer or elsewhere.
     let ops = std::env::var("TIERWISE_FS_OPS").ok().and_then(|v| v.parse().ok()).unwrap_or(ops);
@@ -232,6 +237,26 @@ fn write_back_behaves_like_a_plain_directory() {
 #[test]
 fn hycache_behaves_like_a_plain_directory() {
     differential("hycache:threshold=60%", 20_000, 4);
+}
+
+/// With passthrough, files whose placement is settled are read and written by the kernel on
+/// the tier file directly; the same operations must give the same results.
+#[test]
+fn dynamic_hot_dst_with_passthrough_behaves_like_a_plain_directory() {
+    differential_with("dynamic-hot-dst:sieve=16KiB", 20_000, 6, true);
+}
+
+#[test]
+fn hycache_with_passthrough_behaves_like_a_plain_directory() {
+    differential_with("hycache:threshold=60%", 20_000, 7, true);
+}
+
+#[test]
+fn passthrough_is_offered_to_dst_policies_only() {
+    assert!(tierwise_fs::passthrough_allowed("dynamic-hot-dst:sieve=0"));
+    assert!(tierwise_fs::passthrough_allowed("hycache"));
+    assert!(!tierwise_fs::passthrough_allowed("file-write-back"));
+    assert!(!tierwise_fs::passthrough_allowed("on-demand-caching"));
 }
 
 #[test]
