@@ -65,14 +65,9 @@ pub fn epoch_ns(t: SystemTime) -> u64 {
     t.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_nanos().min(u128::from(u64::MAX)) as u64)
 }
 
+/// A kind's code in the journal: the engine's own index of kinds.
 fn kind_code(k: WorkKind) -> u8 {
-    match k {
-        WorkKind::Promote => 0,
-        WorkKind::Demote => 1,
-        WorkKind::Copy => 2,
-        WorkKind::Writeback => 3,
-        WorkKind::Invalidate => 4,
-    }
+    tierwise_core::EngineStats::kind_index(k) as u8
 }
 
 fn kind_of(c: u8) -> WorkKind {
