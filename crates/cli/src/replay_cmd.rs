@@ -80,27 +80,6 @@ fn mount_of(dir: &Path) -> Option<(PathBuf, Snapshot)> {
     }
 }
 
-fn minus(a: &Counters, b: &Counters) -> Counters {
-    let d = |x: u64, y: u64| x.saturating_sub(y);
-    Counters {
-        reads_ssd: d(a.reads_ssd, b.reads_ssd),
-        reads_hdd: d(a.reads_hdd, b.reads_hdd),
-        writes_ssd: d(a.writes_ssd, b.writes_ssd),
-        writes_hdd: d(a.writes_hdd, b.writes_hdd),
-        read_bytes_ssd: d(a.read_bytes_ssd, b.read_bytes_ssd),
-        read_bytes_hdd: d(a.read_bytes_hdd, b.read_bytes_hdd),
-        write_bytes_ssd: d(a.write_bytes_ssd, b.write_bytes_ssd),
-        write_bytes_hdd: d(a.write_bytes_hdd, b.write_bytes_hdd),
-        promotions: d(a.promotions, b.promotions),
-        demotions: d(a.demotions, b.demotions),
-        copies: d(a.copies, b.copies),
-        writebacks: d(a.writebacks, b.writebacks),
-        bytes_moved: d(a.bytes_moved, b.bytes_moved),
-        moves_failed: d(a.moves_failed, b.moves_failed),
-        moves_cancelled: d(a.moves_cancelled, b.moves_cancelled),
-    }
-}
-
 pub fn cmd_replay(a: ReplayArgs, bars: &Bars) -> Result<()> {
     if !a.dir.is_dir() {
         bail!("--fs {}: not a directory", a.dir.display());
@@ -134,7 +113,7 @@ pub fn cmd_replay(a: ReplayArgs, bars: &Bars) -> Result<()> {
         (Some((root, _)), Some(before)) => mount_of(root).map(|(_, after)| MountDelta {
             policy: after.policy.clone(),
             emulation: after.emulation.clone(),
-            counters: minus(&after.session, &before),
+            counters: after.session.since(&before),
         }),
         _ => None,
     };

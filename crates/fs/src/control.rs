@@ -88,46 +88,46 @@ impl Counters {
 
     /// Counters from saved pairs (unknown names ignored, missing ones zero).
     pub fn from_saved(saved: &std::collections::HashMap<String, u64>) -> Counters {
-        let g = |k: &str| saved.get(k).copied().unwrap_or(0);
+        Counters::from_pairs(|name| saved.get(name).copied().unwrap_or(0))
+    }
+
+    /// Counters whose every field is `value(name)`; the one place besides [`Counters::pairs`]
+    /// that lists the fields.
+    fn from_pairs(value: impl Fn(&str) -> u64) -> Counters {
         Counters {
-            reads_ssd: g("reads_ssd"),
-            reads_hdd: g("reads_hdd"),
-            writes_ssd: g("writes_ssd"),
-            writes_hdd: g("writes_hdd"),
-            read_bytes_ssd: g("read_bytes_ssd"),
-            read_bytes_hdd: g("read_bytes_hdd"),
-            write_bytes_ssd: g("write_bytes_ssd"),
-            write_bytes_hdd: g("write_bytes_hdd"),
-            promotions: g("promotions"),
-            demotions: g("demotions"),
-            copies: g("copies"),
-            writebacks: g("writebacks"),
-            bytes_moved: g("bytes_moved"),
-            moves_failed: g("moves_failed"),
-            moves_cancelled: g("moves_cancelled"),
+            reads_ssd: value("reads_ssd"),
+            reads_hdd: value("reads_hdd"),
+            writes_ssd: value("writes_ssd"),
+            writes_hdd: value("writes_hdd"),
+            read_bytes_ssd: value("read_bytes_ssd"),
+            read_bytes_hdd: value("read_bytes_hdd"),
+            write_bytes_ssd: value("write_bytes_ssd"),
+            write_bytes_hdd: value("write_bytes_hdd"),
+            promotions: value("promotions"),
+            demotions: value("demotions"),
+            copies: value("copies"),
+            writebacks: value("writebacks"),
+            bytes_moved: value("bytes_moved"),
+            moves_failed: value("moves_failed"),
+            moves_cancelled: value("moves_cancelled"),
         }
+    }
+
+    /// Field by field `f(self, other)`.
+    fn combine(&self, o: &Counters, f: impl Fn(u64, u64) -> u64) -> Counters {
+        let (a, b) = (self.pairs(), o.pairs());
+        let get = |v: &[(&str, u64)], name: &str| v.iter().find(|(n, _)| *n == name).map_or(0, |(_, x)| *x);
+        Counters::from_pairs(|name| f(get(&a, name), get(&b, name)))
     }
 
     /// The sum of two periods.
     pub fn plus(&self, o: &Counters) -> Counters {
-        let mut out = self.clone();
-        let add = |a: &mut u64, b: u64| *a = a.saturating_add(b);
-        add(&mut out.reads_ssd, o.reads_ssd);
-        add(&mut out.reads_hdd, o.reads_hdd);
-        add(&mut out.writes_ssd, o.writes_ssd);
-        add(&mut out.writes_hdd, o.writes_hdd);
-        add(&mut out.read_bytes_ssd, o.read_bytes_ssd);
-        add(&mut out.read_bytes_hdd, o.read_bytes_hdd);
-        add(&mut out.write_bytes_ssd, o.write_bytes_ssd);
-        add(&mut out.write_bytes_hdd, o.write_bytes_hdd);
-        add(&mut out.promotions, o.promotions);
-        add(&mut out.demotions, o.demotions);
-        add(&mut out.copies, o.copies);
-        add(&mut out.writebacks, o.writebacks);
-        add(&mut out.bytes_moved, o.bytes_moved);
-        add(&mut out.moves_failed, o.moves_failed);
-        add(&mut out.moves_cancelled, o.moves_cancelled);
-        out
+        self.combine(o, u64::saturating_add)
+    }
+
+    /// What happened between `earlier` and `self` (a later reading of the same counters).
+    pub fn since(&self, earlier: &Counters) -> Counters {
+        self.combine(earlier, u64::saturating_sub)
     }
 
     /// Fraction of reads served by the SSD tier.
@@ -298,4 +298,20 @@ fn answer(mut conn: TcpStream, snapshot: &dyn Fn() -> Snapshot) -> std::io::Resu
         body.len()
     )?;
     conn.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_add_subtract_and_round_trip_through_saved_pairs() {
+        let a = Counters { reads_ssd: 5, moves_cancelled: 2, bytes_moved: 100, ..Counters::default() };
+        let b = Counters { reads_ssd: 1, writebacks: 3, bytes_moved: 40, ..Counters::default() };
+        let sum = a.plus(&b);
+        assert_eq!((sum.reads_ssd, sum.writebacks, sum.bytes_moved, sum.moves_cancelled), (6, 3, 140, 2));
+        assert_eq!(sum.since(&b), a);
+        let saved = sum.pairs().into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+        assert_eq!(Counters::from_saved(&saved), sum);
+    }
 }
