@@ -68,6 +68,11 @@ pub struct MountArgs {
     /// the tier file, the policy sees opens (as whole-file reads) and sizes at close.
     #[arg(long)]
     passthrough: bool,
+    /// Let the kernel's page cache sit above the policy (FUSE writeback cache, cached pages kept
+    /// across opens): much faster, but the policy sees only the reads the cache misses and
+    /// writes when the kernel flushes them. Do not change the tier directories behind the mount.
+    #[arg(long)]
+    kernel_cache: bool,
     /// Stay in the foreground (otherwise tierwise detaches once the mount is live).
     #[arg(long)]
     foreground: bool,
@@ -93,6 +98,7 @@ struct FileConfig {
     metrics: Option<String>,
     allow_other: Option<bool>,
     passthrough: Option<bool>,
+    kernel_cache: Option<bool>,
 }
 
 impl MountArgs {
@@ -102,7 +108,7 @@ impl MountArgs {
         let text = fs::read_to_string(path).with_context(|| format!("reading the config file {}", path.display()))?;
         let c: FileConfig = toml::from_str(&text).map_err(|e| {
             anyhow::anyhow!(
-                "config file {}: {e}\n(allowed keys: ssd, hdd, policy, ssd_quota, pin_reserve, threads, move_rate, emulate_hdd, emulate_ssd, state_dir, metrics, allow_other, passthrough)",
+                "config file {}: {e}\n(allowed keys: ssd, hdd, policy, ssd_quota, pin_reserve, threads, move_rate, emulate_hdd, emulate_ssd, state_dir, metrics, allow_other, passthrough, kernel_cache)",
                 path.display()
             )
         })?;
@@ -122,6 +128,7 @@ impl MountArgs {
         self.metrics = self.metrics.take().or(c.metrics);
         self.allow_other |= c.allow_other.unwrap_or(false);
         self.passthrough |= c.passthrough.unwrap_or(false);
+        self.kernel_cache |= c.kernel_cache.unwrap_or(false);
         Ok(())
     }
 }
@@ -207,6 +214,7 @@ pub fn cmd_mount(mut a: MountArgs) -> Result<()> {
         emulate_hdd: a.emulate_hdd.clone(),
         emulate_ssd: a.emulate_ssd.clone(),
         passthrough: a.passthrough,
+        kernel_cache: a.kernel_cache,
         ..MountConfig::new(&policy, quota)
     };
     let fs = HybridFs::new(tiers, &cfg)?;
@@ -341,6 +349,7 @@ fn helper_args(source: &str, dir: &Path, options: &[String]) -> Result<Vec<OsStr
         "state_dir",
         "metrics",
     ];
+    const SWITCHES: &[&str] = &["allow_other", "passthrough", "kernel_cache"];
     let mut args: Vec<OsString> = vec!["mount".into(), "--foreground".into()];
     match source.split_once(':') {
         Some((ssd, hdd)) => {
@@ -352,15 +361,15 @@ fn helper_args(source: &str, dir: &Path, options: &[String]) -> Result<Vec<OsStr
         if GENERIC.contains(&o.as_str()) || o.starts_with("x-") || o.starts_with("comment=") {
             continue;
         }
-        if o == "allow_other" || o == "passthrough" {
+        if SWITCHES.contains(&o.as_str()) {
             args.push(format!("--{}", o.replace('_', "-")).into());
             continue;
         }
         let Some((k, v)) = o.split_once('=') else {
-            bail!("-o {o}: expected key=value (keys: {}, allow_other, passthrough)", KEYS.join(", "));
+            bail!("-o {o}: expected key=value (keys: {}; switches: {})", KEYS.join(", "), SWITCHES.join(", "));
         };
         if !KEYS.contains(&k) {
-            bail!("-o {o}: unknown setting `{k}` (keys: {}, allow_other, passthrough)", KEYS.join(", "));
+            bail!("-o {o}: unknown setting `{k}` (keys: {}; switches: {})", KEYS.join(", "), SWITCHES.join(", "));
         }
         args.push(format!("--{}", k.replace('_', "-")).into());
         args.push(v.into());

@@ -126,6 +126,10 @@ pub struct MountConfig {
     /// Serve opened files by FUSE passthrough (the kernel does their I/O on the tier file)
     /// when their placement is settled; see [`passthrough`](crate#passthrough).
     pub passthrough: bool,
+    /// Let the kernel's page cache sit above the policy (FUSE writeback cache and
+    /// `FOPEN_KEEP_CACHE`): reads it holds and writes it has not flushed yet never reach the
+    /// daemon; see [`kernel cache`](crate#kernel-page-cache).
+    pub kernel_cache: bool,
 }
 
 impl MountConfig {
@@ -141,6 +145,7 @@ impl MountConfig {
             emulate_hdd: None,
             emulate_ssd: None,
             passthrough: false,
+            kernel_cache: false,
         }
     }
 }
@@ -154,10 +159,10 @@ const ROOT: u64 = 1;
 /// One directory entry of a listing: inode, kind, name.
 type DirEntry = (u64, FileType, OsString);
 
-/// One inode: its relative path and kind.
+/// One inode: its relative path (shared: every operation takes a copy) and kind.
 #[derive(Clone, Debug)]
 struct Node {
-    rel: PathBuf,
+    rel: Arc<Path>,
     dir: bool,
 }
 
@@ -178,7 +183,7 @@ impl Inodes {
         }
         self.next += 1;
         let ino = self.next;
-        self.by_ino.insert(ino, Node { rel: rel.to_path_buf(), dir });
+        self.by_ino.insert(ino, Node { rel: rel.into(), dir });
         self.by_path.insert(rel.to_path_buf(), ino);
         ino
     }
@@ -195,7 +200,7 @@ impl Inodes {
             // A file: one entry, no scan of the table.
             self.by_path.remove(from);
             if let Some(n) = self.by_ino.get_mut(&ino) {
-                n.rel = to.to_path_buf();
+                n.rel = to.into();
             }
             self.by_path.insert(to.to_path_buf(), ino);
             moved.push((ino, to.to_path_buf()));
@@ -210,7 +215,7 @@ impl Inodes {
                 Err(_) => continue,
             };
             if let Some(n) = self.by_ino.get_mut(&ino) {
-                n.rel = new.clone();
+                n.rel = new.as_path().into();
             }
             self.by_path.insert(new.clone(), ino);
             moved.push((ino, new));
@@ -243,6 +248,9 @@ struct Backing {
 
 /// The file handle of a passthrough open (regular opens use 0).
 const PASSTHROUGH_FH: u64 = 1;
+
+/// File capabilities, which a write clears.
+const CAPABILITY_XATTR: &str = "security.capability";
 
 /// The move in progress, shared between the mover and the control commands.
 #[derive(Debug, Default)]
@@ -294,6 +302,11 @@ struct Shared {
     backing: Mutex<HashMap<u64, Backing>>,
     /// Files marked dirty in the store (mirror, so a write checks memory, not the store).
     dirty_marked: Mutex<HashSet<u64>>,
+    /// The kernel left clearing set-id bits and capabilities to us (FUSE_HANDLE_KILLPRIV_V2).
+    killpriv: AtomicBool,
+    /// Files known to have no set-id bits and no capabilities (a write need not clear them);
+    /// forgotten when their mode or extended attributes change.
+    privs_clear: Mutex<HashSet<u64>>,
     progress: Progress,
     /// Bytes per second moves may copy (0 = unlimited); changeable while mounted.
     move_rate: AtomicU64,
@@ -340,7 +353,7 @@ impl HybridFs {
         let engine = Engine::new(build_arch(&cfg.policy, &setup)?, SysClock(Instant::now()));
         let prefixes = file_volumes(&cfg.policy)?;
         let mut inodes = Inodes { next: ROOT, ..Inodes::default() };
-        inodes.by_ino.insert(ROOT, Node { rel: PathBuf::new(), dir: true });
+        inodes.by_ino.insert(ROOT, Node { rel: Path::new("").into(), dir: true });
         inodes.by_path.insert(PathBuf::new(), ROOT);
         let shared = Arc::new(Shared {
             tiers,
@@ -364,6 +377,8 @@ impl HybridFs {
             passthrough: AtomicBool::new(false),
             backing: Mutex::new(HashMap::new()),
             dirty_marked: Mutex::new(HashSet::new()),
+            killpriv: AtomicBool::new(false),
+            privs_clear: Mutex::new(HashSet::new()),
             progress: Progress::default(),
             move_rate: AtomicU64::new(cfg.move_rate),
             emulate,
@@ -484,11 +499,19 @@ fn worth_cancelling(elapsed: Duration, done: u64, total: u64) -> bool {
 
 impl Shared {
     fn class(&self, rel: &Path, dir: bool) -> ObjectClass {
-        let p = format!("/{}", rel.to_string_lossy());
-        ObjectClass {
-            volume: volume_of(&self.prefixes, &p),
-            kind: if dir { ObjectKind::Meta } else { ObjectKind::Data },
-        }
+        // Only per-volume policies need the path (as the engine spells it, from the root).
+        let volume = if self.prefixes.is_empty() {
+            0
+        } else {
+            volume_of(&self.prefixes, &format!("/{}", rel.to_string_lossy()))
+        };
+        ObjectClass { volume, kind: if dir { ObjectKind::Meta } else { ObjectKind::Data } }
+    }
+
+    /// How regular (not passthrough) opens are answered: with the kernel cache, keep the
+    /// pages cached by earlier opens.
+    fn open_flags(&self) -> FopenFlags {
+        if self.cfg.kernel_cache { FopenFlags::FOPEN_KEEP_CACHE } else { FopenFlags::empty() }
     }
 
     fn file_lock(&self, ino: u64) -> Arc<RwLock<()>> {
@@ -530,7 +553,7 @@ impl Shared {
         }
         let mut inodes = lock(&self.inodes);
         inodes.forget_path(rel);
-        inodes.by_ino.insert(ino, Node { rel: hidden.clone(), dir: false });
+        inodes.by_ino.insert(ino, Node { rel: hidden.as_path().into(), dir: false });
         inodes.by_path.insert(hidden, ino);
         drop(inodes);
         lock(&self.orphans).insert(ino, auth);
@@ -543,7 +566,14 @@ impl Shared {
     /// While it is open this way it does not move, and every access to it (regular handles too)
     /// goes to that copy outside the policy; the policy hears of a size change at the last close.
     /// `Some(())`: registered (the caller replies with the backing id); `None`: use regular I/O.
-    fn open_passthrough(&self, ino: u64, node: &Node, writable: bool, pinned: bool, reply: &ReplyOpen) -> Option<()> {
+    fn open_passthrough(
+        &self,
+        ino: u64,
+        node: &Node,
+        writable: bool,
+        pinned: bool,
+        register: impl FnOnce(&fs::File) -> io::Result<fuser::BackingId>,
+    ) -> Option<()> {
         if !pinned && !lock(&self.backing).contains_key(&ino) {
             let size = self.attr(ino).map(|a| a.size).unwrap_or(0);
             if size > 0 {
@@ -570,6 +600,11 @@ impl Shared {
         if copies.len() != 1 {
             return None; // a cached file: its copies must stay in step, regular I/O does that
         }
+        let path = self.tiers.path(tier, &node.rel);
+        if writable && has_privs(&path) {
+            // Its writes must clear set-id bits or capabilities: regular I/O does that.
+            return None;
+        }
         let mut b = lock(&self.backing);
         if let Some(e) = b.get_mut(&ino) {
             if e.tier != tier || (writable && !e.writable) {
@@ -578,7 +613,6 @@ impl Shared {
             e.opens += 1;
             return Some(());
         }
-        let path = self.tiers.path(tier, &node.rel);
         // Read-write when the daemon may, so later write opens share the backing file.
         let (file, backing_writable) = match fs::OpenOptions::new().read(true).write(true).open(&path) {
             Ok(f) => (f, true),
@@ -586,7 +620,7 @@ impl Shared {
             Err(_) => return None,
         };
         let size_at_open = file.metadata().map(|m| m.len()).unwrap_or(0);
-        let id = reply.open_backing(&file).ok()?;
+        let id = register(&file).ok()?;
         b.insert(ino, Backing { id, opens: 1, tier, writable: backing_writable, size_at_open });
         Some(())
     }
@@ -821,7 +855,7 @@ impl Shared {
             self.store.set_dirty(rel, false)?;
         }
         let files: Vec<(u64, PathBuf)> =
-            lock(&self.inodes).by_ino.iter().filter(|(_, n)| !n.dir).map(|(&i, n)| (i, n.rel.clone())).collect();
+            lock(&self.inodes).by_ino.iter().filter(|(_, n)| !n.dir).map(|(&i, n)| (i, n.rel.to_path_buf())).collect();
         let mut marked = lock(&self.dirty_marked);
         for (ino, rel) in files {
             if lock(&self.engine).placement(ObjectId(ino)).dirty {
@@ -1002,6 +1036,42 @@ impl Shared {
                 marked.remove(&ino);
             }
         }
+    }
+
+    /// What a write or truncate must clear, with FUSE_HANDLE_KILLPRIV_V2, on the copies `paths`
+    /// of file `ino`: file capabilities always, and when `kill_setid` (the writer lacks
+    /// CAP_FSETID) set-user-ID, and set-group-ID where the group may execute. The VFS does this
+    /// for a local writer; the daemon writes as root, which would keep them.
+    fn kill_privs(&self, ino: u64, paths: &[PathBuf], kill_setid: bool) -> io::Result<()> {
+        use nix::libc::{S_ISGID, S_ISUID, S_IXGRP};
+        if !self.killpriv.load(Ordering::Acquire) || lock(&self.privs_clear).contains(&ino) {
+            return Ok(());
+        }
+        let mut setid_left = false;
+        for path in paths {
+            let mode = fs::symlink_metadata(path)?.mode();
+            let mut new = mode;
+            if kill_setid {
+                new &= !S_ISUID;
+                if mode & S_IXGRP != 0 {
+                    new &= !S_ISGID;
+                }
+            }
+            if new != mode {
+                fs::set_permissions(path, fs::Permissions::from_mode(new & 0o7777))?;
+            }
+            setid_left |= new & (S_ISUID | S_ISGID) != 0;
+            match xattr::remove(path, CAPABILITY_XATTR) {
+                Err(e) if !matches!(e.raw_os_error(), Some(nix::libc::ENODATA | nix::libc::EOPNOTSUPP)) => {
+                    return Err(e);
+                }
+                _ => {}
+            }
+        }
+        if !setid_left {
+            lock(&self.privs_clear).insert(ino);
+        }
+        Ok(())
     }
 
     /// Runs a copy of `rel` from `from` as the move in progress, journalled: the record is
@@ -1337,6 +1407,11 @@ impl Shared {
         Request { obj: ObjectId(ino), op, offset, len, class: self.class(&node.rel, node.dir) }
     }
 
+    /// The tier file of `ino` on `tier` if it is open already.
+    fn open_fd(&self, ino: u64, tier: Tier) -> Option<Arc<fs::File>> {
+        lock(&self.fds).get(&(ino, tier.index())).cloned()
+    }
+
     /// The open tier file of `ino` on `tier` (opened, or created when `create`, on first use).
     /// The caller holds the file's lock, so no move replaces it meanwhile.
     fn fd(&self, ino: u64, tier: Tier, rel: &Path, create: bool) -> io::Result<Arc<fs::File>> {
@@ -1402,6 +1477,13 @@ impl Shared {
     }
 }
 
+/// Whether the file at `path` has set-id bits or capabilities (which a write must clear).
+fn has_privs(path: &Path) -> bool {
+    use nix::libc::{S_ISGID, S_ISUID};
+    fs::symlink_metadata(path).map_or(true, |m| m.mode() & (S_ISUID | S_ISGID) != 0)
+        || xattr::get(path, CAPABILITY_XATTR).ok().flatten().is_some()
+}
+
 fn to_attr(ino: u64, m: &fs::Metadata) -> FileAttr {
     let kind = if m.is_dir() {
         FileType::Directory
@@ -1449,12 +1531,26 @@ fn set_times_on(path: &Path, atime: Option<TimeOrNow>, mtime: Option<TimeOrNow>)
 
 impl Filesystem for HybridFs {
     fn init(&mut self, _req: &FuseRequest, config: &mut KernelConfig) -> io::Result<()> {
+        // Clearing set-id bits and capabilities on write, truncate and chown is ours: without
+        // this the kernel asks for `security.capability` before every write (a round trip), and
+        // passthrough writes are held to FUSE speed by it.
+        let killpriv = config.add_capabilities(fuser::InitFlags::FUSE_HANDLE_KILLPRIV_V2).is_ok();
+        self.shared.killpriv.store(killpriv, Ordering::Release);
         if self.shared.cfg.passthrough && !passthrough_allowed(&self.shared.cfg.policy) {
             eprintln!(
                 "tierwise: passthrough is used with DST (one-copy) policies only; {} keeps copies in step, so regular FUSE I/O",
                 self.shared.cfg.policy
             );
-        } else if self.shared.cfg.passthrough {
+        }
+        if self.shared.cfg.kernel_cache {
+            // Written pages are flushed to us later, in batches; reads of cached pages, across
+            // opens, never come: the page cache is a RAM tier above the policy. Safe because
+            // every change of a file's bytes passes through the kernel (moves copy them unchanged).
+            if config.add_capabilities(fuser::InitFlags::FUSE_WRITEBACK_CACHE).is_err() {
+                eprintln!("tierwise: the kernel does not offer the FUSE writeback cache; writes go through at once");
+            }
+        }
+        if self.shared.cfg.passthrough && passthrough_allowed(&self.shared.cfg.policy) {
             let granted = config.add_capabilities(fuser::InitFlags::FUSE_PASSTHROUGH).is_ok()
                 && config.set_max_stack_depth(1).is_ok();
             if !granted {
@@ -1487,7 +1583,7 @@ impl Filesystem for HybridFs {
 
     fn setattr(
         &self,
-        _req: &FuseRequest,
+        req: &FuseRequest,
         ino: INodeNo,
         mode: Option<u32>,
         uid: Option<u32>,
@@ -1507,13 +1603,16 @@ impl Filesystem for HybridFs {
         let r = (|| -> Result<FileAttr, Errno> {
             let node = s.node(ino.0)?;
             if let Some(size) = size {
-                let req = s.data_request(ino.0, &node, Op::Truncate, size, 0);
-                s.data_op(ino.0, req, |s, _, node, _| {
-                    for t in s.copies(ino.0, &node.rel) {
-                        let f = fs::OpenOptions::new().write(true).open(s.tiers.path(t, &node.rel));
+                let truncate = s.data_request(ino.0, &node, Op::Truncate, size, 0);
+                s.data_op(ino.0, truncate, |s, _, node, _| {
+                    let paths: Vec<PathBuf> =
+                        s.copies(ino.0, &node.rel).into_iter().map(|t| s.tiers.path(t, &node.rel)).collect();
+                    for p in &paths {
+                        let f = fs::OpenOptions::new().write(true).open(p);
                         f.and_then(|f| f.set_len(size)).map_err(|e| errno(&e))?;
                     }
-                    Ok(())
+                    // Root keeps set-id bits on truncate (CAP_FSETID), anyone else loses them.
+                    s.kill_privs(ino.0, &paths, req.uid() != 0).map_err(|e| errno(&e))
                 })?;
             }
             let file_lock = s.file_lock(ino.0);
@@ -1527,6 +1626,9 @@ impl Filesystem for HybridFs {
                     .filter(|p| p.symlink_metadata().is_ok())
                     .collect()
             };
+            if mode.is_some() {
+                lock(&s.privs_clear).remove(&ino.0);
+            }
             for p in &paths {
                 if let Some(m) = mode {
                     fs::set_permissions(p, fs::Permissions::from_mode(m & 0o7777)).map_err(|e| errno(&e))?;
@@ -1757,7 +1859,7 @@ impl Filesystem for HybridFs {
                 }
                 if s.passthrough.load(Ordering::Acquire) && !n.dir {
                     let writable = flags.acc_mode() != fuser::OpenAccMode::O_RDONLY;
-                    if let Some(()) = s.open_passthrough(ino.0, &n, writable, pinned, &reply) {
+                    if let Some(()) = s.open_passthrough(ino.0, &n, writable, pinned, |f| reply.open_backing(f)) {
                         let b = lock(&s.backing);
                         if let Some(e) = b.get(&ino.0) {
                             reply.opened_passthrough(FileHandle(PASSTHROUGH_FH), FopenFlags::empty(), &e.id);
@@ -1765,7 +1867,7 @@ impl Filesystem for HybridFs {
                         }
                     }
                 }
-                reply.opened(FileHandle(0), FopenFlags::empty());
+                reply.opened(FileHandle(0), s.open_flags());
             }
             Err(e) => reply.error(e),
         }
@@ -1787,9 +1889,16 @@ impl Filesystem for HybridFs {
             let req = s.data_request(ino.0, &n, Op::Read, offset, u64::from(size));
             s.data_op(ino.0, req, |s, served, node, _| {
                 let want = if served.level == Level::Fast { Tier::Fast } else { Tier::Slow };
-                let copies = s.copies(ino.0, &node.rel);
-                let tier = if copies.contains(&want) { want } else { *copies.first().ok_or(Errno::ENOENT)? };
-                let f = s.fd(ino.0, tier, &node.rel, false).map_err(|e| errno(&e))?;
+                // A tier file already open is the file there now (moves, unlinks and renames
+                // drop them): no lookup on the common path.
+                let (tier, f) = match s.open_fd(ino.0, want) {
+                    Some(f) => (want, f),
+                    None => {
+                        let copies = s.copies(ino.0, &node.rel);
+                        let tier = if copies.contains(&want) { want } else { *copies.first().ok_or(Errno::ENOENT)? };
+                        (tier, s.fd(ino.0, tier, &node.rel, false).map_err(|e| errno(&e))?)
+                    }
+                };
                 let data = tiers::read_at_file(&f, offset, size as usize).map_err(|e| errno(&e))?;
                 if let Some(e) = &s.emulate[tier.index()] {
                     e.delay(false, ino.0, offset, data.len() as u64);
@@ -1810,7 +1919,7 @@ impl Filesystem for HybridFs {
         _fh: FileHandle,
         offset: u64,
         data: &[u8],
-        _write_flags: WriteFlags,
+        write_flags: WriteFlags,
         _flags: OpenFlags,
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
@@ -1836,15 +1945,15 @@ impl Filesystem for HybridFs {
                 if targets.is_empty() {
                     return Err(Errno::ENOENT);
                 }
+                let kill_setid = write_flags.contains(WriteFlags::FUSE_WRITE_KILL_SUIDGID);
+                let paths: Vec<PathBuf> = targets.iter().map(|t| s.tiers.path(*t, &node.rel)).collect();
                 for t in &targets {
-                    let path = s.tiers.path(*t, &node.rel);
                     let had = if *t == Tier::Fast { before.on_fast } else { before.on_slow };
                     if p.tracked && !had && !served.blocked {
                         // A whole-file write the engine allocated on a tier that held no valid
                         // copy: it replaces whatever stale file is there.
-                        s.tiers.make_parents(*t, &node.rel).map_err(|e| errno(&e))?;
                         s.drop_fds(ino.0);
-                        fs::File::create(&path).map_err(|e| errno(&e))?;
+                        s.tiers.recreate(*t, &node.rel).map_err(|e| errno(&e))?;
                     }
                     let f = s.fd(ino.0, *t, &node.rel, true).map_err(|e| errno(&e))?;
                     std::os::unix::fs::FileExt::write_all_at(&*f, data, offset).map_err(|e| errno(&e))?;
@@ -1852,6 +1961,7 @@ impl Filesystem for HybridFs {
                         e.delay(true, ino.0, offset, data.len() as u64);
                     }
                 }
+                s.kill_privs(ino.0, &paths, kill_setid).map_err(|e| errno(&e))?;
                 Ok(data.len() as u32)
             })
         });
@@ -1914,7 +2024,7 @@ impl Filesystem for HybridFs {
             let known: Vec<(OsString, u64)> = lock(&s.inodes)
                 .by_path
                 .iter()
-                .filter(|(p, _)| p.parent() == Some(node.rel.as_path()) && !p.as_os_str().is_empty())
+                .filter(|(p, _)| p.parent() == Some(&*node.rel) && !p.as_os_str().is_empty())
                 .filter_map(|(p, &i)| p.file_name().map(|n| (n.to_os_string(), i)))
                 .filter(|(n, _)| !names.contains_key(n) && !tiers::is_reserved(n))
                 .collect();
@@ -1994,13 +2104,15 @@ impl Filesystem for HybridFs {
             let last = *n == 0;
             if last {
                 counts.remove(&ino.0);
+                lock(&s.privs_clear).remove(&ino.0);
             }
             last
         };
         if last && let Some(tier) = lock(&s.orphans).remove(&ino.0) {
             // The last open of a file unlinked while open: now it goes.
-            let hidden = s.node(ino.0).map(|n| n.rel).unwrap_or_default();
-            if !hidden.as_os_str().is_empty() {
+            if let Ok(hidden) = s.node(ino.0).map(|n| n.rel)
+                && !hidden.as_os_str().is_empty()
+            {
                 let _ = fs::remove_file(s.tiers.path(tier, &hidden));
                 lock(&s.inodes).forget_path(&hidden);
             }
@@ -2057,6 +2169,10 @@ impl Filesystem for HybridFs {
             }
             return;
         }
+        lock(&s.privs_clear).remove(&ino.0);
+        // Under the file's lock: a move copies attributes, and must not copy the old ones.
+        let file_lock = s.file_lock(ino.0);
+        let _g = s.access_lock(ino.0, &file_lock);
         let r = s.node(ino.0).and_then(|n| {
             for t in Tier::ALL {
                 let p = s.tiers.path(t, &n.rel);
@@ -2091,6 +2207,8 @@ impl Filesystem for HybridFs {
                 .unwrap_or_default()
                 .into_bytes())
         } else {
+            let file_lock = s.file_lock(ino.0);
+            let _g = s.access_lock(ino.0, &file_lock);
             s.node(ino.0).and_then(|n| {
                 let p = s.meta_path(ino.0, &n).ok_or(Errno::ENOENT)?;
                 match xattr::get(&p, name) {
@@ -2110,6 +2228,8 @@ impl Filesystem for HybridFs {
 
     fn listxattr(&self, _req: &FuseRequest, ino: INodeNo, size: u32, reply: ReplyXattr) {
         let s = &self.shared;
+        let file_lock = s.file_lock(ino.0);
+        let _g = s.access_lock(ino.0, &file_lock);
         let r = s.node(ino.0).and_then(|n| {
             let p = s.meta_path(ino.0, &n).ok_or(Errno::ENOENT)?;
             let mut out: Vec<u8> = b"user.tierwise.tier\0".to_vec();
@@ -2136,6 +2256,9 @@ impl Filesystem for HybridFs {
             }
             return;
         }
+        lock(&s.privs_clear).remove(&ino.0);
+        let file_lock = s.file_lock(ino.0);
+        let _g = s.access_lock(ino.0, &file_lock);
         let r = s.node(ino.0).and_then(|n| {
             let mut removed = false;
             for t in Tier::ALL {
@@ -2159,7 +2282,7 @@ impl Filesystem for HybridFs {
         name: &OsStr,
         mode: u32,
         umask: u32,
-        _flags: i32,
+        flags: i32,
         reply: ReplyCreate,
     ) {
         let s = &self.shared;
@@ -2193,8 +2316,29 @@ impl Filesystem for HybridFs {
         })();
         match r {
             Ok(a) => {
-                *lock(&s.open_counts).entry(a.ino.0).or_default() += 1;
-                reply.created(&TTL, &a, Generation(0), FileHandle(0), FopenFlags::empty())
+                let ino = a.ino.0;
+                *lock(&s.open_counts).entry(ino).or_default() += 1;
+                if s.passthrough.load(Ordering::Acquire)
+                    && let Ok(n) = s.node(ino)
+                {
+                    // A new file is empty: its placement is the engine's allocation, settled.
+                    let writable = flags & nix::libc::O_ACCMODE != nix::libc::O_RDONLY;
+                    let pinned = read_lock(&s.pins).contains_key(&ino);
+                    if let Some(()) = s.open_passthrough(ino, &n, writable, pinned, |f| reply.open_backing(f))
+                        && let Some(e) = lock(&s.backing).get(&ino)
+                    {
+                        reply.created_passthrough(
+                            &TTL,
+                            &a,
+                            Generation(0),
+                            FileHandle(PASSTHROUGH_FH),
+                            FopenFlags::empty(),
+                            &e.id,
+                        );
+                        return;
+                    }
+                }
+                reply.created(&TTL, &a, Generation(0), FileHandle(0), s.open_flags())
             }
             Err(e) => reply.error(e),
         }

@@ -129,8 +129,7 @@ impl Tiers {
                 io::Write::write_all(&mut out, &buf[..got])?;
                 n += got as u64;
             }
-            out.set_permissions(fs::Permissions::from_mode(meta.mode() & 0o7777))?;
-            let _ = std::os::unix::fs::fchown(&out, Some(meta.uid()), Some(meta.gid()));
+            copy_metadata(&src, &meta, &out)?;
             out.set_times(fs::FileTimes::new().set_accessed(atime(&meta)).set_modified(mtime(&meta)))?;
             out.sync_all()?;
             drop(out);
@@ -142,6 +141,19 @@ impl Tiers {
             let _ = fs::remove_file(&tmp);
         }
         result
+    }
+
+    /// Creates `rel` on `tier` empty, replacing a stale file there, with the owner, mode and
+    /// extended attributes of the copy on the other tier (when there is one): a new copy of the
+    /// same file, not a new file.
+    pub fn recreate(&self, tier: Tier, rel: &Path) -> io::Result<()> {
+        self.make_parents(tier, rel)?;
+        let f = File::create(self.path(tier, rel))?;
+        let other = self.path(tier.other(), rel);
+        if let Ok(meta) = fs::symlink_metadata(&other) {
+            copy_metadata(&other, &meta, &f)?;
+        }
+        Ok(())
     }
 
     /// Removes `rel` from `tier` (a move's source, or a dropped copy) and syncs its directory.
@@ -244,6 +256,26 @@ pub fn check_name(name: &OsStr) -> Result<&OsStr, i32> {
         _ if is_reserved(name) => Err(nix::errno::Errno::EPERM as i32),
         _ => Err(nix::errno::Errno::EINVAL as i32),
     }
+}
+
+/// Gives `dst` the owner, mode and extended attributes of `src` (whose metadata is `meta`).
+/// Owner first: a chown clears set-id bits, which the mode then restores. An attribute the
+/// destination's file system refuses fails the copy (a move then rolls back rather than lose it).
+fn copy_metadata(src: &Path, meta: &fs::Metadata, dst: &File) -> io::Result<()> {
+    use xattr::FileExt;
+    let _ = std::os::unix::fs::fchown(dst, Some(meta.uid()), Some(meta.gid()));
+    dst.set_permissions(fs::Permissions::from_mode(meta.mode() & 0o7777))?;
+    let names = match xattr::list(src) {
+        Ok(names) => names,
+        Err(e) if e.raw_os_error() == Some(nix::libc::EOPNOTSUPP) => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    for name in names {
+        if let Some(value) = xattr::get(src, &name)? {
+            dst.set_xattr(&name, &value)?;
+        }
+    }
+    Ok(())
 }
 
 /// The modification time of `m`.

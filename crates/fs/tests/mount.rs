@@ -72,6 +72,13 @@ fn apply(root: &Path, op: u64, a: u64, b: u64, c: u64) -> String {
         9 => outcome(fs::remove_file(file(a))),
         10 => outcome(fs::rename(file(a), file(b))),
         11 => outcome(fs::metadata(file(a)).map(|m| (m.len(), m.is_file()))),
+        15 => {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = [0o600, 0o640, 0o644, 0o755][(b % 4) as usize];
+            outcome(fs::set_permissions(file(a), fs::Permissions::from_mode(mode)))
+        }
+        16 => outcome(xattr::set(file(a), "user.t", format!("v{}", b % 100).as_bytes())),
+        17 => outcome(xattr::get(file(a), "user.t")),
         12 => {
             let mut names: Vec<String> = fs::read_dir(dir(a))
                 .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
@@ -102,11 +109,28 @@ fn tree(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     out
 }
 
-fn differential(policy: &str, ops: u64, seed: u64) {
-    differential_with(policy, ops, seed, false);
+/// Every file under `root` with its mode and its `user.t` attribute: what a move must carry.
+fn metadata_tree(root: &Path) -> BTreeMap<PathBuf, (u32, Option<Vec<u8>>)> {
+    use std::os::unix::fs::PermissionsExt;
+    tree(root)
+        .into_iter()
+        .filter(|(_, data)| data != b"<dir>")
+        .map(|(rel, _)| {
+            let p = root.join(&rel);
+            let mode = fs::metadata(&p).unwrap().permissions().mode() & 0o7777;
+            (rel, (mode, xattr::get(&p, "user.t").unwrap()))
+        })
+        .collect()
 }
 
-fn differential_with(policy: &str, ops: u64, seed: u64, passthrough: bool) {
+fn differential(policy: &str, ops: u64, seed: u64) {
+    differential_with(policy, ops, seed, |_| {});
+}
+
+/// The seeded operations on a mount (`setup` adjusts its configuration) and on a plain
+/// directory: every result and byte must agree, then the trees, modes and attributes, also
+/// after a remount.
+fn differential_with(policy: &str, ops: u64, seed: u64, setup: impl Fn(&mut MountConfig)) {
     if !fuse_available() {
         return;
     }
@@ -117,8 +141,8 @@ fn differential_with(policy: &str, ops: u64, seed: u64, passthrough: bool) {
         tempfile::tempdir().unwrap(),
     );
     // 16 KiB of the quota is the pin reserve: the policy manages 48 KiB.
-    let cfg =
-        MountConfig { debug_events: true, pin_reserve: 16 * 1024, passthrough, ..MountConfig::new(policy, 64 * 1024) };
+    let mut cfg = MountConfig { debug_events: true, pin_reserve: 16 * 1024, ..MountConfig::new(policy, 64 * 1024) };
+    setup(&mut cfg);
     let mut m = mount_with(ssd.path(), hdd.path(), mnt.path(), &cfg);
     // TIERWISE_FS_OPS and TIERWISE_FS_SEED let a soak run longer or elsewhere.
     let ops = std::env::var("TIERWISE_FS_OPS").ok().and_then(|v| v.parse().ok()).unwrap_or(ops);
@@ -128,7 +152,7 @@ fn differential_with(policy: &str, ops: u64, seed: u64, passthrough: bool) {
     let mut tier_changes = 0;
     let mut pins = 0;
     for i in 0..ops {
-        let (op, a, b, c) = (rng.below(15), rng.next(), rng.next(), rng.next());
+        let (op, a, b, c) = (rng.below(18), rng.next(), rng.next(), rng.next());
         if op == 14 {
             // Pin, re-pin or unpin a file on the mount only: a pin moves the file at once, and a
             // pinned file is served outside the policy. Its outcome (ENOSPC when the reserve is
@@ -192,10 +216,16 @@ fn differential_with(policy: &str, ops: u64, seed: u64, passthrough: bool) {
     assert!(tier_changes >= 3, "{policy}: only {tier_changes} placement changes seen; migrations are not exercised");
     assert!(pins >= ops / 100, "{policy}: only {pins} pins took effect");
     assert_eq!(tree(&m.mnt), tree(plain.path()), "{policy}: the trees differ");
+    assert_eq!(metadata_tree(&m.mnt), metadata_tree(plain.path()), "{policy}: modes or attributes differ");
     m.unmount();
     // A remount adopts what the tiers hold and shows the same tree.
     let m2 = mount_with(ssd.path(), hdd.path(), mnt.path(), &cfg);
     assert_eq!(tree(&m2.mnt), tree(plain.path()), "{policy}: the remounted tree differs");
+    assert_eq!(
+        metadata_tree(&m2.mnt),
+        metadata_tree(plain.path()),
+        "{policy}: modes or attributes differ after a remount"
+    );
     drop(m2);
     // Every file is at its own relative path on a tier (no temporaries left behind), and DST
     // policies keep one copy.
@@ -243,12 +273,25 @@ fn hycache_behaves_like_a_plain_directory() {
 /// the tier file directly; the same operations must give the same results.
 #[test]
 fn dynamic_hot_dst_with_passthrough_behaves_like_a_plain_directory() {
-    differential_with("dynamic-hot-dst:sieve=16KiB", 20_000, 6, true);
+    differential_with("dynamic-hot-dst:sieve=16KiB", 20_000, 6, |c| c.passthrough = true);
 }
 
 #[test]
 fn hycache_with_passthrough_behaves_like_a_plain_directory() {
-    differential_with("hycache:threshold=60%", 20_000, 7, true);
+    differential_with("hycache:threshold=60%", 20_000, 7, |c| c.passthrough = true);
+}
+
+/// With the kernel's page cache above the policy (writeback cache, pages kept across opens),
+/// the daemon sees writes late and cached reads never: the results must not change, and an
+/// unmount must leave every byte in the tiers.
+#[test]
+fn write_back_with_the_kernel_cache_behaves_like_a_plain_directory() {
+    differential_with("file-write-back:sieve=16KiB", 20_000, 8, |c| c.kernel_cache = true);
+}
+
+#[test]
+fn dynamic_hot_dst_with_the_kernel_cache_behaves_like_a_plain_directory() {
+    differential_with("dynamic-hot-dst:sieve=16KiB", 20_000, 9, |c| c.kernel_cache = true);
 }
 
 #[test]
