@@ -152,6 +152,49 @@ fn permissions_are_enforced_and_symlinks_never_lead_the_daemon_outside() {
     umount(mnt.path());
 }
 
+/// The daemon writes as root, which keeps set-id bits; with FUSE_HANDLE_KILLPRIV_V2 clearing
+/// them is its job. A write or truncate by another user clears set-user-ID (and set-group-ID on
+/// a group-executable file) as on a local file system, with regular I/O and with passthrough
+/// (which refuses files that have them, so their writes take the regular path).
+#[test]
+fn writes_by_other_users_clear_set_id_bits() {
+    if !can_mount() || Command::new("setpriv").arg("--version").output().is_err() {
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+    let as_nobody = |script: &str| {
+        let o = Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "sh", "-c", script])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{script}: {o:?}");
+    };
+    for extra in [&[][..], &["--passthrough"][..], &["--kernel-cache"][..]] {
+        let (ssd, hdd, mnt) =
+            (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        fs::set_permissions(mnt.path(), fs::Permissions::from_mode(0o755)).unwrap();
+        let mut args = vec!["--policy", "dynamic-hot-dst", "--allow-other"];
+        args.extend_from_slice(extra);
+        let _unmount = mount(ssd.path(), hdd.path(), mnt.path(), &args);
+        fs::set_permissions(mnt.path(), fs::Permissions::from_mode(0o777)).unwrap();
+        let (a, b) = (mnt.path().join("a"), mnt.path().join("b"));
+        for p in [&a, &b] {
+            fs::write(p, b"binary").unwrap();
+            fs::set_permissions(p, fs::Permissions::from_mode(0o6777)).unwrap();
+        }
+        // Root may write and keep them (CAP_FSETID).
+        OpenOptions::new().append(true).open(&a).and_then(|mut f| std::io::Write::write_all(&mut f, b"+")).unwrap();
+        assert_eq!(mode(&a), 0o6777, "{extra:?}: root's write keeps set-id bits");
+        as_nobody(&format!("printf x >> {}", a.display()));
+        assert_eq!(mode(&a), 0o0777, "{extra:?}: another user's write clears both (the group may execute)");
+        as_nobody(&format!("truncate -s 1 {}", b.display()));
+        assert_eq!(mode(&b), 0o0777, "{extra:?}: another user's truncate clears them");
+        assert_eq!(fs::read(&a).unwrap(), b"binary+x");
+        umount(mnt.path());
+    }
+}
+
 #[test]
 fn mount_refuses_bad_setups_with_clear_messages() {
     let (a, b, mnt) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());

@@ -116,19 +116,9 @@ impl Tiers {
         let tmp = dir.join(format!("{RESERVED_PREFIX}tmp-{ino}"));
         let result = (|| {
             let meta = fs::symlink_metadata(&src)?;
-            let mut input = File::open(&src)?;
-            let mut out = OpenOptions::new().write(true).create(true).truncate(true).open(&tmp)?;
-            let mut buf = vec![0u8; COPY_CHUNK];
-            let mut n = 0u64;
-            loop {
-                let got = io::Read::read(&mut input, &mut buf)?;
-                if got == 0 {
-                    break;
-                }
-                pace(n, got as u64, meta.len())?;
-                io::Write::write_all(&mut out, &buf[..got])?;
-                n += got as u64;
-            }
+            let input = File::open(&src)?;
+            let out = OpenOptions::new().write(true).create(true).truncate(true).open(&tmp)?;
+            let n = copy_data(&input, &out, meta.len(), pace)?;
             copy_metadata(&src, &meta, &out)?;
             out.set_times(fs::FileTimes::new().set_accessed(atime(&meta)).set_modified(mtime(&meta)))?;
             out.sync_all()?;
@@ -256,6 +246,48 @@ pub fn check_name(name: &OsStr) -> Result<&OsStr, i32> {
         _ if is_reserved(name) => Err(nix::errno::Errno::EPERM as i32),
         _ => Err(nix::errno::Errno::EINVAL as i32),
     }
+}
+
+/// Copies the `len` bytes of `input` to `out` in chunks of [`COPY_CHUNK`], calling `pace` before
+/// each; holes stay holes (only the data regions `SEEK_DATA`/`SEEK_HOLE` report are read and
+/// written), so a sparse file does not grow when it moves. Returns the bytes copied.
+fn copy_data(
+    input: &File,
+    out: &File,
+    len: u64,
+    pace: &mut dyn FnMut(u64, u64, u64) -> io::Result<()>,
+) -> io::Result<u64> {
+    use nix::unistd::{Whence, lseek};
+    use std::os::unix::fs::FileExt;
+    let seek = |pos: u64, whence: Whence| -> io::Result<Option<u64>> {
+        let pos = i64::try_from(pos).map_err(|_| io::Error::other("offset out of range"))?;
+        match lseek(input, pos, whence) {
+            Ok(p) => Ok(Some(p as u64)),
+            Err(nix::errno::Errno::ENXIO) => Ok(None), // no data at or after `pos`
+            Err(e) => Err(e.into()),
+        }
+    };
+    let mut buf = vec![0u8; COPY_CHUNK];
+    let (mut pos, mut copied) = (0u64, 0u64);
+    while pos < len {
+        let Some(start) = seek(pos, Whence::SeekData)? else { break };
+        let end = seek(start, Whence::SeekHole)?.unwrap_or(len).min(len);
+        let mut at = start;
+        while at < end {
+            let want = (end - at).min(COPY_CHUNK as u64) as usize;
+            let got = input.read_at(&mut buf[..want], at)?;
+            if got == 0 {
+                break; // the file shrank under us: the copy is of what was there
+            }
+            pace(at, got as u64, len)?;
+            out.write_all_at(&buf[..got], at)?;
+            at += got as u64;
+            copied += got as u64;
+        }
+        pos = end.max(start + 1);
+    }
+    out.set_len(len)?;
+    Ok(copied)
 }
 
 /// Gives `dst` the owner, mode and extended attributes of `src` (whose metadata is `meta`).

@@ -345,16 +345,71 @@ fn posix_basics_and_the_tier_xattr() {
     assert!(st.blocks() > 0);
     // Directories, a big listing, rmdir of a non-empty directory.
     fs::create_dir(m.mnt.join("many")).unwrap();
-    for i in 0..2000 {
+    for i in 0..10_000 {
         fs::write(m.mnt.join("many").join(format!("f{i}")), b"x").unwrap();
     }
-    assert_eq!(fs::read_dir(m.mnt.join("many")).unwrap().count(), 2000);
+    assert_eq!(fs::read_dir(m.mnt.join("many")).unwrap().count(), 10_000);
     assert_eq!(fs::remove_dir(m.mnt.join("many")).unwrap_err().kind(), ErrorKind::DirectoryNotEmpty);
     // A renamed directory carries its files.
     fs::rename(m.mnt.join("many"), m.mnt.join("moved")).unwrap();
-    assert_eq!(fs::read(m.mnt.join("moved/f1999")).unwrap(), b"x");
+    assert_eq!(fs::read(m.mnt.join("moved/f9999")).unwrap(), b"x");
     // Names tierwise reserves cannot be created through the mount.
     assert!(fs::write(m.mnt.join(".tierwise-tmp-1"), b"x").is_err());
+}
+
+/// What a file carries besides its bytes survives moves between tiers (pins move at once):
+/// holes, owner, mode, times and extended attributes; and O_TRUNC, chown, utimens, xattrs and
+/// fsync work through the mount.
+#[test]
+fn holes_owner_mode_times_and_xattrs_survive_moves() {
+    if !fuse_available() {
+        return;
+    }
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let (ssd, hdd, mnt) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let cfg = MountConfig { pin_reserve: 128 << 20, ..MountConfig::new("dynamic-hot-dst", 256 << 20) };
+    let m = mount_with(ssd.path(), hdd.path(), mnt.path(), &cfg);
+    let p = m.mnt.join("sparse");
+    {
+        let f = OpenOptions::new().write(true).create(true).truncate(true).open(&p).unwrap();
+        f.write_all_at(b"head", 0).unwrap();
+        f.write_all_at(b"tail", 64 << 20).unwrap();
+        f.sync_all().unwrap();
+    }
+    fs::set_permissions(&p, fs::Permissions::from_mode(0o640)).unwrap();
+    std::os::unix::fs::chown(&p, Some(65534), Some(65534)).unwrap();
+    let when = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000_000);
+    fs::File::open(&p).unwrap().set_modified(when).unwrap();
+    xattr::set(&p, "user.colour", b"blue").unwrap();
+    xattr::set(&p, "user.gone", b"soon").unwrap();
+    xattr::remove(&p, "user.gone").unwrap();
+    let check = |at: &str| {
+        let md = fs::metadata(&p).unwrap();
+        assert_eq!(md.len(), (64 << 20) + 4, "{at}: size");
+        assert_eq!(md.permissions().mode() & 0o7777, 0o640, "{at}: mode");
+        assert_eq!((md.uid(), md.gid()), (65534, 65534), "{at}: owner");
+        assert_eq!(md.modified().unwrap(), when, "{at}: mtime");
+        assert_eq!(xattr::get(&p, "user.colour").unwrap().as_deref(), Some(&b"blue"[..]), "{at}: xattr");
+        assert_eq!(xattr::get(&p, "user.gone").unwrap(), None, "{at}: removed xattr");
+        let names: Vec<_> = xattr::list(&p).unwrap().collect();
+        assert!(names.iter().any(|n| n == "user.colour"), "{at}: listed {names:?}");
+        let mut buf = vec![1u8; 8];
+        fs::File::open(&p).unwrap().read_exact_at(&mut buf, 32 << 20).unwrap();
+        assert_eq!(buf, [0; 8], "{at}: a hole reads zeros");
+        let data = fs::read(&p).unwrap();
+        assert_eq!((&data[..4], &data[64 << 20..]), (&b"head"[..], &b"tail"[..]), "{at}: data");
+    };
+    check("on the HDD");
+    let tier_blocks = |root: &Path| fs::metadata(root.join("sparse")).unwrap().blocks();
+    for (tier, root) in [("ssd", ssd.path()), ("hdd", hdd.path())] {
+        xattr::set(&p, "user.tierwise.pin", tier.as_bytes()).unwrap();
+        assert_eq!(xattr::get(&p, "user.tierwise.tier").unwrap().as_deref(), Some(tier.as_bytes()));
+        check(&format!("after a move to the {tier}"));
+        assert!(tier_blocks(root) < 1024, "{tier}: the 64 MiB hole stayed a hole ({} blocks)", tier_blocks(root));
+    }
+    // O_TRUNC empties the file; the next open sees it empty.
+    drop(OpenOptions::new().write(true).truncate(true).open(&p).unwrap());
+    assert_eq!(fs::metadata(&p).unwrap().len(), 0);
 }
 
 #[test]
