@@ -428,6 +428,11 @@ pub fn cmd_status(mountpoint: &Path) -> Result<()> {
     println!("  ssd tier      {}", s.ssd_dir);
     println!("  hdd tier      {}", s.hdd_dir);
     println!("  state store   {}", s.state);
+    for t in &s.lost_tiers {
+        println!(
+            "  LOST          the {t} tier's root is gone (unmounted or removed): its files answer EIO until it is back"
+        );
+    }
     if s.emulation.is_empty() {
         println!("  emulation     none (tiers run at the speed of their directories)");
     }

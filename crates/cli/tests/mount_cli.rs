@@ -195,6 +195,60 @@ fn writes_by_other_users_clear_set_id_bits() {
     }
 }
 
+/// The SSD tier's file system goes away under a live mount (here a bind mount, detached): its
+/// path now names the empty directory underneath. Its files answer EIO (not ENOENT, never a
+/// hang), the HDD's files stay readable, nothing is created in the directory underneath,
+/// status says LOST, and when the file system is back everything is as it was.
+#[test]
+fn a_tier_that_disappears_answers_eio_and_comes_back_intact() {
+    if !can_mount() {
+        return;
+    }
+    use nix::mount::{MntFlags, MsFlags};
+    let (real_ssd, ssd, hdd, mnt) = (
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
+    let bind =
+        || nix::mount::mount(Some(real_ssd.path()), ssd.path(), None::<&str>, MsFlags::MS_BIND, None::<&str>).unwrap();
+    bind();
+    let _unbind = Unmount(ssd.path().to_path_buf());
+    fs::write(hdd.path().join("cold"), b"on the hdd").unwrap();
+    let _unmount = mount(ssd.path(), hdd.path(), mnt.path(), &["--policy", "plain-cold-dst:sieve=0"]);
+    let (hot, cold) = (mnt.path().join("hot"), mnt.path().join("cold"));
+    fs::write(&hot, b"on the ssd").unwrap();
+    assert_eq!(fs::read_to_string(real_ssd.path().join("hot")).unwrap(), "on the ssd");
+    nix::mount::umount2(ssd.path(), MntFlags::MNT_DETACH).unwrap();
+    assert!(fs::read_dir(ssd.path()).unwrap().next().is_none(), "the directory underneath is empty");
+    let e = fs::read(&hot).unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(5), "a file on the lost tier answers EIO: {e}");
+    assert_eq!(fs::read(&cold).unwrap(), b"on the hdd", "the HDD's files stay readable");
+    let e = fs::write(mnt.path().join("new"), b"x").unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(5), "creating waits for both tiers: {e}");
+    assert_eq!(fs::remove_file(&cold).unwrap_err().raw_os_error(), Some(5), "so does unlinking");
+    assert_eq!(fs::read_dir(mnt.path()).map(|_| ()).unwrap_err().raw_os_error(), Some(5), "and listing");
+    assert!(fs::read_dir(ssd.path()).unwrap().next().is_none(), "nothing was created underneath the lost tier");
+    let mut lost = String::new();
+    for _ in 0..30 {
+        lost = String::from_utf8_lossy(&tierwise(&["status", mnt.path().to_str().unwrap()]).stdout).to_string();
+        if lost.contains("LOST") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(lost.contains("LOST") && lost.contains("ssd tier"), "status says so:\n{lost}");
+    bind();
+    assert_eq!(fs::read(&hot).unwrap(), b"on the ssd", "back: the SSD's files read again");
+    fs::write(mnt.path().join("new"), b"x").unwrap();
+    let mut names: Vec<String> =
+        fs::read_dir(mnt.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    assert_eq!(names, ["cold", "hot", "new"]);
+    umount(mnt.path());
+}
+
 #[test]
 fn mount_refuses_bad_setups_with_clear_messages() {
     let (a, b, mnt) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());

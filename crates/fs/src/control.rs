@@ -193,6 +193,10 @@ pub struct Snapshot {
     /// The simulator SSD preset the SSD tier emulates.
     #[serde(default)]
     pub emulate_ssd: Option<String>,
+    /// Tiers whose root is gone (file system unmounted, directory removed): `ssd`, `hdd`.
+    /// Their files answer EIO, and nothing is created there, until the root is back.
+    #[serde(default)]
+    pub lost_tiers: Vec<String>,
     /// Seconds since mounting.
     pub uptime_s: f64,
     /// This mount's counters.
@@ -255,6 +259,13 @@ impl Snapshot {
         metric("moved_bytes_total", "counter", "Bytes copied between tiers.", &[("", f(t.bytes_moved))]);
         metric("moves_failed_total", "counter", "Background work that failed.", &[("", f(t.moves_failed))]);
         metric("moves_cancelled_total", "counter", "Background work cancelled.", &[("", f(t.moves_cancelled))]);
+        let lost = |t: &str| f(u64::from(self.lost_tiers.iter().any(|l| l == t)));
+        metric(
+            "tier_lost",
+            "gauge",
+            "1 while a tier's root is gone (its files answer EIO).",
+            &[("tier=\"ssd\"", lost("ssd")), ("tier=\"hdd\"", lost("hdd"))],
+        );
         metric("ssd_quota_bytes", "gauge", "SSD bytes tierwise may use.", &[("", f(self.ssd_quota))]);
         metric("ssd_used_bytes", "gauge", "SSD bytes the policy holds.", &[("", f(self.ssd_used))]);
         metric("pinned_ssd_bytes", "gauge", "Bytes of files pinned to the SSD.", &[("", f(self.pinned_ssd_bytes))]);

@@ -304,6 +304,8 @@ struct Shared {
     dirty_marked: Mutex<HashSet<u64>>,
     /// The kernel left clearing set-id bits and capabilities to us (FUSE_HANDLE_KILLPRIV_V2).
     killpriv: AtomicBool,
+    /// Tiers whose root is gone (fast, slow), as last checked.
+    lost: [AtomicBool; 2],
     /// Files known to have no set-id bits and no capabilities (a write need not clear them);
     /// forgotten when their mode or extended attributes change.
     privs_clear: Mutex<HashSet<u64>>,
@@ -378,6 +380,7 @@ impl HybridFs {
             backing: Mutex::new(HashMap::new()),
             dirty_marked: Mutex::new(HashSet::new()),
             killpriv: AtomicBool::new(false),
+            lost: [AtomicBool::new(false), AtomicBool::new(false)],
             privs_clear: Mutex::new(HashSet::new()),
             progress: Progress::default(),
             move_rate: AtomicU64::new(cfg.move_rate),
@@ -800,7 +803,7 @@ impl Shared {
     /// Attributes of `ino`; the caller holds its lock.
     fn attr_locked(&self, ino: u64) -> Result<FileAttr, Errno> {
         let node = self.node(ino)?;
-        let path = self.meta_path(ino, &node).ok_or(Errno::ENOENT)?;
+        let path = self.meta_path(ino, &node).ok_or_else(|| self.missing())?;
         let m = fs::symlink_metadata(&path).map_err(|e| errno(&e))?;
         Ok(to_attr(ino, &m))
     }
@@ -1157,6 +1160,40 @@ impl Shared {
         }
     }
 
+    /// Checks both tier roots; says so in the log when one is lost or back. Returns whether
+    /// any is lost now.
+    fn refresh_health(&self) -> bool {
+        let mut any = false;
+        for t in Tier::ALL {
+            let lost = !self.tiers.root_intact(t);
+            any |= lost;
+            if self.lost[t.index()].swap(lost, Ordering::AcqRel) != lost {
+                let name = if t == Tier::Fast { "SSD" } else { "HDD" };
+                let root = self.tiers.root(t).display();
+                if lost {
+                    eprintln!(
+                        "tierwise: the {name} tier {root} is gone (its file system was unmounted or the directory removed): its files answer EIO and nothing is written there until it is back"
+                    );
+                } else {
+                    eprintln!("tierwise: the {name} tier {root} is back");
+                    self.work_cv.notify_all();
+                }
+            }
+        }
+        any
+    }
+
+    /// Namespace changes (create, mkdir, symlink, unlink, rmdir, rename) wait for both tiers: a
+    /// change made on one alone would resurrect or duplicate names when the other comes back.
+    fn both_tiers(&self) -> Result<(), Errno> {
+        if self.refresh_health() { Err(Errno::EIO) } else { Ok(()) }
+    }
+
+    /// ENOENT for a name no tier holds, or EIO when a tier that may hold it is lost.
+    fn missing(&self) -> Errno {
+        if self.refresh_health() { Errno::EIO } else { Errno::ENOENT }
+    }
+
     /// Saves the counters (totals over the volume's life) to the store.
     fn save_counters(&self, durable: bool) {
         let session = counters_of(lock(&self.engine).stats(), &self.stats);
@@ -1199,6 +1236,11 @@ impl Shared {
             emulation: self.emulate.iter().flatten().map(|e| e.label().to_string()).collect(),
             emulate_hdd: self.cfg.emulate_hdd.clone(),
             emulate_ssd: self.cfg.emulate_ssd.clone(),
+            lost_tiers: Tier::ALL
+                .into_iter()
+                .filter(|t| self.lost[t.index()].load(Ordering::Relaxed))
+                .map(|t| if t == Tier::Fast { "ssd" } else { "hdd" }.to_string())
+                .collect(),
             uptime_s: self.started.elapsed().as_secs_f64(),
             total: self.saved.plus(&session),
             session,
@@ -1208,7 +1250,12 @@ impl Shared {
     /// The mover: executes queued work in order, one item at a time, under the file's lock.
     fn mover(&self) {
         let mut saved_at = Instant::now();
+        let mut checked_at = Instant::now();
         while !self.stop.load(Ordering::SeqCst) {
+            if checked_at.elapsed() >= Duration::from_secs(1) {
+                self.refresh_health();
+                checked_at = Instant::now();
+            }
             if saved_at.elapsed() >= state::COUNTER_SAVE_INTERVAL {
                 self.save_counters(false);
                 saved_at = Instant::now();
@@ -1418,6 +1465,8 @@ impl Shared {
         if let Some(f) = lock(&self.fds).get(&(ino, tier.index())) {
             return Ok(Arc::clone(f));
         }
+        // Opening (maybe creating) by path: never in the directory under a lost tier.
+        self.tiers.check_root(tier)?;
         let f = Arc::new(
             fs::OpenOptions::new()
                 .read(true)
@@ -1471,7 +1520,7 @@ impl Shared {
         let file_lock = known.map(|i| self.file_lock(i));
         let _g = file_lock.as_ref().zip(known).map(|(l, i)| self.access_lock(i, l));
         let exists = Tier::ALL.into_iter().find_map(|t| fs::symlink_metadata(self.tiers.path(t, &rel)).ok());
-        let m = exists.ok_or(Errno::ENOENT)?;
+        let m = exists.ok_or_else(|| self.missing())?;
         let ino = lock(&self.inodes).ino_of(&rel, m.is_dir());
         Ok((ino, rel))
     }
@@ -1663,6 +1712,7 @@ impl Filesystem for HybridFs {
         let s = &self.shared;
         let r = (|| -> Result<FileAttr, Errno> {
             tiers::check_name(name).map_err(Errno::from_i32)?;
+            s.both_tiers()?;
             let rel = s.node(parent.0)?.rel.join(name);
             if Tier::ALL.into_iter().any(|t| s.tiers.exists(t, &rel)) {
                 return Err(Errno::EEXIST);
@@ -1687,6 +1737,7 @@ impl Filesystem for HybridFs {
     fn unlink(&self, _req: &FuseRequest, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         let s = &self.shared;
         let r = (|| -> Result<(), Errno> {
+            s.both_tiers()?;
             let (ino, rel) = s.lookup_child(parent.0, name)?;
             let file_lock = s.file_lock(ino);
             let _g = file_lock.write().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -1701,6 +1752,7 @@ impl Filesystem for HybridFs {
     fn rmdir(&self, _req: &FuseRequest, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         let s = &self.shared;
         let r = (|| -> Result<(), Errno> {
+            s.both_tiers()?;
             let (_, rel) = s.lookup_child(parent.0, name)?;
             // Not empty on either tier: refuse before touching anything.
             if s.dir_has_entries(&rel) {
@@ -1725,6 +1777,7 @@ impl Filesystem for HybridFs {
         let s = &self.shared;
         let r = (|| -> Result<FileAttr, Errno> {
             tiers::check_name(link_name).map_err(Errno::from_i32)?;
+            s.both_tiers()?;
             let rel = s.node(parent.0)?.rel.join(link_name);
             if Tier::ALL.into_iter().any(|t| s.tiers.exists(t, &rel)) {
                 return Err(Errno::EEXIST);
@@ -1760,6 +1813,7 @@ impl Filesystem for HybridFs {
                 return Err(Errno::EINVAL);
             }
             tiers::check_name(newname).map_err(Errno::from_i32)?;
+            s.both_tiers()?;
             let (ino, from) = s.lookup_child(parent.0, name)?;
             let to = s.node(newparent.0)?.rel.join(newname);
             if from == to {
@@ -1895,7 +1949,8 @@ impl Filesystem for HybridFs {
                     Some(f) => (want, f),
                     None => {
                         let copies = s.copies(ino.0, &node.rel);
-                        let tier = if copies.contains(&want) { want } else { *copies.first().ok_or(Errno::ENOENT)? };
+                        let tier =
+                            if copies.contains(&want) { want } else { *copies.first().ok_or_else(|| s.missing())? };
                         (tier, s.fd(ino.0, tier, &node.rel, false).map_err(|e| errno(&e))?)
                     }
                 };
@@ -1997,6 +2052,10 @@ impl Filesystem for HybridFs {
         let s = &self.shared;
         let r = (|| -> Result<u64, Errno> {
             let node = s.node(ino.0)?;
+            if s.refresh_health() {
+                // A listing without the lost tier's files would look like they were deleted.
+                return Err(Errno::EIO);
+            }
             let mut names: std::collections::BTreeMap<OsString, FileType> = std::collections::BTreeMap::new();
             let mut any = false;
             for t in Tier::ALL {
@@ -2288,6 +2347,7 @@ impl Filesystem for HybridFs {
         let s = &self.shared;
         let r = (|| -> Result<FileAttr, Errno> {
             tiers::check_name(name).map_err(Errno::from_i32)?;
+            s.both_tiers()?;
             let rel = s.node(parent.0)?.rel.join(name);
             if Tier::ALL.into_iter().any(|t| s.tiers.exists(t, &rel)) {
                 return Err(Errno::EEXIST);

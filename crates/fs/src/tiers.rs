@@ -30,6 +30,9 @@ pub struct Tiers {
     pub ssd: PathBuf,
     /// The slow tier's root.
     pub hdd: PathBuf,
+    /// Device and inode of each root when it was opened (fast first): a root whose path now
+    /// names something else (its file system was unmounted, the directory removed) is lost.
+    roots: [(u64, u64); 2],
 }
 
 /// Errors found in the tier directories before mounting.
@@ -76,7 +79,21 @@ impl Tiers {
                 }
             }
         }
-        Ok(Tiers { ssd, hdd })
+        let id = |p: &Path| fs::metadata(p).map(|m| (m.dev(), m.ino())).unwrap_or_default();
+        let roots = [id(&ssd), id(&hdd)];
+        Ok(Tiers { ssd, hdd, roots })
+    }
+
+    /// Whether `tier`'s root is still the directory it was at mount. Its file system may have
+    /// been unmounted (the path then names the empty mountpoint underneath), or the directory
+    /// removed: tierwise must then never create anything there.
+    pub fn root_intact(&self, tier: Tier) -> bool {
+        fs::metadata(self.root(tier)).is_ok_and(|m| (m.dev(), m.ino()) == self.roots[tier.index()])
+    }
+
+    /// Fails with EIO when `tier`'s root is lost (see [`Tiers::root_intact`]).
+    pub fn check_root(&self, tier: Tier) -> io::Result<()> {
+        if self.root_intact(tier) { Ok(()) } else { Err(io::Error::from_raw_os_error(nix::libc::EIO)) }
     }
 
     /// The root of `tier`.
@@ -148,6 +165,7 @@ impl Tiers {
 
     /// Removes `rel` from `tier` (a move's source, or a dropped copy) and syncs its directory.
     pub fn remove(&self, tier: Tier, rel: &Path) -> io::Result<()> {
+        self.check_root(tier)?;
         let p = self.path(tier, rel);
         match fs::remove_file(&p) {
             Ok(()) => {}
@@ -161,8 +179,10 @@ impl Tiers {
     }
 
     /// Creates the parent directories of `rel` on `tier`, copying each one's permissions and
-    /// owner from the other tier when it has them.
+    /// owner from the other tier when it has them. EIO when the tier's root is lost.
     pub fn make_parents(&self, tier: Tier, rel: &Path) -> io::Result<()> {
+        // Every path that creates something on a tier comes here first.
+        self.check_root(tier)?;
         let Some(parent) = rel.parent() else { return Ok(()) };
         let mut cur = PathBuf::new();
         for c in parent.components() {
