@@ -249,6 +249,8 @@ fn run_cachesim(bin: &Path, trace: &Path, cache_objects: u64) -> Result<(f64, f6
             "--ignore-obj-size",
             "1",
         ])
+        // cachesim writes a result file named after the trace into its working directory.
+        .current_dir(std::env::temp_dir())
         .output()
         .map_err(|e| format!("{}: {e}", bin.display()))?;
     let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);

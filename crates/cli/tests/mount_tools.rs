@@ -62,6 +62,8 @@ fn fio_verifies_every_block_it_wrote_while_files_migrate() {
                 .arg(format!("--rw={rw}"))
                 .arg(format!("--bs={bs}"))
                 .arg(format!("--directory={}", mnt.path().display()))
+                // fio leaves its verify state files in the working directory.
+                .current_dir(hdd.path())
                 .output()
                 .unwrap();
             assert!(
