@@ -38,6 +38,10 @@ pub struct MountArgs {
     /// [default: on-demand-caching].
     #[arg(long)]
     policy: Option<String>,
+    /// A policy for one directory subtree, PREFIX=ARCH (repeatable), e.g. /web=on-demand-caching;
+    /// --policy then covers every other path and gives the knobs all volumes share.
+    #[arg(long = "volume", value_name = "PREFIX=ARCH")]
+    volumes: Vec<String>,
     /// How much of the SSD directory's file system tierwise may use: bytes (40GiB) or a share
     /// (80%) [default: 90%].
     #[arg(long)]
@@ -88,6 +92,8 @@ struct FileConfig {
     ssd: Option<PathBuf>,
     hdd: Option<PathBuf>,
     policy: Option<String>,
+    /// `"/web" = "on-demand-caching"`: a policy per directory prefix.
+    volumes: Option<std::collections::BTreeMap<String, String>>,
     ssd_quota: Option<String>,
     pin_reserve: Option<String>,
     threads: Option<usize>,
@@ -108,7 +114,7 @@ impl MountArgs {
         let text = fs::read_to_string(path).with_context(|| format!("reading the config file {}", path.display()))?;
         let c: FileConfig = toml::from_str(&text).map_err(|e| {
             anyhow::anyhow!(
-                "config file {}: {e}\n(allowed keys: ssd, hdd, policy, ssd_quota, pin_reserve, threads, move_rate, emulate_hdd, emulate_ssd, state_dir, metrics, allow_other, passthrough, kernel_cache)",
+                "config file {}: {e}\n(allowed keys: ssd, hdd, policy, volumes (a table), ssd_quota, pin_reserve, threads, move_rate, emulate_hdd, emulate_ssd, state_dir, metrics, allow_other, passthrough, kernel_cache)",
                 path.display()
             )
         })?;
@@ -119,6 +125,9 @@ impl MountArgs {
         self.hdd = self.hdd.take().or(c.hdd.map(rel));
         self.state_dir = self.state_dir.take().or(c.state_dir.map(rel));
         self.policy = self.policy.take().or(c.policy);
+        if self.volumes.is_empty() {
+            self.volumes = c.volumes.unwrap_or_default().into_iter().map(|(p, a)| format!("{p}={a}")).collect();
+        }
         self.ssd_quota = self.ssd_quota.take().or(c.ssd_quota);
         self.pin_reserve = self.pin_reserve.take().or(c.pin_reserve);
         self.threads = self.threads.or(c.threads);
@@ -131,6 +140,36 @@ impl MountArgs {
         self.kernel_cache |= c.kernel_cache.unwrap_or(false);
         Ok(())
     }
+}
+
+/// The policy spec with per-directory volumes folded in: `type-aware` with the policy's
+/// architecture as the default for other paths and its knobs shared by every volume.
+fn with_volumes(policy: &str, volumes: &[String]) -> Result<String> {
+    if volumes.is_empty() {
+        return Ok(policy.to_string());
+    }
+    let (name, knobs) = policy.split_once(':').unwrap_or((policy, ""));
+    if name == "type-aware" {
+        bail!("give the volumes either in the type-aware policy or as --volume / [volumes], not both");
+    }
+    let mut parts = Vec::new();
+    for v in volumes {
+        let Some((prefix, arch)) = v.split_once('=') else {
+            bail!("volume `{v}`: expected PREFIX=ARCH, e.g. /web=on-demand-caching");
+        };
+        if arch.contains(':') {
+            bail!(
+                "volume `{v}`: per-volume knobs are not supported; knobs in the policy (`{policy}`) apply to every volume"
+            );
+        }
+        parts.push(format!("{}={}", prefix.trim(), arch.trim()));
+    }
+    let mut spec = format!("type-aware:default={name},volumes={}", parts.join(";"));
+    if !knobs.is_empty() {
+        spec.push(',');
+        spec.push_str(knobs);
+    }
+    Ok(spec)
 }
 
 /// `SIZE` or `PCT%` of `whole`.
@@ -172,7 +211,7 @@ pub fn cmd_mount(mut a: MountArgs) -> Result<()> {
         bail!("--threads 0: expected at least 1");
     }
     let tiers = Tiers::open(&ssd, &hdd, &mountpoint)?;
-    let policy = a.policy.clone().unwrap_or_else(|| "on-demand-caching".into());
+    let policy = with_volumes(a.policy.as_deref().unwrap_or("on-demand-caching"), &a.volumes)?;
     tierwise_fs::check_policy(&policy)?;
     let quota = size_or_share("--ssd-quota", a.ssd_quota.as_deref().unwrap_or("90%"), || {
         let st = nix::sys::statvfs::statvfs(&tiers.ssd).context("statfs of the SSD tier")?;
@@ -340,6 +379,7 @@ fn helper_args(source: &str, dir: &Path, options: &[String]) -> Result<Vec<OsStr
     const KEYS: &[&str] = &[
         "config",
         "policy",
+        "volume",
         "ssd_quota",
         "pin_reserve",
         "threads",
@@ -596,6 +636,27 @@ mod tests {
     }
 
     #[test]
+    fn volumes_become_a_type_aware_policy_with_shared_knobs() {
+        assert_eq!(with_volumes("hycache", &[]).unwrap(), "hycache");
+        let v = ["/web=on-demand-caching".to_string(), " /db = file-write-back".to_string()];
+        assert_eq!(
+            with_volumes("dynamic-hot-dst:sieve=4MiB", &v).unwrap(),
+            "type-aware:default=dynamic-hot-dst,volumes=/web=on-demand-caching;/db=file-write-back,sieve=4MiB"
+        );
+        let err = with_volumes("dynamic-hot-dst", &["/web".into()]).unwrap_err().to_string();
+        assert!(err.contains("PREFIX=ARCH"), "{err}");
+        let err = with_volumes("dynamic-hot-dst", &["/web=hycache:threshold=50%".into()]).unwrap_err().to_string();
+        assert!(err.contains("per-volume knobs"), "{err}");
+        let err = with_volumes("type-aware:volumes=/a=on-demand-caching", &v).unwrap_err().to_string();
+        assert!(err.contains("not both"), "{err}");
+        // The composed spec is one the mount accepts; a bad volume architecture is named.
+        tierwise_fs::check_policy(&with_volumes("dynamic-hot-dst", &v).unwrap()).unwrap();
+        let bad = with_volumes("dynamic-hot-dst", &["/web=greendm-tiering".into()]).unwrap();
+        let err = tierwise_fs::check_policy(&bad).unwrap_err().to_string();
+        assert!(err.contains("greendm-tiering") && err.contains("on-demand-caching"), "{err}");
+    }
+
+    #[test]
     fn config_files_fill_in_what_flags_leave_out_and_reject_unknown_keys() {
         let dir = tempfile::tempdir().unwrap();
         let cfg = dir.path().join("t.toml");
@@ -607,6 +668,10 @@ mod tests {
         assert_eq!(a.hdd, Some(PathBuf::from("/abs/slow")));
         assert_eq!(a.policy.as_deref(), Some("loris-dst"), "the flag wins");
         assert_eq!((a.threads, a.move_rate), (Some(2), Some(5.0)));
+        fs::write(&cfg, "policy = \"dynamic-hot-dst\"\n[volumes]\n\"/web\" = \"on-demand-caching\"\n").unwrap();
+        let mut a = MountArgs { config: Some(cfg.clone()), ..MountArgs::default() };
+        a.merge_config().unwrap();
+        assert_eq!(a.volumes, ["/web=on-demand-caching"]);
         fs::write(&cfg, "speed = 3\n").unwrap();
         let mut a = MountArgs { config: Some(cfg), ..MountArgs::default() };
         let err = a.merge_config().unwrap_err().to_string();

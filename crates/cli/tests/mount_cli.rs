@@ -249,6 +249,67 @@ fn a_tier_that_disappears_answers_eio_and_comes_back_intact() {
     umount(mnt.path());
 }
 
+/// A policy per directory from the config file: reads under /web leave a cached copy on both
+/// tiers (on-demand caching), reads under /files move the file up (Dynamic Hot-DST), and other
+/// paths follow the default policy.
+#[test]
+fn volumes_in_the_config_file_give_each_directory_its_policy() {
+    if !can_mount() {
+        return;
+    }
+    let (ssd, hdd, mnt, etc) = (
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
+    let cfg = etc.path().join("tierwise.toml");
+    fs::write(
+        &cfg,
+        format!(
+            "ssd = {:?}\nhdd = {:?}\npolicy = \"dynamic-hot-dst:sieve=0\"\n[volumes]\n\"/web\" = \"on-demand-caching\"\n\"/files\" = \"dynamic-hot-dst\"\n",
+            ssd.path(),
+            hdd.path()
+        ),
+    )
+    .unwrap();
+    let m = mnt.path().to_str().unwrap();
+    let _unmount = Unmount(mnt.path().to_path_buf());
+    let o = tierwise(&["mount", "--config", cfg.to_str().unwrap(), m]);
+    assert!(o.status.success(), "mount: {}", String::from_utf8_lossy(&o.stderr));
+    for d in ["web", "files", "other"] {
+        fs::create_dir(mnt.path().join(d)).unwrap();
+        fs::write(mnt.path().join(d).join("page"), vec![7u8; 10_000]).unwrap();
+    }
+    let tier = |d: &str| {
+        let p = mnt.path().join(d).join("page");
+        let o = tierwise(&["which-tier", p.to_str().unwrap()]);
+        String::from_utf8_lossy(&o.stdout).rsplit(": ").next().unwrap_or("").trim().to_string()
+    };
+    for d in ["web", "files", "other"] {
+        assert_eq!(tier(d), "hdd", "{d}: every policy here allocates on the HDD");
+    }
+    let want = [("web", "ssd+hdd"), ("files", "ssd"), ("other", "ssd")];
+    for (d, placed) in want {
+        let mut now = String::new();
+        for _ in 0..100 {
+            assert_eq!(fs::read(mnt.path().join(d).join("page")).unwrap(), vec![7u8; 10_000]);
+            now = tier(d);
+            if now == placed {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert_eq!(now, placed, "{d}: read, then placed by its own policy");
+    }
+    let status = String::from_utf8_lossy(&tierwise(&["status", m]).stdout).to_string();
+    assert!(
+        status.contains("type-aware:default=dynamic-hot-dst,volumes=/files=dynamic-hot-dst;/web=on-demand-caching"),
+        "{status}"
+    );
+    umount(mnt.path());
+}
+
 #[test]
 fn mount_refuses_bad_setups_with_clear_messages() {
     let (a, b, mnt) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
