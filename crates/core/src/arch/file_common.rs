@@ -553,7 +553,11 @@ impl FileCore {
         if m.size() > limit {
             return;
         }
-        if !(force || m.has(IN_COLL) && self.collector.admits(s)) {
+        // Admission is the collector's rule for files it ranks on the HDD; a collector that
+        // ranks only SSD files (LRU, CLOCK, ...) has no say, so every HDD read promotes, as in a
+        // classic cache.
+        let admitted = if self.tracks_slow { m.has(IN_COLL) && self.collector.admits(s) } else { true };
+        if !(force || admitted) {
             return;
         }
         if self.fast_used + m.size() > limit {
@@ -1171,6 +1175,28 @@ impl FileCore {
         self.sync_coll(s, &t);
     }
 
+    /// [`super::Architecture::heat_ranking`]: ranked by the collector's own comparison.
+    pub fn heat_ranking(&self, objs: &[ObjectId]) -> Vec<(ObjectId, u64)> {
+        let mut slots: Vec<(ObjectId, Slot)> = objs
+            .iter()
+            .filter_map(|&o| self.table.get(o).map(|s| (o, s)))
+            .filter(|(_, s)| self.table.meta(*s).has(IN_COLL))
+            .collect();
+        // Not `sort_by`: it may panic when a comparison is not a total order, and a
+        // collector's `hotter` need not be one (ARC across its lists, wrapping stamps).
+        merge_sort(&mut slots, |a, b| self.collector.hotter(b.1, a.1));
+        slots.into_iter().map(|(o, s)| (o, self.collector.heat(s))).collect()
+    }
+
+    /// [`super::Architecture::restore_heat`].
+    pub fn restore_heat(&mut self, obj: ObjectId, heat: u64) {
+        if let Some(s) = self.table.get(obj)
+            && self.table.meta(s).has(IN_COLL)
+        {
+            self.collector.restore_heat(s, heat);
+        }
+    }
+
     /// [`super::Architecture::placement`].
     pub fn placement(&self, obj: ObjectId) -> Placement {
         let Some(s) = self.table.get(obj) else { return Placement::default() };
@@ -1372,6 +1398,12 @@ impl<K: FileArchKind> super::Architecture for FileArch<K> {
     fn counters(&self) -> Vec<(&'static str, u64)> {
         self.core.counters()
     }
+    fn heat_ranking(&self, objs: &[ObjectId]) -> Vec<(ObjectId, u64)> {
+        self.core.heat_ranking(objs)
+    }
+    fn restore_heat(&mut self, obj: ObjectId, heat: u64) {
+        self.core.restore_heat(obj, heat)
+    }
     fn prefetch(&self, obj: ObjectId, deep: bool) {
         self.core.prefetch(obj, deep)
     }
@@ -1396,3 +1428,30 @@ macro_rules! single_mode_file_arch {
     };
 }
 pub(crate) use single_mode_file_arch;
+
+/// A stable bottom-up merge sort by `less`, which need not be a total order (the result is then
+/// some order, never a panic). O(n log n) comparisons, one buffer of n.
+pub(crate) fn merge_sort<T: Copy>(v: &mut [T], less: impl Fn(&T, &T) -> bool) {
+    let n = v.len();
+    let mut buf: Vec<T> = v.to_vec();
+    let mut width = 1;
+    while width < n {
+        let mut start = 0;
+        while start < n {
+            let (mid, end) = ((start + width).min(n), (start + 2 * width).min(n));
+            let (mut i, mut j) = (start, mid);
+            for slot in &mut buf[start..end] {
+                let take_right = j < end && (i >= mid || less(&v[j], &v[i]));
+                *slot = if take_right { v[j] } else { v[i] };
+                if take_right {
+                    j += 1;
+                } else {
+                    i += 1;
+                }
+            }
+            start = end;
+        }
+        v.copy_from_slice(&buf);
+        width *= 2;
+    }
+}

@@ -504,3 +504,63 @@ fn file_engine_memory_per_file_stays_under_64_bytes() {
     eprintln!("bytes per file: mean {mean:.1}, worst {worst:.1}: {figures:.1?}");
     assert!(mean <= 64.0 && worst <= 72.0, "mean {mean:.1} worst {worst:.1} bytes per file: {figures:?}");
 }
+
+/// Access statistics survive a restart: adopting the files coldest first and restoring each
+/// one's count gives the collector the ranking it had (the mount keeps them in its store).
+#[test]
+fn a_heat_ranking_restored_after_a_restart_ranks_the_same() {
+    for collector in ["inverse-bitmap", "lru", "lfu"] {
+        let spec = format!("dynamic-hot-dst:sieve=0,collector={collector}");
+        let mut h = Harness::new(&spec, 40_000);
+        h.sieve = u64::MAX;
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        for f in 0..24 {
+            h.step(&Step::Create(f, 1000 + 500 * (f % 5))).unwrap();
+        }
+        for _ in 0..400 {
+            let f = next(24).min(next(24)); // skewed: low numbers hotter
+            let step = if next(4) == 0 { Step::Write(f, next(3000), 1 + next(20_000)) } else { Step::Read(f) };
+            h.step(&step).unwrap();
+            h.settle().unwrap();
+        }
+        let files: Vec<ObjectId> = (0..24).map(ObjectId).collect();
+        let before = h.engine.heat_ranking(&files);
+        // Collectors that rank HDD files rank every file; the others the SSD's.
+        let on_ssd = files.iter().filter(|&&o| h.engine.placement(o).on_fast).count();
+        let ranked = if collector == "inverse-bitmap" { 24 } else { on_ssd };
+        assert!(on_ssd >= 2, "{collector}: files were promoted");
+        assert_eq!(before.len(), ranked, "{collector}: every file it tracks is ranked");
+        if collector != "lru" {
+            assert!(before.iter().any(|&(_, heat)| heat > 1), "{collector}: counts are kept");
+        }
+        // A new engine learns the files where they are, coldest first, with their counts.
+        let mut again = Harness::new(&spec, 40_000);
+        for &(obj, heat) in &before {
+            let p = h.engine.placement(obj);
+            let size = h.latest.get(&obj.0).map_or(0, |&(_, len)| len);
+            let level = if p.on_fast { Level::Fast } else { Level::Slow };
+            again.engine.adopt(obj, level, size, false);
+            again.engine.restore_heat(obj, heat);
+        }
+        assert_eq!(again.engine.heat_ranking(&files), before, "{collector}: the same ranking after a restart");
+    }
+}
+
+#[test]
+fn merge_sort_sorts_and_survives_a_comparison_that_is_not_an_order() {
+    let mut v: Vec<u32> = (0..1000).map(|i| (i * 7919) % 1013).collect();
+    let mut want = v.clone();
+    want.sort();
+    super::file_common::merge_sort(&mut v, |a, b| a < b);
+    assert_eq!(v, want);
+    let mut w: Vec<u32> = (0..100).collect();
+    super::file_common::merge_sort(&mut w, |a, b| (a + b) % 3 == 0); // not an order: no panic
+    w.sort();
+    assert_eq!(w, (0..100).collect::<Vec<_>>(), "a permutation of the input");
+}

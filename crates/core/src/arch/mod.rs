@@ -132,6 +132,15 @@ pub trait Architecture {
     /// A hint that `obj` will be accessed soon: `deep == false` a few accesses ahead (prefetch
     /// the index), `deep == true` closer (prefetch the entry and ranking state). Default: nothing.
     fn prefetch(&self, _obj: ObjectId, _deep: bool) {}
+    /// Access statistics a front end keeps across restarts (see [`crate::Engine::heat_ranking`]):
+    /// `objs` ordered coldest first by the collector's ranking, each with the count part of its
+    /// ranking ([`crate::collector::Collector::heat`]). Untracked objects are left out. Default:
+    /// nothing is kept (block-level architectures).
+    fn heat_ranking(&self, _objs: &[ObjectId]) -> Vec<(ObjectId, u64)> {
+        Vec::new()
+    }
+    /// Restores the count an adopted object had before a restart.
+    fn restore_heat(&mut self, _obj: ObjectId, _heat: u64) {}
 }
 
 /// How an architecture is built from its spec.
@@ -275,6 +284,12 @@ impl Architecture for AnyArch {
     }
     fn counters(&self) -> Vec<(&'static str, u64)> {
         dispatch!(self, a => a.counters())
+    }
+    fn heat_ranking(&self, objs: &[ObjectId]) -> Vec<(ObjectId, u64)> {
+        dispatch!(self, a => a.heat_ranking(objs))
+    }
+    fn restore_heat(&mut self, obj: ObjectId, heat: u64) {
+        dispatch!(self, a => a.restore_heat(obj, heat))
     }
 }
 

@@ -233,6 +233,17 @@ impl Collector for InverseBitmap {
         self.key(a.0) > self.key(b.0)
     }
 
+    fn heat(&self, slot: Slot) -> u64 {
+        u64::from(self.nodes[slot.idx()].counter)
+    }
+
+    fn restore_heat(&mut self, slot: Slot, heat: u64) {
+        self.heap_remove(slot.0);
+        self.nodes[slot.idx()].counter = u32::try_from(heat).unwrap_or(u32::MAX);
+        let tier = self.nodes[slot.idx()].tier();
+        self.heap_push(tier, slot.0);
+    }
+
     fn admits(&self, slot: Slot) -> bool {
         self.nodes[slot.idx()].counter > self.last_evicted_counter
     }

@@ -233,6 +233,18 @@ impl Collector for Lfu {
         self.counts[tier.index()] += 1;
     }
 
+    fn heat(&self, slot: Slot) -> u64 {
+        self.frequency(slot)
+    }
+
+    fn restore_heat(&mut self, slot: Slot, heat: u64) {
+        let old = self.leave(slot);
+        let tier = self.buckets[old as usize].tier;
+        self.unlink_bucket_if_empty(old);
+        let b = self.bucket_for(tier, heat.max(1));
+        self.join(slot, b);
+    }
+
     fn remove(&mut self, slot: Slot, _why: Removal) {
         let b = self.leave(slot);
         let tier = self.buckets[b as usize].tier;

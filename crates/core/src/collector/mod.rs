@@ -117,6 +117,14 @@ pub trait Collector {
     fn memory_bytes(&self) -> usize;
     /// A hint that `slot` (possibly not tracked) will be touched soon. Default: nothing.
     fn prefetch(&self, _slot: Slot) {}
+    /// The part of a tracked slot's ranking that is a count (the inverse bitmap's counter,
+    /// LFU's frequency), for a front end to keep across restarts; 0 for collectors that rank by
+    /// recency alone (their order is kept by re-inserting objects coldest first).
+    fn heat(&self, _slot: Slot) -> u64 {
+        0
+    }
+    /// Gives a slot just inserted the count [`Collector::heat`] reported before a restart.
+    fn restore_heat(&mut self, _slot: Slot, _heat: u64) {}
     /// How many fast-tier eviction lists [`Collector::walk_cold`] can walk; 0 when the
     /// collector has no list order (a feeder such as ZFS's L2ARC then cannot use it).
     fn cold_lists(&self) -> usize {
@@ -270,6 +278,12 @@ impl Collector for AnyCollector {
     #[inline]
     fn walk_cold(&self, list: usize, after: Option<Slot>) -> Option<Slot> {
         dispatch!(self, c => c.walk_cold(list, after))
+    }
+    fn heat(&self, slot: Slot) -> u64 {
+        dispatch!(self, c => c.heat(slot))
+    }
+    fn restore_heat(&mut self, slot: Slot, heat: u64) {
+        dispatch!(self, c => c.restore_heat(slot, heat))
     }
 }
 
