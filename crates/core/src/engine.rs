@@ -357,17 +357,21 @@ impl<C: Clock> Engine<C> {
 
     /// Access statistics to keep across a restart: the tracked objects among `objs`, coldest
     /// first by the collector's ranking, each with its count (inverse-bitmap counter, LFU
-    /// frequency; 0 for recency-only collectors). Adopting them in this order and then calling
-    /// [`Engine::restore_heat`] gives the collector the same ranking again. Sorting is
-    /// O(n log n) comparisons under the caller's lock: call it rarely (at unmount, every few
-    /// minutes).
+    /// frequency; 0 for recency-only collectors). After adopting the objects (in any order),
+    /// calling [`Engine::restore_heat`] on them coldest first gives the collector the same
+    /// ranking again. Sorting is O(n log n) comparisons under the caller's lock: call it rarely
+    /// (at unmount, every few minutes).
     pub fn heat_ranking(&self, objs: &[ObjectId]) -> Vec<(ObjectId, u64)> {
         self.arch.heat_ranking(objs)
     }
 
-    /// Gives an adopted object the count [`Engine::heat_ranking`] reported before a restart.
+    /// Re-ranks an adopted object as just accessed, with the count [`Engine::heat_ranking`]
+    /// reported for it before a restart.
     pub fn restore_heat(&mut self, obj: ObjectId, heat: u64) {
-        self.arch.restore_heat(obj, heat);
+        self.seq += 1;
+        let (mut cx, arch) = self.ctx();
+        arch.restore_heat(&mut cx, obj, heat);
+        Self::run_deferred(&mut cx, arch);
     }
 
     /// Where an object is now.

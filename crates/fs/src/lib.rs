@@ -431,6 +431,7 @@ impl Drop for HybridFs {
         if let Some(m) = self.mover.take() {
             let _ = m.join();
         }
+        self.shared.save_heat(false);
         self.shared.save_counters(true);
     }
 }
@@ -839,8 +840,14 @@ impl Shared {
     fn adopt(&self) -> Result<(), MountError> {
         let pins: HashMap<PathBuf, Tier> = self.store.pins()?.into_iter().collect();
         let dirty: HashSet<PathBuf> = self.store.dirty()?.into_iter().collect();
+        let heat = self.store.heat()?;
         let mut pins_found = HashSet::new();
-        for f in self.tiers.scan()? {
+        let mut found = self.tiers.scan()?;
+        // Hottest first (files without saved statistics last): when the SSD holds more than
+        // the policy may use, the hottest keep their place.
+        found.sort_by_key(|f| std::cmp::Reverse(heat.get(&f.rel).map_or(0, |&(rank, _)| rank + 1)));
+        let mut restore: Vec<(u64, u64, u64)> = Vec::new();
+        for f in found {
             let ino = lock(&self.inodes).ino_of(&f.rel, false);
             let ssd_newer = dirty.contains(&f.rel) && f.copies[0].is_some();
             if let Some(&tier) = pins.get(&f.rel) {
@@ -850,6 +857,17 @@ impl Shared {
                 continue;
             }
             self.adopt_file(ino, &f.rel, &f.copies, ssd_newer)?;
+            if let Some(&(rank, count)) = heat.get(&f.rel) {
+                restore.push((rank, ino, count));
+            }
+        }
+        // The collector's ranking as it was saved: re-rank coldest first, with the counts.
+        restore.sort_unstable();
+        {
+            let mut e = lock(&self.engine);
+            for (_, ino, count) in restore {
+                e.restore_heat(ObjectId(ino), count);
+            }
         }
         for rel in pins.keys().filter(|r| !pins_found.contains(*r)) {
             self.store.set_pin(rel, None)?; // the file is gone
@@ -1194,6 +1212,26 @@ impl Shared {
         if self.refresh_health() { Errno::EIO } else { Errno::ENOENT }
     }
 
+    /// Saves the access statistics (the collector's ranking and counts of every file the
+    /// policy tracks) to the store; see [`Engine::heat_ranking`].
+    fn save_heat(&self, durable: bool) {
+        let files: HashMap<u64, Arc<Path>> = {
+            let pins = read_lock(&self.pins);
+            let orphans = lock(&self.orphans);
+            lock(&self.inodes)
+                .by_ino
+                .iter()
+                .filter(|(i, n)| !n.dir && !pins.contains_key(i) && !orphans.contains_key(i))
+                .map(|(&i, n)| (i, Arc::clone(&n.rel)))
+                .collect()
+        };
+        let ids: Vec<ObjectId> = files.keys().map(|&i| ObjectId(i)).collect();
+        let ranked = lock(&self.engine).heat_ranking(&ids);
+        let rows: Vec<(PathBuf, u64)> =
+            ranked.into_iter().filter_map(|(o, h)| files.get(&o.0).map(|p| (p.to_path_buf(), h))).collect();
+        let _ = self.store.save_heat(&rows, durable);
+    }
+
     /// Saves the counters (totals over the volume's life) to the store.
     fn save_counters(&self, durable: bool) {
         let session = counters_of(lock(&self.engine).stats(), &self.stats);
@@ -1250,6 +1288,7 @@ impl Shared {
     /// The mover: executes queued work in order, one item at a time, under the file's lock.
     fn mover(&self) {
         let mut saved_at = Instant::now();
+        let mut heat_saved_at = Instant::now();
         let mut checked_at = Instant::now();
         while !self.stop.load(Ordering::SeqCst) {
             if checked_at.elapsed() >= Duration::from_secs(1) {
@@ -1259,6 +1298,10 @@ impl Shared {
             if saved_at.elapsed() >= state::COUNTER_SAVE_INTERVAL {
                 self.save_counters(false);
                 saved_at = Instant::now();
+            }
+            if heat_saved_at.elapsed() >= state::HEAT_SAVE_INTERVAL {
+                self.save_heat(false);
+                heat_saved_at = Instant::now();
             }
             let batch: Vec<Work> = {
                 let mut e = lock(&self.engine);

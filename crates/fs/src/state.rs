@@ -31,6 +31,8 @@ const DIRTY: TableDefinition<&[u8], u8> = TableDefinition::new("dirty");
 const JOURNAL: TableDefinition<u64, (u8, u8, u64, u64, &[u8])> = TableDefinition::new("journal");
 /// Named counters, totals over the volume's life.
 const COUNTERS: TableDefinition<&str, u64> = TableDefinition::new("counters");
+/// Access statistics: path → (rank, coldest 0, in the collector's ranking; the collector's count).
+const HEAT: TableDefinition<&[u8], (u64, u64)> = TableDefinition::new("heat");
 
 /// The store's file name inside the state directory.
 pub const STATE_FILE: &str = "state.redb";
@@ -124,6 +126,7 @@ impl StateStore {
             tx.open_table(DIRTY)?;
             tx.open_table(JOURNAL)?;
             tx.open_table(COUNTERS)?;
+            tx.open_table(HEAT)?;
             Ok(())
         })?;
         let last = store.read(|tx| Ok(tx.open_table(JOURNAL)?.last()?.map_or(0, |(k, _)| k.value())))?;
@@ -305,6 +308,33 @@ impl StateStore {
         })
     }
 
+    /// The saved access statistics: path → (rank, coldest first; count).
+    pub fn heat(&self) -> Result<HashMap<PathBuf, (u64, u64)>, StateError> {
+        self.read(|tx| {
+            let t = tx.open_table(HEAT)?;
+            let mut out = HashMap::new();
+            for row in t.iter()? {
+                let (k, v) = row?;
+                out.insert(path_of(k.value()), v.value());
+            }
+            Ok(out)
+        })
+    }
+
+    /// Replaces the access statistics with `ranked` (coldest first, each with its count), in one
+    /// transaction; durable when `durable` (at unmount), otherwise with the next durable commit.
+    pub fn save_heat(&self, ranked: &[(PathBuf, u64)], durable: bool) -> Result<(), StateError> {
+        let durability = if durable { Durability::Immediate } else { Durability::None };
+        self.write(durability, |tx| {
+            let mut t = tx.open_table(HEAT)?;
+            t.retain(|_, _| false)?;
+            for (rank, (rel, heat)) in ranked.iter().enumerate() {
+                t.insert(key(rel), (rank as u64, *heat))?;
+            }
+            Ok(())
+        })
+    }
+
     /// The saved counters.
     pub fn counters(&self) -> Result<HashMap<String, u64>, StateError> {
         self.read(|tx| {
@@ -333,6 +363,11 @@ impl StateStore {
 
 /// How often the counters are saved while mounted.
 pub const COUNTER_SAVE_INTERVAL: Duration = Duration::from_secs(5);
+
+/// How often the access statistics are saved while mounted (and at unmount): ranking every file
+/// costs O(n log n) under the engine's lock, so not often; a crash loses at most this much of
+/// their history.
+pub const HEAT_SAVE_INTERVAL: Duration = Duration::from_secs(300);
 
 #[cfg(test)]
 mod tests {

@@ -367,3 +367,37 @@ fn readers_and_writers_see_consistent_files_while_they_migrate() {
     }
     assert!(reads > 10 && moves > 10, "{reads} reads and {moves} pin changes ran alongside the writers");
 }
+
+/// Access statistics survive a remount. A file read many times holds the one-file SSD; after a
+/// remount, a single read of another file does not displace it (the inverse bitmap remembers
+/// the counts). With the statistics lost (a new store), the same read does.
+#[test]
+fn access_statistics_survive_a_remount() {
+    if !fuse_available() {
+        return;
+    }
+    let [ssd, hdd, mnt] = dirs();
+    let spare = tempfile::tempdir().unwrap();
+    let cfg = MountConfig::new("dynamic-hot-dst:sieve=0", 100 << 10);
+    let mut m = mount_with(ssd.path(), hdd.path(), mnt.path(), &cfg);
+    let (a, b) = (mnt.path().join("a"), mnt.path().join("b"));
+    fs::write(&a, vec![1u8; 64 << 10]).unwrap();
+    fs::write(&b, vec![2u8; 64 << 10]).unwrap();
+    for _ in 0..20 {
+        assert_eq!(fs::read(&a).unwrap().len(), 64 << 10);
+    }
+    wait_until("a is on the SSD", || tier(&a) == "ssd");
+    m.unmount();
+    // Remounted with its store: a stays, b is not hot enough to take its place.
+    let mut m = mount_with(ssd.path(), hdd.path(), mnt.path(), &cfg);
+    assert_eq!(fs::read(&b).unwrap(), vec![2u8; 64 << 10]);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!((tier(&a), tier(&b)), ("ssd".into(), "hdd".into()), "the counts came back with the store");
+    m.unmount();
+    // Without the statistics (a new store elsewhere), both start equal and b's read wins.
+    let fresh = MountConfig { state_dir: Some(spare.path().to_path_buf()), ..cfg };
+    let _m = mount_with(ssd.path(), hdd.path(), mnt.path(), &fresh);
+    assert_eq!(fs::read(&b).unwrap(), vec![2u8; 64 << 10]);
+    wait_until("b displaces a when nothing was remembered", || tier(&b) == "ssd");
+    assert_eq!(tier(&a), "hdd");
+}

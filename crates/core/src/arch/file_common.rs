@@ -1189,11 +1189,12 @@ impl FileCore {
     }
 
     /// [`super::Architecture::restore_heat`].
-    pub fn restore_heat(&mut self, obj: ObjectId, heat: u64) {
+    pub fn restore_heat(&mut self, cx: &mut Ctx<'_>, obj: ObjectId, heat: u64) {
         if let Some(s) = self.table.get(obj)
             && self.table.meta(s).has(IN_COLL)
         {
-            self.collector.restore_heat(s, heat);
+            let t = Self::background_touch(cx);
+            self.collector.restore_heat(s, heat, &t);
         }
     }
 
@@ -1401,8 +1402,8 @@ impl<K: FileArchKind> super::Architecture for FileArch<K> {
     fn heat_ranking(&self, objs: &[ObjectId]) -> Vec<(ObjectId, u64)> {
         self.core.heat_ranking(objs)
     }
-    fn restore_heat(&mut self, obj: ObjectId, heat: u64) {
-        self.core.restore_heat(obj, heat)
+    fn restore_heat(&mut self, cx: &mut Ctx<'_>, obj: ObjectId, heat: u64) {
+        self.core.restore_heat(cx, obj, heat)
     }
     fn prefetch(&self, obj: ObjectId, deep: bool) {
         self.core.prefetch(obj, deep)

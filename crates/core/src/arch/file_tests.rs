@@ -539,13 +539,16 @@ fn a_heat_ranking_restored_after_a_restart_ranks_the_same() {
         if collector != "lru" {
             assert!(before.iter().any(|&(_, heat)| heat > 1), "{collector}: counts are kept");
         }
-        // A new engine learns the files where they are, coldest first, with their counts.
+        // A new engine learns the files where they are (hottest first, so that they get the
+        // SSD if it is short), then each is re-ranked coldest first with its count.
         let mut again = Harness::new(&spec, 40_000);
-        for &(obj, heat) in &before {
+        for &obj in files.iter().rev() {
             let p = h.engine.placement(obj);
             let size = h.latest.get(&obj.0).map_or(0, |&(_, len)| len);
             let level = if p.on_fast { Level::Fast } else { Level::Slow };
             again.engine.adopt(obj, level, size, false);
+        }
+        for &(obj, heat) in &before {
             again.engine.restore_heat(obj, heat);
         }
         assert_eq!(again.engine.heat_ranking(&files), before, "{collector}: the same ranking after a restart");

@@ -139,8 +139,8 @@ pub trait Architecture {
     fn heat_ranking(&self, _objs: &[ObjectId]) -> Vec<(ObjectId, u64)> {
         Vec::new()
     }
-    /// Restores the count an adopted object had before a restart.
-    fn restore_heat(&mut self, _obj: ObjectId, _heat: u64) {}
+    /// Re-ranks an adopted object as just accessed, with the count it had before a restart.
+    fn restore_heat(&mut self, _cx: &mut Ctx<'_>, _obj: ObjectId, _heat: u64) {}
 }
 
 /// How an architecture is built from its spec.
@@ -288,8 +288,8 @@ impl Architecture for AnyArch {
     fn heat_ranking(&self, objs: &[ObjectId]) -> Vec<(ObjectId, u64)> {
         dispatch!(self, a => a.heat_ranking(objs))
     }
-    fn restore_heat(&mut self, obj: ObjectId, heat: u64) {
-        dispatch!(self, a => a.restore_heat(obj, heat))
+    fn restore_heat(&mut self, cx: &mut Ctx<'_>, obj: ObjectId, heat: u64) {
+        dispatch!(self, a => a.restore_heat(cx, obj, heat))
     }
 }
 

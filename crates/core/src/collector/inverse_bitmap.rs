@@ -237,10 +237,12 @@ impl Collector for InverseBitmap {
         u64::from(self.nodes[slot.idx()].counter)
     }
 
-    fn restore_heat(&mut self, slot: Slot, heat: u64) {
+    fn restore_heat(&mut self, slot: Slot, heat: u64, t: &Touch) {
         self.heap_remove(slot.0);
-        self.nodes[slot.idx()].counter = u32::try_from(heat).unwrap_or(u32::MAX);
-        let tier = self.nodes[slot.idx()].tier();
+        let n = &mut self.nodes[slot.idx()];
+        n.counter = u32::try_from(heat).unwrap_or(u32::MAX);
+        n.seq = t.seq;
+        let tier = n.tier();
         self.heap_push(tier, slot.0);
     }
 

@@ -237,7 +237,9 @@ impl Collector for Lfu {
         self.frequency(slot)
     }
 
-    fn restore_heat(&mut self, slot: Slot, heat: u64) {
+    fn restore_heat(&mut self, slot: Slot, heat: u64, t: &Touch) {
+        self.latest = t.seq as u32;
+        self.nodes[slot.idx()].stamp = t.seq as u32;
         let old = self.leave(slot);
         let tier = self.buckets[old as usize].tier;
         self.unlink_bucket_if_empty(old);

@@ -123,8 +123,12 @@ pub trait Collector {
     fn heat(&self, _slot: Slot) -> u64 {
         0
     }
-    /// Gives a slot just inserted the count [`Collector::heat`] reported before a restart.
-    fn restore_heat(&mut self, _slot: Slot, _heat: u64) {}
+    /// Re-ranks a tracked slot after a restart as if just accessed by `t`, with the count
+    /// [`Collector::heat`] reported before it. Restoring slots coldest first rebuilds the old
+    /// ranking. Default: a touch (recency collectors).
+    fn restore_heat(&mut self, slot: Slot, _heat: u64, t: &Touch) {
+        self.touch(slot, t);
+    }
     /// How many fast-tier eviction lists [`Collector::walk_cold`] can walk; 0 when the
     /// collector has no list order (a feeder such as ZFS's L2ARC then cannot use it).
     fn cold_lists(&self) -> usize {
@@ -282,8 +286,8 @@ impl Collector for AnyCollector {
     fn heat(&self, slot: Slot) -> u64 {
         dispatch!(self, c => c.heat(slot))
     }
-    fn restore_heat(&mut self, slot: Slot, heat: u64) {
-        dispatch!(self, c => c.restore_heat(slot, heat))
+    fn restore_heat(&mut self, slot: Slot, heat: u64, t: &Touch) {
+        dispatch!(self, c => c.restore_heat(slot, heat, t))
     }
 }
 
