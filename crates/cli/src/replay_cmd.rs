@@ -29,6 +29,12 @@ pub struct ReplayArgs {
     /// Replay only the first N operations.
     #[arg(long)]
     max_ops: Option<usize>,
+    /// Where measuring starts: `auto` (after the setup phase — the leading mkdir, create and
+    /// write operations that preallocate a benchmark's files, as Filebench and Postmark report),
+    /// or an operation index (0: measure everything). Earlier operations are replayed first,
+    /// unmeasured, and the simulator is given the same window.
+    #[arg(long, default_value = "auto")]
+    measure_from: String,
     /// Simulate this architecture beside the measurement [default: the mount's own policy].
     #[arg(long)]
     sim: Option<String>,
@@ -97,18 +103,42 @@ pub fn cmd_replay(a: ReplayArgs, bars: &Bars) -> Result<()> {
     if ops.is_empty() {
         bail!("{}: no operations", a.trace.display());
     }
+    let setup = match a.measure_from.as_str() {
+        "auto" => tierwise_sim::filetrace::setup_len(&ops),
+        n => n
+            .parse::<usize>()
+            .ok()
+            .filter(|&n| n < ops.len())
+            .with_context(|| format!("--measure-from {n}: `auto` or an operation index below {}", ops.len()))?,
+    };
     let mount = mount_of(&a.dir);
     // The simulation, first: it is quick, and a bad --sim spec should fail before the replay.
     let sim_arch = a.sim.clone().or_else(|| mount.as_ref().map(|(_, s)| s.policy.clone()));
     let simulated = match (&sim_arch, a.no_sim) {
-        (Some(arch), false) => Some(simulate(&a, arch, mount.as_ref().map(|(_, s)| s), &ops, bars)?),
+        (Some(arch), false) => Some(simulate(&a, arch, mount.as_ref().map(|(_, s)| s), &ops, setup, bars)?),
         _ => None,
     };
+    if setup > 0 {
+        let bar = bars.counter("setup (not measured)");
+        let report = replay_dir(&a.dir, &ops[..setup], a.workers, &|done| bar.step("operations", done as usize, setup));
+        bar.done();
+        if report.all.errors > 0 {
+            bail!(
+                "the setup phase failed ({} errors; the first: {})",
+                report.all.errors,
+                report.first_errors.join("; ")
+            );
+        }
+    }
     let before = mount.as_ref().map(|(root, _)| root).and_then(|r| mount_of(r)).map(|(_, s)| s.session);
     let bar = bars.counter("replay");
-    let total = ops.len();
-    let measured = replay_dir(&a.dir, &ops, a.workers, &|done| bar.step("operations", done as usize, total));
+    let run = &ops[setup..];
+    let total = run.len();
+    let measured = replay_dir(&a.dir, run, a.workers, &|done| bar.step("operations", done as usize, total));
     bar.done();
+    if setup > 0 {
+        println!("setup: the first {setup} operations were replayed first and are not measured (--measure-from)");
+    }
     let mount_delta = match (&mount, before) {
         (Some((root, _)), Some(before)) => mount_of(root).map(|(_, after)| MountDelta {
             policy: after.policy.clone(),
@@ -125,7 +155,14 @@ pub fn cmd_replay(a: ReplayArgs, bars: &Bars) -> Result<()> {
     Ok(())
 }
 
-fn simulate(a: &ReplayArgs, arch: &str, snap: Option<&Snapshot>, ops: &[FileOp], bars: &Bars) -> Result<SimReport> {
+fn simulate(
+    a: &ReplayArgs,
+    arch: &str,
+    snap: Option<&Snapshot>,
+    ops: &[FileOp],
+    setup: usize,
+    bars: &Bars,
+) -> Result<SimReport> {
     file_arch_allowed(arch)?;
     let ssd_bytes = match (&a.ssd, snap) {
         (Some(s), _) => tierwise_core::params::parse_size(s).map_err(|e| anyhow::anyhow!("--ssd {s}: {e}"))?,
@@ -143,6 +180,7 @@ fn simulate(a: &ReplayArgs, arch: &str, snap: Option<&Snapshot>, ops: &[FileOp],
     cfg.ram_bytes = 0;
     cfg.dirs = false;
     cfg.timing = Timing::Closed { depth: a.workers as u32 };
+    cfg.measure_from = setup as u64;
     let spinner = crate::progress::Spinner::new(bars, &format!("simulating {arch}"));
     let mut sim = FileSim::new(&cfg, &a.trace.display().to_string())?;
     for op in ops {

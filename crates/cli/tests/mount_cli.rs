@@ -483,9 +483,16 @@ fn replay_measures_a_mount_beside_the_simulator_and_matches_a_plain_directory() 
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(out.contains("measured (hycache)") && out.contains("simulated (hycache)"), "{out}");
     assert!(out.contains("measured / simulated ops/s"), "{out}");
+    assert!(out.contains("setup: the first") && out.contains("not measured"), "the fileset is prepared first: {out}");
     let r: serde_json::Value = serde_json::from_str(&fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(r["measured"]["all"]["errors"], 0, "{r}");
-    assert_eq!(r["measured"]["ops"], r["simulated"]["requests"]);
+    assert_eq!(r["measured"]["ops"], r["simulated"]["requests"], "both measure the same window");
+    let total = fs::read_to_string(&trace)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.starts_with("time_ns"))
+        .count();
+    assert!(r["measured"]["ops"].as_u64().unwrap() < total as u64, "the setup phase is not measured");
     assert!(r["mount"]["counters"]["reads_ssd"].as_u64().unwrap() > 0, "{r}");
     let listing = |d: &Path| {
         let mut v: Vec<(String, u64)> = Vec::new();
@@ -509,4 +516,13 @@ fn replay_measures_a_mount_beside_the_simulator_and_matches_a_plain_directory() 
     // A directory outside any mount needs --ssd for the simulation, and says so.
     let o = tierwise(&["replay", "-q", "--fs", plain.path().to_str().unwrap(), t, "--sim", "hycache"]);
     assert!(String::from_utf8_lossy(&o.stderr).contains("--ssd SIZE"));
+    // --measure-from 0 measures everything; a bad value is named.
+    let again = tempfile::tempdir().unwrap();
+    let (d, j) = (again.path().to_str().unwrap(), work.path().join("all.json"));
+    let o = tierwise(&["replay", "-q", "--fs", d, t, "--no-sim", "--measure-from", "0", "--json", j.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r: serde_json::Value = serde_json::from_str(&fs::read_to_string(&j).unwrap()).unwrap();
+    assert_eq!(r["measured"]["ops"], total as u64);
+    let o = tierwise(&["replay", "-q", "--fs", d, t, "--measure-from", "x"]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--measure-from x"), "{o:?}");
 }

@@ -131,6 +131,13 @@ impl FileOp {
 /// The header written at the top of a trace.
 pub const HEADER: &str = "# tierwise file trace v1\ntime_ns,op,path,offset,length,path2\n";
 
+/// How many operations at the start of `ops` are a benchmark's setup: every generator sets up
+/// with mkdir, create and write only, and its first other operation starts the measured phase
+/// (Postmark's transactions, FileBench's flows). 0 when no other operation follows.
+pub fn setup_len(ops: &[FileOp]) -> usize {
+    ops.iter().position(|o| !matches!(o.kind, FileOpKind::Mkdir | FileOpKind::Create | FileOpKind::Write)).unwrap_or(0)
+}
+
 /// Checks a path of the format: absolute, no empty, `.` or `..` parts, no `,` or control
 /// characters. Returns what is wrong.
 pub fn check_path(p: &str) -> Result<(), &'static str> {

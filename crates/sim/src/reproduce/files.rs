@@ -3,8 +3,8 @@
 
 use super::{ReproError, RunRecord, WorkloadNote};
 use crate::filesim::{FileSimConfig, WorkingSet, simulate_file_ops};
+use crate::filetrace::FileOp;
 use crate::filetrace::generate::FileWorkload;
-use crate::filetrace::{FileOp, FileOpKind};
 use crate::sim::NoProgress;
 
 /// A generated file workload.
@@ -23,12 +23,7 @@ impl FileLoad {
     /// Generates `w`; `detail` says how it relates to the paper's benchmark.
     pub fn new(name: &str, w: &FileWorkload, seed: u64, detail: String) -> FileLoad {
         let ops = w.collect(seed);
-        // Every generator sets up with mkdir/create/write only; its first other operation
-        // starts the measured phase (Postmark's transactions, FileBench's flows).
-        let measure_from = ops
-            .iter()
-            .position(|o| !matches!(o.kind, FileOpKind::Mkdir | FileOpKind::Create | FileOpKind::Write))
-            .unwrap_or(0) as u64;
+        let measure_from = crate::filetrace::setup_len(&ops) as u64;
         let working_set = WorkingSet::of(&ops).peak_bytes;
         let note = WorkloadNote {
             name: name.into(),
