@@ -432,14 +432,47 @@ pub fn cmd_umount(mountpoint: &Path) -> Result<()> {
     if !is_tierwise_mount(mountpoint) {
         bail!("{} is not a tierwise mount", mountpoint.display());
     }
+    let daemon = daemon_of(mountpoint);
     nix::mount::umount(mountpoint).map_err(|e| match e {
         nix::errno::Errno::EBUSY => {
             anyhow::anyhow!("{} is busy: close the files open in it first", mountpoint.display())
         }
         e => anyhow::anyhow!("unmounting {}: {e}", mountpoint.display()),
     })?;
+    if let Some(pid) = daemon {
+        wait_for_exit(pid);
+    }
     println!("unmounted {}", mountpoint.display());
     Ok(())
+}
+
+/// The process serving a mount, when it is a detached `tierwise mount` daemon (not, say, a
+/// test that mounted in its own process).
+fn daemon_of(mountpoint: &Path) -> Option<u32> {
+    let pid = snapshot(mountpoint).ok()?.pid;
+    let cmdline = fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
+    let ours = args.iter().any(|a| *a == b"mount") && args.iter().any(|a| *a == b"--foreground");
+    (pid != 0 && pid != std::process::id() && ours).then_some(pid)
+}
+
+/// Waits until process `pid` has exited: the daemon finishes (or rolls back) the move in hand,
+/// saves its state and stops touching the tiers.
+fn wait_for_exit(pid: u32) {
+    let start = Instant::now();
+    let mut said = false;
+    // A zombie has exited too (its parent has not reaped it yet).
+    let running = || {
+        fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|st| st.rsplit_once(") ").is_some_and(|(_, rest)| !rest.starts_with('Z')))
+    };
+    while running() {
+        if !said && start.elapsed() > Duration::from_secs(2) {
+            eprintln!("waiting for the tierwise daemon (pid {pid}) to save its state and exit");
+            said = true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 fn check_mount(mountpoint: &Path) -> Result<()> {

@@ -199,6 +199,9 @@ pub struct Snapshot {
     pub lost_tiers: Vec<String>,
     /// Seconds since mounting.
     pub uptime_s: f64,
+    /// The daemon's process id (`tierwise umount` waits for it to exit).
+    #[serde(default)]
+    pub pid: u32,
     /// This mount's counters.
     pub session: Counters,
     /// Counters over the volume's life (saved in the state store).

@@ -545,8 +545,12 @@ impl Shared {
             self.store.forget(rel).map_err(|_| Errno::EIO)?;
         }
         self.drop_fds(ino);
-        let open = lock(&self.open_counts).get(&ino).is_some_and(|&n| n > 0);
+        // Held until the file is an orphan: a last release (which takes no file lock) then
+        // either came before, and the file goes now, or comes after and finds the orphan.
+        let counts = lock(&self.open_counts);
+        let open = counts.get(&ino).is_some_and(|&n| n > 0);
         let Some(auth) = auth.filter(|_| open) else {
+            drop(counts);
             return self.remove_everywhere(rel, |p| fs::remove_file(p));
         };
         let hidden = PathBuf::from(format!("{}unlinked-{ino}", tiers::RESERVED_PREFIX));
@@ -561,6 +565,7 @@ impl Shared {
         inodes.by_path.insert(hidden, ino);
         drop(inodes);
         lock(&self.orphans).insert(ino, auth);
+        drop(counts);
         Ok(())
     }
 
@@ -775,7 +780,21 @@ impl Shared {
     fn tier_label(&self, ino: u64) -> &'static str {
         let Ok(n) = self.node(ino) else { return "none" };
         let file_lock = self.file_lock(ino);
-        let _g = file_lock.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let _g = match file_lock.try_read() {
+            Ok(g) => g,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) if self.progress.ino.load(Ordering::Acquire) == ino => {
+                // Moving (maybe slowly, rate-limited): say so rather than wait for it.
+                return match *lock(&self.progress.kind) {
+                    "promote" => "hdd (moving to ssd)",
+                    "demote" => "ssd (moving to hdd)",
+                    "copy" => "hdd (copying to ssd)",
+                    "writeback" => "ssd+hdd (writing back)",
+                    _ => "moving (pin)",
+                };
+            }
+            Err(std::sync::TryLockError::WouldBlock) => read_lock(&file_lock),
+        };
         let c = self.copies(ino, &n.rel);
         match (c.contains(&Tier::Fast), c.contains(&Tier::Slow)) {
             (true, true) => "ssd+hdd",
@@ -1280,6 +1299,7 @@ impl Shared {
                 .map(|t| if t == Tier::Fast { "ssd" } else { "hdd" }.to_string())
                 .collect(),
             uptime_s: self.started.elapsed().as_secs_f64(),
+            pid: std::process::id(),
             total: self.saved.plus(&session),
             session,
         }
@@ -1320,6 +1340,9 @@ impl Shared {
                 e.drain_work().collect()
             };
             for w in batch {
+                if self.stop.load(Ordering::SeqCst) {
+                    break;
+                }
                 self.note(w.obj.0, || format!("mover starts {}({})", w.kind.name(), w.id.0 & 0xffff));
                 // The engine hears the outcome while the file's lock is still held: until then
                 // it routes accesses by the old placement, so no access may run in between.
@@ -1656,7 +1679,13 @@ impl Filesystem for HybridFs {
     }
 
     fn destroy(&mut self) {
-        self.shared.settle();
+        // Unmounting: stop after the move in hand, cancelled (it rolls back); queued work is
+        // the policy's intent, not state, and every decision that is state (pins, the dirty set,
+        // the journal) is in the store. So the daemon exits at once, and `tierwise umount`,
+        // which waits for it, returns when nothing touches the tiers any more.
+        self.shared.stop.store(true, Ordering::SeqCst);
+        self.shared.progress.cancel.store(true, Ordering::Release);
+        self.shared.work_cv.notify_all();
     }
 
     fn lookup(&self, _req: &FuseRequest, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
@@ -2191,15 +2220,17 @@ impl Filesystem for HybridFs {
         reply: ReplyEmpty,
     ) {
         // Keeps descriptors bounded by the files the kernel has open (another handle of the same
-        // file just reopens).
+        // file just reopens). No file lock: a close must not wait for a move of the file (a
+        // rate-limited one can take minutes, and unmounting waits for every request); the
+        // descriptor table has its own lock, operations hold their own handle, and the mover
+        // drops a moving file's descriptors before it copies.
         let s = &self.shared;
         if fh.0 == PASSTHROUGH_FH {
             s.release_passthrough(ino.0);
         }
-        let file_lock = s.file_lock(ino.0);
-        let _g = file_lock.write().unwrap_or_else(std::sync::PoisonError::into_inner);
         s.drop_fds(ino.0);
-        let last = {
+        let orphan = {
+            // Under the open counts' lock, which `unlink_file` holds until its orphan is known.
             let mut counts = lock(&s.open_counts);
             let n = counts.entry(ino.0).or_default();
             *n = n.saturating_sub(1);
@@ -2208,9 +2239,9 @@ impl Filesystem for HybridFs {
                 counts.remove(&ino.0);
                 lock(&s.privs_clear).remove(&ino.0);
             }
-            last
+            if last { lock(&s.orphans).remove(&ino.0) } else { None }
         };
-        if last && let Some(tier) = lock(&s.orphans).remove(&ino.0) {
+        if let Some(tier) = orphan {
             // The last open of a file unlinked while open: now it goes.
             if let Ok(hidden) = s.node(ino.0).map(|n| n.rel)
                 && !hidden.as_os_str().is_empty()
