@@ -4,11 +4,15 @@
 # and a hybrid policy with the SSD quota at 25 % of the working set. Prints ops/s of each, the
 # ratios the issue sets targets for (hybrid >= 5x HDD-only, >= 0.5x SSD-only), and for each run
 # the simulator's prediction of the same run beside the measurement.
-# Usage: ./scripts/bench-webserver.sh [POLICY] [SCALE]   (needs root and /dev/fuse)
+# The fileset is created first and not measured (replay --measure-from auto), as Filebench
+# reports its flows; ITERATIONS sets the length of the measured run (default: the generator's,
+# 20,000 at scale 1; 10 whole-file reads and one 16 KiB log append each).
+# Usage: ./scripts/bench-webserver.sh [POLICY] [SCALE] [ITERATIONS]   (needs root and /dev/fuse)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-policy="${1:-on-demand-caching:sieve=0}"
+policy="${1:-on-demand-caching}"
 scale="${2:-0.02}"
+iterations="${3:-}"
 workers=4
 cargo build --release -q -p tierwise
 bin=$PWD/target/release/tierwise
@@ -19,7 +23,9 @@ cleanup() {
 }
 trap cleanup EXIT
 mkdir -p "$root/mnt"
-"$bin" trace gen-files webserver-zipf --scale "$scale" -o "$root/web.csv" -q | sed 's/^/  /'
+gen=(trace gen-files webserver-zipf --scale "$scale" -o "$root/web.csv" -q)
+[ -n "$iterations" ] && gen+=(--iterations "$iterations")
+"$bin" "${gen[@]}" | sed 's/^/  /'
 # The working set: bytes the trace creates and writes.
 ws_bytes=$(python3 - "$root/web.csv" <<'PY'
 import sys
@@ -49,7 +55,8 @@ run() { # label policy quota
 run hdd-only hdd-only "$quota"
 run ssd-only ssd-only "$((ws_bytes * 2))"
 run hybrid "$policy" "$quota"
-python3 - "$root" <<'PY'
+mkdir -p out
+python3 - "$root" "out/bench-webserver${iterations:+-$iterations}.json" <<'PY'
 import json, sys
 r = {k: json.load(open(f"{sys.argv[1]}/{k}.json")) for k in ("hdd-only", "ssd-only", "hybrid")}
 m = {k: v["measured"]["ops_per_s"] for k, v in r.items()}
@@ -60,4 +67,8 @@ for k in r:
     print(f"{k:<10} {m[k]:15.0f} {s[k]:16.0f} {m[k] / s[k] if s[k] else 0:13.2f}")
 print(f"hybrid / hdd-only = {m['hybrid'] / m['hdd-only']:.2f}  (target >= 5)")
 print(f"hybrid / ssd-only = {m['hybrid'] / m['ssd-only']:.2f}  (target >= 0.5)")
+print(f"simulated: hybrid / hdd-only = {s['hybrid'] / s['hdd-only']:.2f}, hybrid / ssd-only = {s['hybrid'] / s['ssd-only']:.2f}")
+out = {"runs": r, "measured_ops_per_s": m, "simulated_ops_per_s": s}
+json.dump(out, open(f"{sys.argv[2]}", "w"), indent=2)
+print(f"wrote {sys.argv[2]}")
 PY

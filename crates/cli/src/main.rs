@@ -235,6 +235,11 @@ struct SimArgs {
     /// File traces: directories are not objects (no lookups or entry updates reach the engine).
     #[arg(long)]
     no_dirs: bool,
+    /// File traces: where measuring starts, `auto` (after the setup phase of leading mkdir,
+    /// create and write operations, as Filebench and Postmark report) or an operation index
+    /// (0: everything). `tierwise replay` uses the same rule.
+    #[arg(long, default_value = "auto")]
+    measure_from: String,
 }
 
 const DEFAULT_ARCHS: &[&str] = &[
@@ -358,6 +363,11 @@ enum TraceCommand {
         /// Seed.
         #[arg(long, default_value_t = 42)]
         seed: u64,
+        /// Length of the measured phase instead of the scaled default: transactions
+        /// (postmark), flow iterations (fileserver, webserver*, mixed) or operations
+        /// (randomread, oltp). The fileset keeps its scaled size.
+        #[arg(long)]
+        iterations: Option<u64>,
     },
     /// Requests, read share, footprint, size histogram, duration.
     Stat {
@@ -519,11 +529,26 @@ fn cmd_sim_files(a: SimArgs, bars: &Bars) -> Result<()> {
     let size = SsdSize::parse(&a.ssd).map_err(anyhow::Error::msg).context("--ssd")?;
     let ram = tierwise_core::params::parse_size(&a.ram_cache)
         .map_err(|e| anyhow::anyhow!("--ram-cache {}: {e}", a.ram_cache))?;
-    // One pass for the working set (a relative SSD size and the cost figures need it).
+    // One pass for the working set (a relative SSD size and the cost figures need it) and the
+    // setup phase.
     let mut ws = WorkingSet::default();
+    let (mut ops, mut setup) = (0u64, None);
     for op in FileTraceReader::open(&a.trace)? {
-        ws.op(&op?);
+        let op = op?;
+        ws.op(&op);
+        if setup.is_none() && !tierwise_sim::filetrace::is_setup_op(&op) {
+            setup = Some(ops);
+        }
+        ops += 1;
     }
+    let measure_from = match a.measure_from.as_str() {
+        "auto" => setup.unwrap_or(0),
+        n => n
+            .parse::<u64>()
+            .ok()
+            .filter(|&n| n < ops.max(1))
+            .with_context(|| format!("--measure-from {n}: `auto` or an operation index below {ops}"))?,
+    };
     let cfg = FileSimConfig {
         arch: a.arch.clone(),
         ssd_bytes: size.resolve(ws.peak_bytes, 1),
@@ -533,7 +558,7 @@ fn cmd_sim_files(a: SimArgs, bars: &Bars) -> Result<()> {
         dirs: !a.no_dirs,
         spin_down: base.spin_down,
         read_weight: base.read_weight,
-        measure_from: 0,
+        measure_from,
         flush_at_end: base.flush_at_end,
         max_ops: base.max_requests,
         check_every: base.check_every,
@@ -649,7 +674,9 @@ fn cmd_mrc(a: MrcArgs, bars: &Bars) -> Result<()> {
 
 fn cmd_trace(t: TraceCommand, bars: &Bars) -> Result<()> {
     match t {
-        TraceCommand::GenFiles { workload, output, scale, seed } => gen_files(&workload, scale, seed, &output),
+        TraceCommand::GenFiles { workload, output, scale, seed, iterations } => {
+            gen_files(&workload, scale, seed, iterations, &output)
+        }
         TraceCommand::Stat { trace, trace_opts, objects, json } => {
             let mode = ObjectMode::parse(&objects).map_err(anyhow::Error::msg).context("--objects")?;
             let mut tr = trace_opts.open(&trace)?;
@@ -747,15 +774,21 @@ fn cmd_trace(t: TraceCommand, bars: &Bars) -> Result<()> {
 }
 
 /// Writes a file workload as a file trace and prints what it holds.
-fn gen_files(name: &str, scale: f64, seed: u64, output: &Path) -> Result<()> {
+fn gen_files(name: &str, scale: f64, seed: u64, iterations: Option<u64>, output: &Path) -> Result<()> {
     use tierwise_sim::filetrace::generate::{FILE_WORKLOADS, FileWorkload};
     use tierwise_sim::filetrace::{FileOpKind, HEADER};
     if !(scale > 0.0 && scale <= 1.0) {
         bail!("--scale {scale}: expected a fraction in (0, 1]");
     }
-    let Some(w) = FileWorkload::by_name(name, scale) else {
+    let Some(mut w) = FileWorkload::by_name(name, scale) else {
         bail!("unknown file workload `{name}`; expected one of: {}", FILE_WORKLOADS.join(", "));
     };
+    if let Some(n) = iterations {
+        if n == 0 {
+            bail!("--iterations 0: expected at least 1");
+        }
+        w = w.with_iterations(n);
+    }
     let f = fs::File::create(output).with_context(|| format!("creating {}", output.display()))?;
     let mut out = BufWriter::new(f);
     out.write_all(HEADER.as_bytes())?;

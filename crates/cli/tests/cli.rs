@@ -277,6 +277,44 @@ fn gen_files_writes_a_readable_file_trace() {
     assert!(ops.len() > 1000);
     fails(&["trace", "gen-files", "tpcc", "-o", "/tmp/x.csv"], &["unknown file workload `tpcc`", "postmark"]);
     fails(&["trace", "gen-files", "postmark", "--scale", "0", "-o", "/tmp/x.csv"], &["--scale 0"]);
+    // --iterations sets the measured phase's length and keeps the fileset.
+    let q = out.path().join("web.csv");
+    let s = ok(&[
+        "trace",
+        "gen-files",
+        "webserver",
+        "--scale",
+        "0.004",
+        "--iterations",
+        "7",
+        "-o",
+        &q.display().to_string(),
+    ]);
+    assert!(s.contains("read 70,") && s.contains("append 7"), "7 iterations of 10 reads and 1 append: {s}");
+    fails(&["trace", "gen-files", "webserver", "--iterations", "0", "-o", "/tmp/x.csv"], &["--iterations 0"]);
+}
+
+/// `tierwise sim` on a file trace measures after the setup phase by default, as `replay` does;
+/// `--measure-from 0` measures everything.
+#[test]
+fn file_simulations_measure_after_the_setup_phase() {
+    let out = tempfile::tempdir().unwrap();
+    let t = out.path().join("web.csv").display().to_string();
+    ok(&["trace", "gen-files", "webserver", "--scale", "0.004", "--iterations", "20", "-o", &t]);
+    let requests = |extra: &[&str]| {
+        let j = out.path().join("r.json").display().to_string();
+        let mut args = vec!["sim", &t, "--arch", "dynamic-hot-dst", "--ssd", "25%", "--no-dirs", "--json", &j];
+        args.extend_from_slice(extra);
+        ok(&args);
+        let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&j).unwrap()).unwrap();
+        r["requests"].as_u64().unwrap()
+    };
+    assert_eq!(requests(&[]), 220, "20 iterations of 10 reads and an append");
+    assert!(requests(&["--measure-from", "0"]) > 220, "the setup phase too");
+    fails(
+        &["sim", &t, "--arch", "dynamic-hot-dst", "--ssd", "25%", "--measure-from", "soon"],
+        &["--measure-from soon"],
+    );
 }
 
 #[test]

@@ -3,10 +3,11 @@
 //! rewrite in progress at the kill (open with O_TRUNC, write, fsync) may hold its old content,
 //! nothing, or a prefix of its new content, as on any file system.
 //!
-//! 20 trials rotating over four policies, each with a tiny SSD quota so that moves are in flight
-//! when the kill lands; files are pinned and unpinned along the way (a pin moves the file at
-//! once), and every other trial rate-limits moves so that kills land inside journalled moves. `TIERWISE_CRASH_TRIALS` runs more. Skipped where `/dev/fuse` cannot be
-//! opened.
+//! 20 trials rotating over four policies and three data paths (regular FUSE I/O, the kernel's
+//! writeback cache, passthrough), each with a tiny SSD quota so that moves are in flight when
+//! the kill lands; files are pinned and unpinned along the way (a pin moves the file at once),
+//! and every other trial rate-limits moves so that kills land inside journalled moves.
+//! `TIERWISE_CRASH_TRIALS` runs more. Skipped where `/dev/fuse` cannot be opened.
 
 #![expect(clippy::unwrap_used, reason = "a failing setup should stop the test loudly")]
 
@@ -27,10 +28,11 @@ fn is_mounted(mnt: &Path) -> bool {
         .any(|l| l.split(' ').nth(4).is_some_and(|m| Path::new(m) == canon) && l.contains(" - fuse"))
 }
 
-fn start(root: &Path, mnt: &Path, policy: &str, move_rate: &str) -> Child {
+fn start(root: &Path, mnt: &Path, policy: &str, extra: &[&str], move_rate: &str) -> Child {
     let child = Command::new(env!("CARGO_BIN_EXE_tierwise"))
         .args(["mount", "--foreground", "--ssd-quota", "128KiB", "--pin-reserve", "32KiB", "--policy", policy])
         .args(["--move-rate", move_rate])
+        .args(extra)
         .arg(root)
         .arg(mnt)
         .stdout(Stdio::null())
@@ -62,17 +64,25 @@ fn kill_9_during_migrations_and_writes_loses_no_acknowledged_data() {
         return;
     }
     let trials: u64 = std::env::var("TIERWISE_CRASH_TRIALS").ok().and_then(|v| v.parse().ok()).unwrap_or(20);
-    let policies = ["dynamic-hot-dst:sieve=24KiB", "file-write-back:sieve=24KiB", "on-demand-caching", "hycache"];
+    // Policies and data paths: regular FUSE I/O, the kernel's writeback cache, passthrough.
+    let configs: [(&str, &[&str]); 6] = [
+        ("dynamic-hot-dst:sieve=24KiB", &[]),
+        ("file-write-back:sieve=24KiB", &[]),
+        ("on-demand-caching", &[]),
+        ("hycache", &[]),
+        ("file-write-back:sieve=24KiB", &["--kernel-cache"]),
+        ("dynamic-hot-dst:sieve=24KiB", &["--passthrough"]),
+    ];
     let mut interrupted_moves = 0;
     for trial in 0..trials {
-        let policy = policies[(trial % 4) as usize];
+        let (policy, extra) = configs[(trial % configs.len() as u64) as usize];
         let root = tempfile::tempdir().unwrap();
         let mnt = tempfile::tempdir().unwrap();
         fs::create_dir(root.path().join("ssd")).unwrap();
         fs::create_dir(root.path().join("hdd")).unwrap();
         // Every other trial moves at 2 MB/s, so a kill often lands inside a journalled move.
         let rate = if trial % 2 == 1 { "2" } else { "0" };
-        let mut child = start(root.path(), mnt.path(), policy, rate);
+        let mut child = start(root.path(), mnt.path(), policy, extra, rate);
         // Acknowledged content per file, and the write in progress (file, new content).
         let mut acked: BTreeMap<PathBuf, Vec<u8>> = BTreeMap::new();
         let killed = Arc::new(AtomicBool::new(false));
@@ -119,7 +129,7 @@ fn kill_9_during_migrations_and_writes_loses_no_acknowledged_data() {
         if let Ok((store, _)) = tierwise_fs::state::StateStore::open(&state) {
             interrupted_moves += store.unfinished_moves().map_or(0, |m| m.len());
         }
-        let mut child = start(root.path(), mnt.path(), policy, rate);
+        let mut child = start(root.path(), mnt.path(), policy, extra, rate);
         for (name, want) in &acked {
             let got = fs::read(mnt.path().join(name)).unwrap_or_default();
             // The rewrite in progress truncated the file first: it may be empty or hold a
@@ -130,7 +140,7 @@ fn kill_9_during_migrations_and_writes_loses_no_acknowledged_data() {
             };
             assert!(
                 &got == want || racing,
-                "trial {trial} ({policy}): {} holds {} bytes, not the {} acknowledged (ssd: {}, hdd: {}; in progress: {:?})",
+                "trial {trial} ({policy} {extra:?}): {} holds {} bytes, not the {} acknowledged (ssd: {}, hdd: {}; in progress: {:?})",
                 name.display(),
                 got.len(),
                 want.len(),
@@ -151,7 +161,7 @@ fn kill_9_during_migrations_and_writes_loses_no_acknowledged_data() {
             }
         }
         want.sort();
-        assert_eq!(names, want, "trial {trial} ({policy}): the listing after the crash");
+        assert_eq!(names, want, "trial {trial} ({policy} {extra:?}): the listing after the crash");
         detach(mnt.path());
         let _ = child.kill();
         let _ = child.wait();

@@ -117,6 +117,24 @@ impl FileWorkload {
         })
     }
 
+    /// The same workload with its measured phase `n` long instead: Postmark transactions,
+    /// FileBench flow iterations, random reads or OLTP operations. (FileBench runs for a
+    /// duration, so how many iterations a run has is the experimenter's choice.)
+    pub fn with_iterations(self, n: u64) -> FileWorkload {
+        match self {
+            FileWorkload::Postmark { files, subdirs, min, max, block, .. } => {
+                FileWorkload::Postmark { files, subdirs, min, max, transactions: n, block }
+            }
+            FileWorkload::Fileserver { files, median, .. } => FileWorkload::Fileserver { files, median, iterations: n },
+            FileWorkload::Webserver { files, median, zipf, .. } => {
+                FileWorkload::Webserver { files, median, iterations: n, zipf }
+            }
+            FileWorkload::Mixed { files, .. } => FileWorkload::Mixed { files, iterations: n },
+            FileWorkload::RandomRead { size, io, .. } => FileWorkload::RandomRead { size, io, reads: n },
+            FileWorkload::Oltp { size, .. } => FileWorkload::Oltp { size, ops: n },
+        }
+    }
+
     /// Calls `f` with every operation, in order. Time advances 100 µs per operation.
     pub fn generate(&self, seed: u64, mut f: impl FnMut(&FileOp)) {
         let mut g = Gen { rng: Rng::new(seed), t: 0, out: &mut f };

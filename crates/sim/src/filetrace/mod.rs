@@ -135,7 +135,12 @@ pub const HEADER: &str = "# tierwise file trace v1\ntime_ns,op,path,offset,lengt
 /// with mkdir, create and write only, and its first other operation starts the measured phase
 /// (Postmark's transactions, FileBench's flows). 0 when no other operation follows.
 pub fn setup_len(ops: &[FileOp]) -> usize {
-    ops.iter().position(|o| !matches!(o.kind, FileOpKind::Mkdir | FileOpKind::Create | FileOpKind::Write)).unwrap_or(0)
+    ops.iter().position(|o| !is_setup_op(o)).unwrap_or(0)
+}
+
+/// Whether `op` may belong to a setup phase (see [`setup_len`]).
+pub fn is_setup_op(op: &FileOp) -> bool {
+    matches!(op.kind, FileOpKind::Mkdir | FileOpKind::Create | FileOpKind::Write)
 }
 
 /// Checks a path of the format: absolute, no empty, `.` or `..` parts, no `,` or control
