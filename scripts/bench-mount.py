@@ -39,6 +39,7 @@ def configs(policy):
     """name -> (kind, extra arguments)."""
     return {
         "tierwise": ("tierwise", []),
+        "tierwise --direct-io": ("tierwise", ["--direct-io"]),
         "tierwise --kernel-cache": ("tierwise", ["--kernel-cache"]),
         "tierwise --passthrough": ("tierwise", ["--passthrough"]),
         "mergerfs": ("mergerfs", ["cache.files=off"]),

@@ -93,6 +93,9 @@ pub enum MountError {
     /// An emulation preset is unknown.
     #[error("--emulate-{0}: {1}")]
     Emulation(&'static str, String),
+    /// Two data-path options that exclude each other.
+    #[error("{0}")]
+    Modes(&'static str),
     /// The pin reserve does not leave the policy any SSD space.
     #[error("the pin reserve ({reserve} bytes) must be smaller than the SSD quota ({quota} bytes)")]
     Reserve {
@@ -130,6 +133,10 @@ pub struct MountConfig {
     /// `FOPEN_KEEP_CACHE`): reads it holds and writes it has not flushed yet never reach the
     /// daemon; see [`kernel cache`](crate#kernel-page-cache).
     pub kernel_cache: bool,
+    /// Bypass the page cache for regular I/O (`FOPEN_DIRECT_IO`): each read and write reaches
+    /// the daemon at the size the application asked for; mmap still works through the page
+    /// cache (`FUSE_DIRECT_IO_ALLOW_MMAP`). Not with `kernel_cache`.
+    pub direct_io: bool,
 }
 
 impl MountConfig {
@@ -146,6 +153,7 @@ impl MountConfig {
             emulate_ssd: None,
             passthrough: false,
             kernel_cache: false,
+            direct_io: false,
         }
     }
 }
@@ -339,6 +347,11 @@ impl HybridFs {
     /// trees, and starts the mover.
     pub fn new(tiers: Tiers, cfg: &MountConfig) -> Result<HybridFs, MountError> {
         check_policy(&cfg.policy)?;
+        if cfg.kernel_cache && cfg.direct_io {
+            return Err(MountError::Modes(
+                "--kernel-cache keeps pages cached, --direct-io bypasses the page cache: pick one",
+            ));
+        }
         if cfg.pin_reserve > 0 && cfg.pin_reserve >= cfg.ssd_quota {
             return Err(MountError::Reserve { reserve: cfg.pin_reserve, quota: cfg.ssd_quota });
         }
@@ -515,7 +528,13 @@ impl Shared {
     /// How regular (not passthrough) opens are answered: with the kernel cache, keep the
     /// pages cached by earlier opens.
     fn open_flags(&self) -> FopenFlags {
-        if self.cfg.kernel_cache { FopenFlags::FOPEN_KEEP_CACHE } else { FopenFlags::empty() }
+        if self.cfg.kernel_cache {
+            FopenFlags::FOPEN_KEEP_CACHE
+        } else if self.cfg.direct_io {
+            FopenFlags::FOPEN_DIRECT_IO
+        } else {
+            FopenFlags::empty()
+        }
     }
 
     fn file_lock(&self, ino: u64) -> Arc<RwLock<()>> {
@@ -1664,6 +1683,9 @@ impl Filesystem for HybridFs {
             if config.add_capabilities(fuser::InitFlags::FUSE_WRITEBACK_CACHE).is_err() {
                 eprintln!("tierwise: the kernel does not offer the FUSE writeback cache; writes go through at once");
             }
+        }
+        if self.shared.cfg.direct_io && config.add_capabilities(fuser::InitFlags::FUSE_DIRECT_IO_ALLOW_MMAP).is_err() {
+            eprintln!("tierwise: the kernel cannot mmap direct-I/O files (Linux >= 6.6); mmap of files will fail");
         }
         if self.shared.cfg.passthrough && passthrough_allowed(&self.shared.cfg.policy) {
             let granted = config.add_capabilities(fuser::InitFlags::FUSE_PASSTHROUGH).is_ok()

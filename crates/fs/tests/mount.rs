@@ -289,6 +289,38 @@ fn write_back_with_the_kernel_cache_behaves_like_a_plain_directory() {
     differential_with("file-write-back:sieve=16KiB", 20_000, 8, |c| c.kernel_cache = true);
 }
 
+/// Direct I/O: no page cache, every read and write reaches the policy as the program made it.
+#[test]
+fn on_demand_caching_with_direct_io_behaves_like_a_plain_directory() {
+    differential_with("on-demand-caching:sieve=16KiB", 20_000, 10, |c| c.direct_io = true);
+}
+
+/// mmap works on a direct-I/O mount (through the page cache, FUSE_DIRECT_IO_ALLOW_MMAP), and
+/// what it wrote is what reads and a remount see.
+#[test]
+fn mmap_works_with_direct_io() {
+    if !fuse_available() {
+        return;
+    }
+    let (ssd, hdd, mnt) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let cfg = MountConfig { direct_io: true, ..MountConfig::new("dynamic-hot-dst", 1 << 20) };
+    let mut m = mount_with(ssd.path(), hdd.path(), mnt.path(), &cfg);
+    let p = m.mnt.join("mapped");
+    fs::write(&p, vec![0u8; 8192]).unwrap();
+    // A shared writable mapping, written and synced (Python's mmap: no unsafe code here).
+    let script = "import mmap,sys\nf=open(sys.argv[1],'r+b')\nm=mmap.mmap(f.fileno(),8192)\nm[100:105]=b'mmap!'\nm.flush()\nm.close()\nprint(open(sys.argv[1],'rb').read()[100:105].decode())";
+    let Ok(o) = std::process::Command::new("python3").args(["-c", script]).arg(&p).output() else {
+        eprintln!("SKIPPED: python3 is needed to mmap from a test");
+        return;
+    };
+    assert!(o.status.success(), "mmap on a direct-I/O mount: {}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "mmap!", "read back while mapped");
+    assert_eq!(&fs::read(&p).unwrap()[100..105], b"mmap!");
+    m.unmount();
+    let m = mount_with(ssd.path(), hdd.path(), mnt.path(), &cfg);
+    assert_eq!(&fs::read(m.mnt.join("mapped")).unwrap()[100..105], b"mmap!");
+}
+
 #[test]
 fn dynamic_hot_dst_with_the_kernel_cache_behaves_like_a_plain_directory() {
     differential_with("dynamic-hot-dst:sieve=16KiB", 20_000, 9, |c| c.kernel_cache = true);
