@@ -618,12 +618,37 @@ pub fn cmd_flush(mountpoint: &Path, bars: &Bars) -> Result<()> {
     let first = snapshot(mountpoint)?;
     let bar = bars.counter("flush");
     let total = first.dirty_bytes.max(1);
+    // Progress: dirty bytes going down. Write-backs that fail without any progress for a while
+    // (a full HDD, a tier gone) end the wait with the reason instead of waiting forever.
+    let (mut best, mut progress_at) = (first.dirty_bytes, Instant::now());
     loop {
         let s = snapshot(mountpoint)?;
         let done = total.saturating_sub(s.dirty_bytes);
         bar.step(&format!("{} dirty, {} queued", Bytes(s.dirty_bytes), s.queue_depth), done as usize, total as usize);
         if s.dirty_bytes == 0 && s.queue_depth == 0 {
             break;
+        }
+        if !s.lost_tiers.is_empty() {
+            bar.done();
+            bail!(
+                "{}: the {} tier is gone, so {} of dirty data cannot be written back until it is back (nothing is lost: it stays on the SSD, marked dirty)",
+                mountpoint.display(),
+                s.lost_tiers.join(" and "),
+                Bytes(s.dirty_bytes)
+            );
+        }
+        if s.dirty_bytes < best {
+            (best, progress_at) = (s.dirty_bytes, Instant::now());
+        }
+        let failing = s.session.moves_failed > first.session.moves_failed;
+        if failing && progress_at.elapsed() > Duration::from_secs(30) {
+            bar.done();
+            bail!(
+                "{}: write-backs keep failing ({} failed, {} still dirty, no progress for 30 s); see the daemon's log. The dirty data stays on the SSD",
+                mountpoint.display(),
+                s.session.moves_failed - first.session.moves_failed,
+                Bytes(s.dirty_bytes)
+            );
         }
         std::thread::sleep(Duration::from_millis(100));
     }

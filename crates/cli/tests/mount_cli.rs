@@ -310,6 +310,59 @@ fn volumes_in_the_config_file_give_each_directory_its_policy() {
     umount(mnt.path());
 }
 
+/// Write-backs of dirty data fail while the SSD's file system is gone: `flush` says why instead
+/// of waiting forever, the daemon stays idle, and `tierwise umount` returns at once and leaves no
+/// daemon behind. (An earlier version drained its queue at unmount; a daemon whose tiers were
+/// removed under it then retried failing demotions at 90 % CPU for as long as it lived. The
+/// mover now backs off from failures, up to 1 s between attempts.)
+#[test]
+fn failing_work_backs_off_and_unmount_leaves_no_daemon() {
+    if !can_mount() {
+        return;
+    }
+    use nix::mount::{MntFlags, MsFlags};
+    let (real_ssd, ssd, hdd, mnt) = (
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
+    nix::mount::mount(Some(real_ssd.path()), ssd.path(), None::<&str>, MsFlags::MS_BIND, None::<&str>).unwrap();
+    let _unbind = Unmount(ssd.path().to_path_buf());
+    let _unmount = mount(ssd.path(), hdd.path(), mnt.path(), &["--policy", "file-write-back"]);
+    for i in 0..8 {
+        fs::write(mnt.path().join(format!("f{i}")), vec![i as u8; 50_000]).unwrap();
+    }
+    let m = mnt.path().to_str().unwrap();
+    let snap: serde_json::Value = serde_json::from_slice(&tierwise(&["stats", m, "--json"]).stdout).unwrap();
+    let pid = snap["pid"].as_u64().unwrap();
+    assert!(snap["dirty_bytes"].as_u64().unwrap() > 0, "{snap}");
+    nix::mount::umount2(ssd.path(), MntFlags::MNT_DETACH).unwrap();
+    let o = tierwise(&["-q", "flush", m]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("ssd tier is gone") && err.contains("nothing is lost"), "{o:?}");
+    let cpu = || {
+        let st = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        let f: Vec<u64> =
+            st.rsplit_once(") ").unwrap().1.split(' ').skip(11).take(2).map(|v| v.parse().unwrap()).collect();
+        f[0] + f[1]
+    };
+    let before = cpu();
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let ticks = cpu() - before;
+    assert!(ticks < 60, "the daemon used {ticks} ticks of CPU in 2 s retrying failing work: it must back off");
+    let start = std::time::Instant::now();
+    umount(mnt.path());
+    assert!(start.elapsed() < std::time::Duration::from_secs(10), "unmount waited {:?}", start.elapsed());
+    assert!(
+        !Path::new(&format!("/proc/{pid}/cmdline")).exists()
+            || fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z")),
+        "the daemon exited"
+    );
+    // The dirty data is still on the (real) SSD and known dirty: nothing was lost.
+    assert_eq!(fs::read(real_ssd.path().join("f3")).unwrap(), vec![3u8; 50_000]);
+}
+
 #[test]
 fn mount_refuses_bad_setups_with_clear_messages() {
     let (a, b, mnt) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());

@@ -1328,6 +1328,9 @@ impl Shared {
     fn mover(&self) {
         let mut saved_at = Instant::now();
         let mut heat_saved_at = Instant::now();
+        // Work that keeps failing (a full or lost tier) is retried by the engine: back off
+        // rather than spin.
+        let mut failures = 0u32;
         let mut checked_at = Instant::now();
         while !self.stop.load(Ordering::SeqCst) {
             if checked_at.elapsed() >= Duration::from_secs(1) {
@@ -1381,6 +1384,18 @@ impl Shared {
                 }
                 drop(_g);
                 self.done_cv.notify_all();
+                match outcome {
+                    Outcome::Failed => {
+                        failures = failures.saturating_add(1);
+                        let pause = Duration::from_millis(10u64 << failures.min(7)).min(Duration::from_secs(1));
+                        let until = Instant::now() + pause;
+                        while Instant::now() < until && !self.stop.load(Ordering::SeqCst) {
+                            std::thread::sleep(Duration::from_millis(10));
+                        }
+                    }
+                    Outcome::Done => failures = 0,
+                    _ => {}
+                }
             }
         }
     }
@@ -1431,7 +1446,13 @@ impl Shared {
                 }
                 Outcome::Done
             }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Outcome::Cancelled,
+            // The file went (deleted meanwhile): nothing to do. Unless a tier's root went: then
+            // it is a failure, which the mover backs off from.
+            Err(e)
+                if e.kind() == io::ErrorKind::NotFound && Tier::ALL.into_iter().all(|t| self.tiers.root_intact(t)) =>
+            {
+                Outcome::Cancelled
+            }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {
                 self.stats.cancelled.fetch_add(1, Ordering::Relaxed);
                 Outcome::Cancelled
