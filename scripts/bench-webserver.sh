@@ -44,6 +44,8 @@ PY
 )
 quota=$((ws_bytes / 4))
 echo "working set $((ws_bytes / 1048576)) MiB; hybrid SSD quota $((quota / 1048576)) MiB (25 %)"
+# SSD_QUOTA=BYTES sizes the hybrid's SSD otherwise (e.g. 25 % of the fileset alone).
+if [ -n "${SSD_QUOTA:-}" ]; then quota=$SSD_QUOTA; echo "hybrid SSD quota set to $((quota / 1048576)) MiB (SSD_QUOTA)"; fi
 run() { # label policy quota
   rm -rf "$root/ssd" "$root/hdd"; mkdir -p "$root/ssd" "$root/hdd"
   "$bin" mount --ssd "$root/ssd" --hdd "$root/hdd" "$root/mnt" --policy "$2" --ssd-quota "$3" --pin-reserve 0 \
@@ -56,7 +58,7 @@ run hdd-only hdd-only "$quota"
 run ssd-only ssd-only "$((ws_bytes * 2))"
 run hybrid "$policy" "$quota"
 mkdir -p out
-python3 - "$root" "out/bench-webserver${iterations:+-$iterations}.json" <<'PY'
+python3 - "$root" "out/bench-webserver${iterations:+-$iterations}${SSD_QUOTA:+-q$SSD_QUOTA}.json" <<'PY'
 import json, sys
 r = {k: json.load(open(f"{sys.argv[1]}/{k}.json")) for k in ("hdd-only", "ssd-only", "hybrid")}
 m = {k: v["measured"]["ops_per_s"] for k, v in r.items()}

@@ -355,3 +355,39 @@ pub fn read_at_file(f: &File, offset: u64, len: usize) -> io::Result<Vec<u8>> {
     buf.truncate(got);
     Ok(buf)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Only one normal, unreserved path component gets through: nothing a name can say makes a
+    /// tier path leave its tier.
+    #[test]
+    fn names_that_could_leave_a_tier_are_refused() {
+        for bad in ["..", ".", "", "a/b", "/etc", "../x", "a/..", ".tierwise-tmp-1"] {
+            assert!(check_name(OsStr::new(bad)).is_err(), "{bad:?} must be refused");
+        }
+        for good in ["a", "..a", "a..", ".hidden", "with space", "ünïcode"] {
+            assert!(check_name(OsStr::new(good)).is_ok(), "{good:?} is an ordinary name");
+        }
+        assert_eq!(check_name(OsStr::new(".tierwise-x")), Err(nix::errno::Errno::EPERM as i32));
+    }
+
+    /// A root whose path names something else (here: removed and re-created) is lost.
+    #[test]
+    fn a_replaced_root_is_lost() {
+        let (a, b, m) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let tiers = Tiers::open(a.path(), b.path(), m.path()).unwrap();
+        assert!(tiers.root_intact(Tier::Fast) && tiers.check_root(Tier::Slow).is_ok());
+        let other = tempfile::tempdir().unwrap();
+        fs::remove_dir(b.path()).unwrap();
+        assert!(!tiers.root_intact(Tier::Slow));
+        // Another directory moved into its place (made while the tier existed, so its inode differs;
+        // a directory re-created after removal may reuse the number and is not told apart).
+        fs::rename(other.path(), b.path()).unwrap();
+        assert!(!tiers.root_intact(Tier::Slow), "a new directory at the same path is not the tier");
+        assert_eq!(tiers.check_root(Tier::Slow).unwrap_err().raw_os_error(), Some(nix::libc::EIO));
+        assert!(tiers.make_parents(Tier::Slow, Path::new("d/f")).is_err(), "nothing is created there");
+        assert!(!b.path().join("d").exists());
+    }
+}
