@@ -436,6 +436,34 @@ fn control_commands_work_against_a_live_mount_configured_by_file() {
     let o = tierwise(&["pin", "ssd", mnt.path().join("big").to_str().unwrap()]);
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("pin reserve"), "{}", String::from_utf8_lossy(&o.stderr));
+    // A file pinned to the SSD grows only within the reserve (1 MiB), and its accesses count.
+    let f1 = mnt.path().join("f1");
+    assert!(text(tierwise(&["pin", "ssd", f1.to_str().unwrap()])).contains("pinned to ssd"));
+    let reads_ssd = |v: &serde_json::Value| v["session"]["reads_ssd"].as_u64().unwrap();
+    let before: serde_json::Value = serde_json::from_str(&text(tierwise(&["stats", m, "--json"]))).unwrap();
+    let mut h = fs::OpenOptions::new().append(true).open(&f1).unwrap();
+    // The kernel splits a large write: what fits is written (a short write), then ENOSPC.
+    let written = match std::io::Write::write(&mut h, &vec![2u8; 2 << 20]) {
+        Ok(n) => n,
+        Err(e) => {
+            assert_eq!(e.raw_os_error(), Some(nix::libc::ENOSPC), "{e}");
+            0
+        }
+    };
+    assert!(100_000 + written <= 1 << 20, "{written} bytes written past the reserve");
+    let e = std::io::Write::write_all(&mut h, &vec![2u8; 2 << 20]).unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(nix::libc::ENOSPC), "{e}");
+    assert_eq!(h.set_len(4 << 20).unwrap_err().raw_os_error(), Some(nix::libc::ENOSPC));
+    let fits = ((1 << 20) - 100_000 - written).min(10_000);
+    std::io::Write::write_all(&mut h, &vec![3u8; fits]).unwrap();
+    drop(h);
+    let got = fs::read(&f1).unwrap();
+    assert_eq!(got.len(), 100_000 + written + fits);
+    assert!(got[..100_000].iter().all(|&b| b == 1) && got[100_000..100_000 + written].iter().all(|&b| b == 2));
+    assert!(got[100_000 + written..].iter().all(|&b| b == 3), "nothing refused reached the file");
+    let after: serde_json::Value = serde_json::from_str(&text(tierwise(&["stats", m, "--json"]))).unwrap();
+    assert!(reads_ssd(&after) > reads_ssd(&before), "pinned reads count: {after}");
+    assert!(text(tierwise(&["unpin", f1.to_str().unwrap()])).contains("unpinned"));
     assert!(text(tierwise(&["cancel", m])).contains("no move in progress"));
     // Prometheus scrapes the same counters.
     let mut conn = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();

@@ -243,6 +243,9 @@ pub struct MoverStats {
     pub bytes: AtomicU64,
     /// Moves cancelled (by `tierwise cancel`, or to let an access through).
     pub cancelled: AtomicU64,
+    /// Accesses served outside the policy (pinned files, files open by passthrough, files
+    /// unlinked while open), by tier: reads, writes, read bytes, written bytes.
+    pub outside: [[AtomicU64; 4]; 2],
 }
 
 /// A file open by passthrough.
@@ -475,15 +478,16 @@ fn open_store(dir: &Path) -> Result<StateStore, MountError> {
 /// The mount's counters from the engine's and the mover's.
 fn counters_of(e: &tierwise_core::EngineStats, m: &MoverStats) -> Counters {
     use tierwise_core::engine::EngineStats as S;
+    let outside = |t: Tier, i: usize| m.outside[t.index()][i].load(Ordering::Relaxed);
     Counters {
-        reads_ssd: e.reads_by_level[0] + e.reads_by_level[1],
-        reads_hdd: e.reads_by_level[2],
-        writes_ssd: e.writes_by_level[0] + e.writes_by_level[1],
-        writes_hdd: e.writes_by_level[2],
-        read_bytes_ssd: e.read_bytes_by_level[0] + e.read_bytes_by_level[1],
-        read_bytes_hdd: e.read_bytes_by_level[2],
-        write_bytes_ssd: e.write_bytes_by_level[0] + e.write_bytes_by_level[1],
-        write_bytes_hdd: e.write_bytes_by_level[2],
+        reads_ssd: e.reads_by_level[0] + e.reads_by_level[1] + outside(Tier::Fast, 0),
+        reads_hdd: e.reads_by_level[2] + outside(Tier::Slow, 0),
+        writes_ssd: e.writes_by_level[0] + e.writes_by_level[1] + outside(Tier::Fast, 1),
+        writes_hdd: e.writes_by_level[2] + outside(Tier::Slow, 1),
+        read_bytes_ssd: e.read_bytes_by_level[0] + e.read_bytes_by_level[1] + outside(Tier::Fast, 2),
+        read_bytes_hdd: e.read_bytes_by_level[2] + outside(Tier::Slow, 2),
+        write_bytes_ssd: e.write_bytes_by_level[0] + e.write_bytes_by_level[1] + outside(Tier::Fast, 3),
+        write_bytes_hdd: e.write_bytes_by_level[2] + outside(Tier::Slow, 3),
         promotions: e.done[S::kind_index(WorkKind::Promote)],
         demotions: e.done[S::kind_index(WorkKind::Demote)],
         copies: e.done[S::kind_index(WorkKind::Copy)],
@@ -627,6 +631,10 @@ impl Shared {
         let tier = *copies.first()?;
         if copies.len() != 1 {
             return None; // a cached file: its copies must stay in step, regular I/O does that
+        }
+        if writable && pinned && tier == Tier::Fast {
+            // Its growth is held to the pin reserve: regular I/O checks that.
+            return None;
         }
         let path = self.tiers.path(tier, &node.rel);
         if writable && has_privs(&path) {
@@ -1063,6 +1071,38 @@ impl Shared {
             }
         }
         Ok(())
+    }
+
+    /// Refuses (ENOSPC) growing file `ino`, pinned to the SSD, to `end` bytes beyond the pin
+    /// reserve. Files outside the policy for other reasons are not held to it.
+    fn check_pin_growth(&self, ino: u64, node: &Node, end: u64) -> Result<(), Errno> {
+        if read_lock(&self.pins).get(&ino) != Some(&Tier::Fast) {
+            return Ok(());
+        }
+        let size = fs::symlink_metadata(self.tiers.path(Tier::Fast, &node.rel)).map_err(|e| errno(&e))?.len();
+        if end <= size {
+            return Ok(());
+        }
+        if self.pinned_ssd_bytes().0.saturating_add(end - size) > self.cfg.pin_reserve {
+            return Err(Errno::ENOSPC);
+        }
+        Ok(())
+    }
+
+    /// Counts an access served outside the policy in the per-tier counters.
+    fn count_outside(&self, tier: Tier, req: &Request) {
+        let c = &self.stats.outside[tier.index()];
+        match req.op {
+            Op::Read => {
+                c[0].fetch_add(1, Ordering::Relaxed);
+                c[2].fetch_add(req.len, Ordering::Relaxed);
+            }
+            Op::Write => {
+                c[1].fetch_add(1, Ordering::Relaxed);
+                c[3].fetch_add(req.len, Ordering::Relaxed);
+            }
+            _ => {}
+        }
     }
 
     /// Files pinned to the SSD tier: (bytes, files).
@@ -1522,7 +1562,14 @@ impl Shared {
                 // Pinned, or unlinked while open: out of the policy, served where it is.
                 let level = if tier == Tier::Fast { Level::Fast } else { Level::Slow };
                 let node = self.node(ino)?;
-                return io(self, &Served::by(level), &node, &Placement::default());
+                if tier == Tier::Fast && matches!(req.op, Op::Write | Op::Truncate) {
+                    self.check_pin_growth(ino, &node, req.offset.saturating_add(req.len))?;
+                }
+                let r = io(self, &Served::by(level), &node, &Placement::default());
+                if r.is_ok() {
+                    self.count_outside(tier, &req);
+                }
+                return r;
             }
             let (before, served, issued) = {
                 let mut e = lock(&self.engine);
