@@ -7,7 +7,7 @@
 # The fileset is created first and not measured (replay --measure-from auto), as Filebench
 # reports its flows; ITERATIONS sets the length of the measured run (default: the generator's,
 # 20,000 at scale 1; 10 whole-file reads and one 16 KiB log append each).
-# Usage: ./scripts/bench-webserver.sh [POLICY] [SCALE] [ITERATIONS]   (needs root and /dev/fuse)
+# Usage: [SSD_QUOTA=BYTES] ./scripts/bench-webserver.sh [POLICY] [SCALE] [ITERATIONS]   (needs root and /dev/fuse)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 policy="${1:-on-demand-caching}"
