@@ -1074,9 +1074,11 @@ impl Shared {
     }
 
     /// Refuses (ENOSPC) growing file `ino`, pinned to the SSD, to `end` bytes beyond the pin
-    /// reserve. Files outside the policy for other reasons are not held to it.
+    /// reserve. Files outside the policy for other reasons are not held to it, and nothing is
+    /// with the kernel's writeback cache: the application has been told its write succeeded
+    /// before the daemon sees it, so a refusal then would lose acknowledged data.
     fn check_pin_growth(&self, ino: u64, node: &Node, end: u64) -> Result<(), Errno> {
-        if read_lock(&self.pins).get(&ino) != Some(&Tier::Fast) {
+        if self.cfg.kernel_cache || read_lock(&self.pins).get(&ino) != Some(&Tier::Fast) {
             return Ok(());
         }
         let size = fs::symlink_metadata(self.tiers.path(Tier::Fast, &node.rel)).map_err(|e| errno(&e))?.len();
