@@ -196,7 +196,7 @@ fn differential_with(policy: &str, ops: u64, seed: u64, setup: impl Fn(&mut Moun
                 }
                 after == expect
             };
-            let ends = |k: &usize| *k == 0 || (offset + k) % 4096 == 0 || offset + k == after.len();
+            let ends = |k: &usize| *k == 0 || (offset + k).is_multiple_of(4096) || offset + k == after.len();
             assert!(
                 (0..=data.len()).filter(ends).any(prefix_applied),
                 "{policy}: operation {i} ({op} on {rel}) refused by the pin reserve left other bytes"
