@@ -688,6 +688,11 @@ impl Shared {
         };
         let file_lock = self.file_lock(ino);
         let _g = self.access_lock(ino, &file_lock);
+        if self.fixed_tier(ino).is_some() {
+            // Pinned since the check above (a release is asynchronous): the engine forgot the
+            // file and must not adopt it again.
+            return;
+        }
         self.tell(&req);
         drop(_g);
         self.sync_dirty_mark(ino);
@@ -1568,6 +1573,9 @@ impl Shared {
                     self.check_pin_growth(ino, &node, req.offset.saturating_add(req.len))?;
                 }
                 let r = io(self, &Served::by(level), &node, &Placement::default());
+                self.note(ino, || {
+                    format!("{:?} {}+{} outside the policy on {tier:?}: ok={}", req.op, req.offset, req.len, r.is_ok())
+                });
                 if r.is_ok() {
                     self.count_outside(tier, &req);
                 }
@@ -2147,7 +2155,13 @@ impl Filesystem for HybridFs {
         let r = s.node(ino.0).and_then(|n| {
             let req = s.data_request(ino.0, &n, Op::Write, offset, data.len() as u64);
             s.data_op(ino.0, req, |s, served, node, before| {
-                let p = lock(&s.engine).placement(ObjectId(ino.0));
+                // A file outside the policy is written where it is, whatever the engine may
+                // still remember of it (its record would have the write recreate the file).
+                let p = if s.fixed_tier(ino.0).is_some() {
+                    Placement::default()
+                } else {
+                    lock(&s.engine).placement(ObjectId(ino.0))
+                };
                 // The engine's answer, corrected by where the file is now (a blocked write runs
                 // after its file moved).
                 let mut targets: Vec<Tier> = Vec::with_capacity(2);

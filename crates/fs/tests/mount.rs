@@ -202,6 +202,13 @@ fn differential_with(policy: &str, ops: u64, seed: u64, setup: impl Fn(&mut Moun
                 "{policy}: operation {i} ({op} on {rel}) refused by the pin reserve left other bytes"
             );
             fs::write(plain.path().join(&rel), &after).unwrap();
+            if std::env::var_os("TIERWISE_FS_TRACE").is_some() {
+                eprintln!(
+                    "{i} op{op} {rel}: refused by the pin reserve, {} of {} bytes now",
+                    after.len(),
+                    before.len()
+                );
+            }
             pin_refusals += 1;
             continue;
         }
