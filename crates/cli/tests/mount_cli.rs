@@ -21,6 +21,11 @@ fn can_mount() -> bool {
     fuse && root
 }
 
+/// `N` fresh temporary directories.
+fn temp_dirs<const N: usize>() -> [tempfile::TempDir; N] {
+    std::array::from_fn(|_| tempfile::tempdir().unwrap())
+}
+
 struct Tmpfs(tempfile::TempDir);
 impl Tmpfs {
     fn new(size: &str) -> Tmpfs {
@@ -205,12 +210,7 @@ fn a_tier_that_disappears_answers_eio_and_comes_back_intact() {
         return;
     }
     use nix::mount::{MntFlags, MsFlags};
-    let (real_ssd, ssd, hdd, mnt) = (
-        tempfile::tempdir().unwrap(),
-        tempfile::tempdir().unwrap(),
-        tempfile::tempdir().unwrap(),
-        tempfile::tempdir().unwrap(),
-    );
+    let [real_ssd, ssd, hdd, mnt] = temp_dirs();
     let bind =
         || nix::mount::mount(Some(real_ssd.path()), ssd.path(), None::<&str>, MsFlags::MS_BIND, None::<&str>).unwrap();
     bind();
@@ -257,12 +257,7 @@ fn volumes_in_the_config_file_give_each_directory_its_policy() {
     if !can_mount() {
         return;
     }
-    let (ssd, hdd, mnt, etc) = (
-        tempfile::tempdir().unwrap(),
-        tempfile::tempdir().unwrap(),
-        tempfile::tempdir().unwrap(),
-        tempfile::tempdir().unwrap(),
-    );
+    let [ssd, hdd, mnt, etc] = temp_dirs();
     let cfg = etc.path().join("tierwise.toml");
     fs::write(
         &cfg,
@@ -321,12 +316,7 @@ fn failing_work_backs_off_and_unmount_leaves_no_daemon() {
         return;
     }
     use nix::mount::{MntFlags, MsFlags};
-    let (real_ssd, ssd, hdd, mnt) = (
-        tempfile::tempdir().unwrap(),
-        tempfile::tempdir().unwrap(),
-        tempfile::tempdir().unwrap(),
-        tempfile::tempdir().unwrap(),
-    );
+    let [real_ssd, ssd, hdd, mnt] = temp_dirs();
     nix::mount::mount(Some(real_ssd.path()), ssd.path(), None::<&str>, MsFlags::MS_BIND, None::<&str>).unwrap();
     let _unbind = Unmount(ssd.path().to_path_buf());
     let _unmount = mount(ssd.path(), hdd.path(), mnt.path(), &["--policy", "file-write-back"]);
@@ -385,12 +375,7 @@ fn control_commands_work_against_a_live_mount_configured_by_file() {
     if !can_mount() {
         return;
     }
-    let (ssd, hdd, mnt, etc) = (
-        tempfile::tempdir().unwrap(),
-        tempfile::tempdir().unwrap(),
-        tempfile::tempdir().unwrap(),
-        tempfile::tempdir().unwrap(),
-    );
+    let [ssd, hdd, mnt, etc] = temp_dirs();
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let cfg = etc.path().join("tierwise.toml");
     fs::write(
@@ -502,12 +487,7 @@ fn the_mount_helper_takes_fstab_style_options() {
     if !can_mount() {
         return;
     }
-    let (ssd, hdd, mnt, bin) = (
-        tempfile::tempdir().unwrap(),
-        tempfile::tempdir().unwrap(),
-        tempfile::tempdir().unwrap(),
-        tempfile::tempdir().unwrap(),
-    );
+    let [ssd, hdd, mnt, bin] = temp_dirs();
     let helper = bin.path().join("mount.tierwise");
     std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_tierwise"), &helper).unwrap();
     let source = format!("{}:{}", ssd.path().display(), hdd.path().display());
@@ -534,13 +514,7 @@ fn replay_measures_a_mount_beside_the_simulator_and_matches_a_plain_directory() 
     if !can_mount() {
         return;
     }
-    let (ssd, hdd, mnt, plain, work) = (
-        tempfile::tempdir().unwrap(),
-        tempfile::tempdir().unwrap(),
-        tempfile::tempdir().unwrap(),
-        tempfile::tempdir().unwrap(),
-        tempfile::tempdir().unwrap(),
-    );
+    let [ssd, hdd, mnt, plain, work] = temp_dirs();
     let trace = work.path().join("fs.csv");
     let o = tierwise(&["trace", "gen-files", "fileserver", "--scale", "0.01", "-o", trace.to_str().unwrap(), "-q"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));

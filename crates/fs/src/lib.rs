@@ -1556,11 +1556,13 @@ impl Shared {
     /// lock, waits for the work it issued and the work on its file, and is told again: between
     /// the wait and the I/O other work on the file may have run (a write-back that did not
     /// contain this write, say), so only a fresh answer under the lock is safe to act on.
+    /// A file outside the policy (pinned, unlinked while open, open by passthrough) is served
+    /// where it is, and `io` gets no placement.
     fn data_op<T>(
         &self,
         ino: u64,
         req: Request,
-        io: impl Fn(&Self, &Served, &Node, &Placement) -> Result<T, Errno>,
+        io: impl Fn(&Self, &Served, &Node, Option<&Placement>) -> Result<T, Errno>,
     ) -> Result<T, Errno> {
         let file_lock = self.file_lock(ino);
         for attempt in 0.. {
@@ -1572,7 +1574,7 @@ impl Shared {
                 if tier == Tier::Fast && matches!(req.op, Op::Write | Op::Truncate) {
                     self.check_pin_growth(ino, &node, req.offset.saturating_add(req.len))?;
                 }
-                let r = io(self, &Served::by(level), &node, &Placement::default());
+                let r = io(self, &Served::by(level), &node, None);
                 self.note(ino, || {
                     format!("{:?} {}+{} outside the policy on {tier:?}: ok={}", req.op, req.offset, req.len, r.is_ok())
                 });
@@ -1602,7 +1604,7 @@ impl Shared {
             });
             if !served.blocked || attempt >= 64 {
                 let node = self.node(ino)?;
-                let r = io(self, &served, &node, &before);
+                let r = io(self, &served, &node, Some(&before));
                 drop(guard);
                 return r;
             }
@@ -2155,13 +2157,9 @@ impl Filesystem for HybridFs {
         let r = s.node(ino.0).and_then(|n| {
             let req = s.data_request(ino.0, &n, Op::Write, offset, data.len() as u64);
             s.data_op(ino.0, req, |s, served, node, before| {
-                // A file outside the policy is written where it is, whatever the engine may
-                // still remember of it (its record would have the write recreate the file).
-                let p = if s.fixed_tier(ino.0).is_some() {
-                    Placement::default()
-                } else {
-                    lock(&s.engine).placement(ObjectId(ino.0))
-                };
+                // A file outside the policy (no `before`) is written where it is, whatever the
+                // engine may still remember of it (its record would have the write recreate it).
+                let p = before.map_or_else(Placement::default, |_| lock(&s.engine).placement(ObjectId(ino.0)));
                 // The engine's answer, corrected by where the file is now (a blocked write runs
                 // after its file moved).
                 let mut targets: Vec<Tier> = Vec::with_capacity(2);
@@ -2181,7 +2179,7 @@ impl Filesystem for HybridFs {
                 let kill_setid = write_flags.contains(WriteFlags::FUSE_WRITE_KILL_SUIDGID);
                 let paths: Vec<PathBuf> = targets.iter().map(|t| s.tiers.path(*t, &node.rel)).collect();
                 for t in &targets {
-                    let had = if *t == Tier::Fast { before.on_fast } else { before.on_slow };
+                    let had = before.is_some_and(|b| if *t == Tier::Fast { b.on_fast } else { b.on_slow });
                     if p.tracked && !had && !served.blocked {
                         // A whole-file write the engine allocated on a tier that held no valid
                         // copy: it replaces whatever stale file is there.

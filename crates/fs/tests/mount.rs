@@ -34,6 +34,11 @@ impl Rng {
 }
 
 /// One operation's observable result: Ok with data, or the error kind.
+/// `N` fresh temporary directories.
+fn temp_dirs<const N: usize>() -> [tempfile::TempDir; N] {
+    std::array::from_fn(|_| tempfile::tempdir().unwrap())
+}
+
 fn outcome<T: std::fmt::Debug>(r: std::io::Result<T>) -> String {
     match r {
         Ok(v) => format!("ok {v:?}"),
@@ -140,12 +145,7 @@ fn differential_with(policy: &str, ops: u64, seed: u64, setup: impl Fn(&mut Moun
     if !fuse_available() {
         return;
     }
-    let (ssd, hdd, mnt, plain) = (
-        tempfile::tempdir().unwrap(),
-        tempfile::tempdir().unwrap(),
-        tempfile::tempdir().unwrap(),
-        tempfile::tempdir().unwrap(),
-    );
+    let [ssd, hdd, mnt, plain] = temp_dirs();
     // 16 KiB of the quota is the pin reserve: the policy manages 48 KiB.
     let mut cfg = MountConfig { debug_events: true, pin_reserve: 16 * 1024, ..MountConfig::new(policy, 64 * 1024) };
     setup(&mut cfg);
@@ -350,7 +350,7 @@ fn mmap_works_with_direct_io() {
     if !fuse_available() {
         return;
     }
-    let (ssd, hdd, mnt) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let [ssd, hdd, mnt] = temp_dirs();
     let cfg = MountConfig { direct_io: true, ..MountConfig::new("dynamic-hot-dst", 1 << 20) };
     let mut m = mount_with(ssd.path(), hdd.path(), mnt.path(), &cfg);
     let p = m.mnt.join("mapped");
@@ -392,7 +392,7 @@ fn posix_basics_and_the_tier_xattr() {
     if !fuse_available() {
         return;
     }
-    let (ssd, hdd, mnt) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let [ssd, hdd, mnt] = temp_dirs();
     let m = mount(ssd.path(), hdd.path(), mnt.path(), "dynamic-hot-dst", 1 << 20);
     let p = m.mnt.join("a.txt");
     fs::write(&p, b"hello").unwrap();
@@ -446,7 +446,7 @@ fn holes_owner_mode_times_and_xattrs_survive_moves() {
         return;
     }
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
-    let (ssd, hdd, mnt) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let [ssd, hdd, mnt] = temp_dirs();
     let cfg = MountConfig { pin_reserve: 128 << 20, ..MountConfig::new("dynamic-hot-dst", 256 << 20) };
     let m = mount_with(ssd.path(), hdd.path(), mnt.path(), &cfg);
     let p = m.mnt.join("sparse");
@@ -494,7 +494,7 @@ fn holes_owner_mode_times_and_xattrs_survive_moves() {
 
 #[test]
 fn bad_tiers_are_refused_by_name() {
-    let (a, mnt) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let [a, mnt] = temp_dirs();
     let e = Tiers::open(a.path(), a.path(), mnt.path()).unwrap_err().to_string();
     assert!(e.contains("separate directories"), "{e}");
     let e = Tiers::open(&a.path().join("missing"), a.path(), mnt.path()).unwrap_err().to_string();
@@ -517,7 +517,7 @@ fn unlinked_and_replaced_files_live_on_while_open() {
         return;
     }
     use std::io::{Read, Seek, SeekFrom};
-    let (ssd, hdd, mnt) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let [ssd, hdd, mnt] = temp_dirs();
     for policy in ["on-demand-caching", "file-write-back", "hycache"] {
         let m = mount(ssd.path(), hdd.path(), mnt.path(), policy, 1 << 20);
         let p = m.mnt.join("f");
