@@ -1,7 +1,7 @@
 //! The `tierwise` command line. Argument parsing, progress bars and printing only; the work is
 //! done by `tierwise-core` and `tierwise-sim`.
 
-mod mount_cmd;
+mod mount;
 mod progress;
 mod replay_cmd;
 
@@ -53,7 +53,7 @@ enum Command {
     /// Measure the speed and memory targets (generates seeded workloads once, then reuses them).
     Bench(BenchArgs),
     /// Mount a hybrid file system (FUSE) over an SSD directory and an HDD directory.
-    Mount(mount_cmd::MountArgs),
+    Mount(mount::MountArgs),
     /// Where files on a tierwise mount are: ssd, hdd or ssd+hdd (the user.tierwise.tier xattr).
     WhichTier {
         /// Files on a tierwise mount.
@@ -435,7 +435,7 @@ fn main() {
     // Installed as /sbin/mount.tierwise (a link to this binary), mount(8) runs us as a helper.
     let argv0 = std::env::args_os().next().unwrap_or_default();
     if Path::new(&argv0).file_name().is_some_and(|n| n == "mount.tierwise") {
-        if let Err(e) = mount_cmd::mount_helper(std::env::args_os().skip(1).collect()) {
+        if let Err(e) = mount::mount_helper(std::env::args_os().skip(1).collect()) {
             eprintln!("mount.tierwise: {e:#}");
             std::process::exit(32); // mount(8)'s "mount failure"
         }
@@ -457,15 +457,15 @@ fn run(cli: Cli) -> Result<()> {
         Command::Trace(t) => cmd_trace(t, &bars),
         Command::Reproduce(a) => cmd_reproduce(a, &bars),
         Command::Bench(a) => cmd_bench(a),
-        Command::Mount(a) => mount_cmd::cmd_mount(a),
-        Command::Umount { mountpoint } => mount_cmd::cmd_umount(&mountpoint),
-        Command::WhichTier { paths } => mount_cmd::cmd_which_tier(&paths),
-        Command::Status { mountpoint } => mount_cmd::cmd_status(&mountpoint),
-        Command::Stats { mountpoint, json } => mount_cmd::cmd_stats(&mountpoint, json),
-        Command::Pin { tier, paths } => mount_cmd::cmd_pin(&paths, &tier),
-        Command::Unpin { paths } => mount_cmd::cmd_pin(&paths, "none"),
-        Command::Flush { mountpoint } => mount_cmd::cmd_flush(&mountpoint, &bars),
-        Command::Cancel { mountpoint } => mount_cmd::cmd_cancel(&mountpoint),
+        Command::Mount(a) => mount::cmd_mount(a),
+        Command::Umount { mountpoint } => mount::cmd_umount(&mountpoint),
+        Command::WhichTier { paths } => mount::cmd_which_tier(&paths),
+        Command::Status { mountpoint } => mount::cmd_status(&mountpoint),
+        Command::Stats { mountpoint, json } => mount::cmd_stats(&mountpoint, json),
+        Command::Pin { tier, paths } => mount::cmd_pin(&paths, &tier),
+        Command::Unpin { paths } => mount::cmd_pin(&paths, "none"),
+        Command::Flush { mountpoint } => mount::cmd_flush(&mountpoint, &bars),
+        Command::Cancel { mountpoint } => mount::cmd_cancel(&mountpoint),
         Command::Replay(a) => replay_cmd::cmd_replay(a, &bars),
         Command::List { what } => cmd_list(what.as_deref()),
     }
@@ -918,7 +918,10 @@ fn cmd_list(what: Option<&str>) -> Result<()> {
                 println!("      {:<21} default {:<14} {}", p.name, p.default, p.help);
             }
             if a.uses_collector && !a.params.iter().chain(a.extra_params).any(|p| p.name == "collector") {
-                println!("      {:<21} default {:<14} any collector below, with its knobs", "collector", "lru");
+                println!(
+                    "      {:<21} default {:<14} any collector below, with its knobs",
+                    "collector", a.default_collector
+                );
             }
         }
         println!();

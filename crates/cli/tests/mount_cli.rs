@@ -359,13 +359,42 @@ fn mount_refuses_bad_setups_with_clear_messages() {
     let s = |o: Output| String::from_utf8_lossy(&o.stderr).to_string();
     let (a_, b_, m_) = (a.path().to_str().unwrap(), b.path().to_str().unwrap(), mnt.path().to_str().unwrap());
     assert!(s(tierwise(&["mount", "--ssd", a_, "--hdd", a_, m_])).contains("separate directories"));
-    assert!(s(tierwise(&["mount", "--ssd", a_, "--hdd", b_, m_, "--policy", "linear"])).contains("block-level"));
-    assert!(s(tierwise(&["mount", "--ssd", a_, "--hdd", b_, m_, "--policy", "nope"])).contains("unknown architecture"));
+    let e = s(tierwise(&["mount", "--ssd", a_, "--hdd", b_, m_, "--policy", "linear"]));
+    assert!(e.contains("block-level") && e.contains("dynamic-hot-dst"), "{e}");
+    // An unknown policy lists the file-level ones only.
+    let e = s(tierwise(&["mount", "--ssd", a_, "--hdd", b_, m_, "--policy", "nope"]));
+    assert!(
+        e.contains("unknown file-level architecture `nope`") && e.contains("hycache") && !e.contains("greendm"),
+        "{e}"
+    );
     assert!(s(tierwise(&["mount", "--ssd", a_, "--hdd", b_, m_, "--ssd-quota", "lots"])).contains("--ssd-quota"));
     assert!(s(tierwise(&["mount", a_, m_])).contains("ssd tier"));
-    assert!(s(tierwise(&["mount", "--ssd", a_, "--hdd", b_, a_])).contains("inside a tier"));
+    let e = s(tierwise(&["mount", "--ssd", a_, "--hdd", b_, a_]));
+    assert!(e.contains("is inside the tier"), "{e}");
+    // `tierwise mount ov ov`: the tiers are inside the mountpoint, not the other way round.
+    for t in ["ssd", "hdd"] {
+        fs::create_dir(a.path().join(t)).unwrap();
+    }
+    let e = s(tierwise(&["mount", a_, a_]));
+    assert!(e.contains("is inside the mountpoint"), "{e}");
+    let e = s(tierwise(&["mount", "--ssd", a_, "--hdd", b_, "/nonexistent/mnt"]));
+    assert!(e.contains("does not exist"), "{e}");
+    // A bad setting in the config file is named by its key.
+    let cfg = b.path().join("t.toml");
+    fs::write(&cfg, format!("ssd = \"{}/ssd\"\nhdd = \"{}/hdd\"\nssd_quota = \"lots\"\n", a_, a_)).unwrap();
+    let e = s(tierwise(&["mount", "--config", cfg.to_str().unwrap(), m_]));
+    assert!(e.contains("config file") && e.contains("ssd_quota") && e.contains("lots"), "{e}");
     assert!(s(tierwise(&["umount", m_])).contains("not a tierwise mount"));
     assert!(s(tierwise(&["which-tier", m_])).contains("not on a tierwise mount"));
+    // pin outside a tierwise mount: refused, and nothing is written onto the file.
+    let outside = a.path().join("plain");
+    fs::write(&outside, b"x").unwrap();
+    let o = tierwise(&["pin", "ssd", outside.to_str().unwrap()]);
+    assert!(!o.status.success() && s(o).contains("not on a tierwise mount"));
+    assert!(xattr::list(&outside).unwrap().next().is_none(), "no attribute was written");
+    let o = tierwise(&["unpin", outside.to_str().unwrap()]);
+    assert!(!o.status.success());
+    assert!(xattr::list(&outside).unwrap().next().is_none(), "no attribute was written");
 }
 
 /// The control commands against a live daemon started from a config file: stats, status (with
@@ -457,10 +486,12 @@ fn control_commands_work_against_a_live_mount_configured_by_file() {
     std::io::Read::read_to_string(&mut conn, &mut body).unwrap();
     let writebacks: u64 = body
         .lines()
-        .find_map(|l| l.strip_prefix("tierwise_moves_total{kind=\"writeback\"} "))
+        .find(|l| l.starts_with("tierwise_moves_total{") && l.contains("kind=\"writeback\""))
+        .and_then(|l| l.rsplit(' ').next())
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| panic!("no write-back counter in {body}"));
     assert!(writebacks >= 5, "{body}");
+    assert!(body.contains(&format!("mountpoint=\"{}\"", fs::canonicalize(mnt.path()).unwrap().display())), "{body}");
     // Commands on something that is not a tierwise mount say so.
     let o = tierwise(&["stats", etc.path().to_str().unwrap()]);
     assert!(String::from_utf8_lossy(&o.stderr).contains("not a tierwise mount"));

@@ -9,11 +9,6 @@
 //! `user.tierwise.pin` (`ssd`, `hdd` or `none`) pins or unpins it and `user.tierwise.tier` says
 //! where it is.
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
-use std::sync::Arc;
-use std::time::Duration;
-
 use serde::{Deserialize, Serialize};
 
 /// Read on the root: the statistics as JSON.
@@ -150,17 +145,78 @@ pub struct MoveInProgress {
     pub total: u64,
 }
 
+/// Request latencies of one kind, as a histogram.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LatencyHistogram {
+    /// `read`, `write` or `metadata`.
+    pub op: String,
+    /// Upper bounds of the buckets in seconds; `counts` has one more entry, above them all.
+    pub bounds_s: Vec<f64>,
+    /// Requests per bucket (not cumulative).
+    pub counts: Vec<u64>,
+    /// Requests.
+    pub count: u64,
+    /// Their total time in seconds.
+    pub sum_s: f64,
+}
+
+impl LatencyHistogram {
+    /// The latency below which `q` (0 to 1) of the requests fell, as the bucket bound.
+    pub fn quantile(&self, q: f64) -> Option<f64> {
+        if self.count == 0 {
+            return None;
+        }
+        let want = (q * self.count as f64).ceil().max(1.0) as u64;
+        let mut seen = 0;
+        for (i, c) in self.counts.iter().enumerate() {
+            seen += c;
+            if seen >= want {
+                return Some(self.bounds_s.get(i).copied().unwrap_or(f64::INFINITY));
+            }
+        }
+        None
+    }
+}
+
+/// Size and free space of a tier's file system.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TierSpace {
+    /// Bytes in the file system.
+    pub size: u64,
+    /// Bytes free for unprivileged use.
+    pub free: u64,
+}
+
 /// Everything a mount reports.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Snapshot {
+    /// Where the mount is.
+    #[serde(default)]
+    pub mountpoint: String,
     /// The architecture spec.
     pub policy: String,
+    /// How file data is served: `passthrough`, `regular FUSE I/O`, `kernel page cache`,
+    /// `direct I/O`, or a per-volume mix.
+    #[serde(default)]
+    pub data_path: String,
+    /// Why passthrough is not used when it was asked for (or would help).
+    #[serde(default)]
+    pub passthrough_declined: Option<String>,
+    /// A read-only mount (moves nothing).
+    #[serde(default)]
+    pub read_only: bool,
     /// SSD tier directory.
     pub ssd_dir: String,
     /// HDD tier directory.
     pub hdd_dir: String,
     /// The state store.
     pub state: String,
+    /// The SSD tier's file system.
+    #[serde(default)]
+    pub ssd_space: TierSpace,
+    /// The HDD tier's file system.
+    #[serde(default)]
+    pub hdd_space: TierSpace,
     /// SSD bytes tierwise may use.
     pub ssd_quota: u64,
     /// Of the quota, bytes kept for pinned files (the policy manages the rest).
@@ -202,6 +258,9 @@ pub struct Snapshot {
     /// The daemon's process id (`tierwise umount` waits for it to exit).
     #[serde(default)]
     pub pid: u32,
+    /// Request latencies by kind.
+    #[serde(default)]
+    pub latency: Vec<LatencyHistogram>,
     /// This mount's counters.
     pub session: Counters,
     /// Counters over the volume's life (saved in the state store).
@@ -212,14 +271,12 @@ impl Snapshot {
     /// The snapshot in the Prometheus text exposition format.
     pub fn prometheus(&self) -> String {
         let mut out = String::new();
+        let mp = format!("mountpoint=\"{}\"", escape_label(&self.mountpoint));
         let mut metric = |name: &str, kind: &str, help: &str, rows: &[(&str, f64)]| {
             out.push_str(&format!("# HELP tierwise_{name} {help}\n# TYPE tierwise_{name} {kind}\n"));
             for (labels, v) in rows {
-                if labels.is_empty() {
-                    out.push_str(&format!("tierwise_{name} {v}\n"));
-                } else {
-                    out.push_str(&format!("tierwise_{name}{{{labels}}} {v}\n"));
-                }
+                let sep = if labels.is_empty() { "" } else { "," };
+                out.push_str(&format!("tierwise_{name}{{{mp}{sep}{labels}}} {v}\n"));
             }
         };
         let t = &self.total;
@@ -276,42 +333,42 @@ impl Snapshot {
         metric("queue_depth", "gauge", "Background work queued or in flight.", &[("", f(self.queue_depth))]);
         metric("files", "gauge", "Files the policy tracks.", &[("", f(self.files))]);
         metric("hit_ratio", "gauge", "Fraction of reads served by the SSD tier.", &[("", t.hit_ratio())]);
+        metric(
+            "tier_size_bytes",
+            "gauge",
+            "Size of each tier's file system.",
+            &[("tier=\"ssd\"", f(self.ssd_space.size)), ("tier=\"hdd\"", f(self.hdd_space.size))],
+        );
+        metric(
+            "tier_free_bytes",
+            "gauge",
+            "Free space of each tier's file system.",
+            &[("tier=\"ssd\"", f(self.ssd_space.free)), ("tier=\"hdd\"", f(self.hdd_space.free))],
+        );
+        out.push_str(
+            "# HELP tierwise_request_duration_seconds Time the daemon took to answer requests, by kind.\n\
+             # TYPE tierwise_request_duration_seconds histogram\n",
+        );
+        for h in &self.latency {
+            let mut cumulative = 0;
+            for (i, c) in h.counts.iter().enumerate() {
+                cumulative += c;
+                let le = h.bounds_s.get(i).map_or_else(|| "+Inf".to_string(), |b| b.to_string());
+                out.push_str(&format!(
+                    "tierwise_request_duration_seconds_bucket{{{mp},op=\"{}\",le=\"{le}\"}} {cumulative}\n",
+                    h.op
+                ));
+            }
+            out.push_str(&format!("tierwise_request_duration_seconds_sum{{{mp},op=\"{}\"}} {}\n", h.op, h.sum_s));
+            out.push_str(&format!("tierwise_request_duration_seconds_count{{{mp},op=\"{}\"}} {}\n", h.op, h.count));
+        }
         out
     }
 }
 
-/// Serves `GET /metrics` (any path) on `listener` until the process exits: one thread, one
-/// connection at a time, which is all a scraper needs.
-pub fn serve_metrics(listener: TcpListener, snapshot: Arc<dyn Fn() -> Snapshot + Send + Sync>) {
-    for conn in listener.incoming() {
-        let Ok(conn) = conn else { continue };
-        let _ = answer(conn, &*snapshot);
-    }
-}
-
-fn answer(mut conn: TcpStream, snapshot: &dyn Fn() -> Snapshot) -> std::io::Result<()> {
-    conn.set_read_timeout(Some(Duration::from_secs(5)))?;
-    let mut reader = BufReader::new(conn.try_clone()?);
-    let mut line = String::new();
-    reader.read_line(&mut line)?;
-    // Skip the headers.
-    loop {
-        let mut h = String::new();
-        if reader.read_line(&mut h)? == 0 || h == "\r\n" || h == "\n" {
-            break;
-        }
-    }
-    let (status, body) = if line.starts_with("GET ") {
-        ("200 OK", snapshot().prometheus())
-    } else {
-        ("405 Method Not Allowed", String::from("only GET\n"))
-    };
-    write!(
-        conn,
-        "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )?;
-    conn.flush()
+/// A Prometheus label value: backslash, quote and newline escaped.
+fn escape_label(v: &str) -> String {
+    v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
 }
 
 #[cfg(test)]

@@ -46,6 +46,20 @@ pub struct StateError {
     source: redb::Error,
 }
 
+impl StateError {
+    /// Another process has the store open (a second mount of the same tiers): never a reason
+    /// to set the store aside.
+    pub fn is_locked(&self) -> bool {
+        matches!(self.source, redb::Error::DatabaseAlreadyOpen)
+    }
+}
+
+/// The database: read-write, or read-only for a read-only mount (which never writes it).
+enum Db {
+    Rw(Database),
+    Ro(redb::ReadOnlyDatabase),
+}
+
 /// One journalled move: what was copied from where, and what the source looked like.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MoveRecord {
@@ -102,7 +116,7 @@ fn rebase(rel: &Path, from: &Path, to: &Path) -> Option<PathBuf> {
 
 /// The store; see the module docs.
 pub struct StateStore {
-    db: Database,
+    db: Db,
     path: PathBuf,
     next_move: AtomicU64,
     /// A lazy commit happened since the last durable one.
@@ -117,21 +131,48 @@ impl StateStore {
         let err = |e: redb::Error| StateError { path: path.clone(), source: e };
         std::fs::create_dir_all(dir).map_err(|e| err(redb::Error::Io(e)))?;
         let existed = path.exists();
-        let db = Database::create(&path).map_err(|e| err(e.into()))?;
+        let db = Db::Rw(Database::create(&path).map_err(|e| err(e.into()))?);
         let store =
             StateStore { db, path: path.clone(), next_move: AtomicU64::new(0), unsynced: AtomicBool::new(false) };
-        // Create the tables, so reads never meet a missing one.
-        store.write(Durability::Immediate, |tx| {
+        store.create_tables()?;
+        let last = store.read(|tx| Ok(tx.open_table(JOURNAL)?.last()?.map_or(0, |(k, _)| k.value())))?;
+        store.next_move.store(last + 1, Ordering::Relaxed);
+        Ok((store, existed))
+    }
+
+    /// A store in memory, empty (a read-only mount of tiers that have none).
+    pub fn in_memory() -> Result<StateStore, StateError> {
+        let path = PathBuf::from("(in memory)");
+        let db = Database::builder()
+            .create_with_backend(redb::backends::InMemoryBackend::new())
+            .map_err(|e| StateError { path: path.clone(), source: e.into() })?;
+        let store = StateStore { db: Db::Rw(db), path, next_move: AtomicU64::new(0), unsynced: AtomicBool::new(false) };
+        store.create_tables()?;
+        Ok(store)
+    }
+
+    /// Opens the store in `dir` read-only (a read-only mount reads pins, the dirty set and the
+    /// journal, and writes nothing); `None` when there is no store.
+    pub fn open_read_only(dir: &Path) -> Result<Option<StateStore>, StateError> {
+        let path = dir.join(STATE_FILE);
+        if !path.exists() {
+            return Ok(None);
+        }
+        let db =
+            redb::ReadOnlyDatabase::open(&path).map_err(|e| StateError { path: path.clone(), source: e.into() })?;
+        Ok(Some(StateStore { db: Db::Ro(db), path, next_move: AtomicU64::new(0), unsynced: AtomicBool::new(false) }))
+    }
+
+    /// Creates the tables, so reads never meet a missing one.
+    fn create_tables(&self) -> Result<(), StateError> {
+        self.write(Durability::Immediate, |tx| {
             tx.open_table(PINS)?;
             tx.open_table(DIRTY)?;
             tx.open_table(JOURNAL)?;
             tx.open_table(COUNTERS)?;
             tx.open_table(HEAT)?;
             Ok(())
-        })?;
-        let last = store.read(|tx| Ok(tx.open_table(JOURNAL)?.last()?.map_or(0, |(k, _)| k.value())))?;
-        store.next_move.store(last + 1, Ordering::Relaxed);
-        Ok((store, existed))
+        })
     }
 
     /// Where the store lives.
@@ -148,7 +189,9 @@ impl StateStore {
         durability: Durability,
         f: impl FnOnce(&redb::WriteTransaction) -> Result<(), redb::Error>,
     ) -> Result<(), StateError> {
-        let mut tx = self.db.begin_write().map_err(|e| self.err(e))?;
+        // A read-only store is never written (a read-only mount moves and records nothing).
+        let Db::Rw(db) = &self.db else { return Ok(()) };
+        let mut tx = db.begin_write().map_err(|e| self.err(e))?;
         tx.set_durability(durability).map_err(|e| self.err(e))?;
         f(&tx).map_err(|e| self.err(e))?;
         tx.commit().map_err(|e| self.err(e))?;
@@ -160,7 +203,11 @@ impl StateStore {
     }
 
     fn read<T>(&self, f: impl FnOnce(&redb::ReadTransaction) -> Result<T, redb::Error>) -> Result<T, StateError> {
-        let tx = self.db.begin_read().map_err(|e| self.err(e))?;
+        let tx = match &self.db {
+            Db::Rw(db) => db.begin_read(),
+            Db::Ro(db) => db.begin_read(),
+        }
+        .map_err(|e| self.err(e))?;
         f(&tx).map_err(|e| self.err(e))
     }
 

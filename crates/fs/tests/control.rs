@@ -274,17 +274,32 @@ fn emulated_tiers_are_labelled_and_metrics_are_served() {
     assert!(s.emulation[0].contains("wd5000aaks") && s.emulation[0].contains("emulated"), "{:?}", s.emulation);
     // The Prometheus text format, from the same snapshot.
     let body = s.prometheus();
-    assert!(body.contains("tierwise_reads_total{tier=\"hdd\"}"), "{body}");
+    let mp = format!("mountpoint=\"{}\"", m.mnt.display());
+    assert!(body.contains(&format!("tierwise_reads_total{{{mp},tier=\"hdd\"}}")), "{body}");
     assert!(body.contains("# TYPE tierwise_dirty_bytes gauge"));
+    assert!(body.contains("tierwise_tier_free_bytes{") && body.contains("tierwise_tier_size_bytes{"), "{body}");
+    assert!(
+        body.contains(&format!("tierwise_request_duration_seconds_bucket{{{mp},op=\"read\",le=\"+Inf\"}}"))
+            && body.contains("tierwise_request_duration_seconds_count"),
+        "{body}"
+    );
+    assert!(s.latency.iter().any(|h| h.op == "read" && h.count >= 1), "{:?}", s.latency);
+    assert!(s.hdd_space.size > 0 && s.ssd_space.free > 0);
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let snap = s.clone();
-    std::thread::spawn(move || tierwise_fs::control::serve_metrics(listener, Arc::new(move || snap.clone())));
+    std::thread::spawn(move || tierwise_fs::metrics::serve_metrics(listener, Arc::new(move || snap.clone())));
     let mut conn = std::net::TcpStream::connect(addr).unwrap();
     conn.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
     let mut reply = String::new();
     conn.read_to_string(&mut reply).unwrap();
     assert!(reply.starts_with("HTTP/1.1 200 OK") && reply.contains("tierwise_hit_ratio"), "{reply}");
+    // Only /metrics answers.
+    let mut conn = std::net::TcpStream::connect(addr).unwrap();
+    conn.write_all(b"GET /secret HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let mut reply = String::new();
+    conn.read_to_string(&mut reply).unwrap();
+    assert!(reply.starts_with("HTTP/1.1 404"), "{reply}");
     let bad = MountConfig { emulate_hdd: Some("floppy".into()), ..MountConfig::new("on-demand-caching", 1 << 20) };
     let [s2, h2, m2] = dirs();
     let tiers = tierwise_fs::Tiers::open(s2.path(), h2.path(), m2.path()).unwrap();

@@ -56,12 +56,23 @@ fn written_by(op: u64, a: u64, b: u64, c: u64, size: usize) -> (usize, Vec<u8>) 
     }
 }
 
+/// The file operation `i` names: `dN/fM`, a quarter of them one level down in `dN/n/`.
+fn file_rel(i: u64) -> String {
+    if (i / 3).is_multiple_of(4) { format!("d{}/n/f{}", i % 3, i % 12) } else { format!("d{}/f{}", i % 3, i % 12) }
+}
+
 /// Applies operation `n` of the seeded sequence under `root`; returns what it observed.
 fn apply(root: &Path, op: u64, a: u64, b: u64, c: u64) -> String {
-    let file = |i: u64| root.join(format!("d{}", i % 3)).join(format!("f{}", i % 12));
+    let file = |i: u64| root.join(file_rel(i));
     let dir = |i: u64| root.join(format!("d{}", i % 3));
     match op {
+        // Directories renamed while the files in them migrate: a whole top-level directory
+        // (replacing an empty one, or refused), or a nested one into another directory.
+        18 if a.is_multiple_of(2) => outcome(fs::rename(dir(a), dir(b))),
+        18 => outcome(fs::rename(dir(a).join("n"), dir(b).join("n"))),
+        19 => outcome(fs::create_dir(dir(a).join("n"))),
         0 => outcome(fs::create_dir(dir(a))),
+        1 if c.is_multiple_of(2) => outcome(fs::remove_dir(dir(a).join("n"))),
         1 => outcome(fs::remove_dir(dir(a))),
         2 | 3 => {
             // Write `c % 9000` bytes of a pattern at a random offset (creating the file).
@@ -158,13 +169,14 @@ fn differential_with(policy: &str, ops: u64, seed: u64, setup: impl Fn(&mut Moun
     let mut tier_changes = 0;
     let mut pins = 0;
     let mut pin_refusals = 0;
+    let mut dir_renames = 0;
     for i in 0..ops {
-        let (op, a, b, c) = (rng.below(18), rng.next(), rng.next(), rng.next());
+        let (op, a, b, c) = (rng.below(20), rng.next(), rng.next(), rng.next());
         if op == 14 {
             // Pin, re-pin or unpin a file on the mount only: a pin moves the file at once, and a
             // pinned file is served outside the policy. Its outcome (ENOSPC when the reserve is
             // full, ENOENT) is not compared; what every later operation sees is.
-            let rel = format!("d{}/f{}", a % 3, a % 12);
+            let rel = file_rel(a);
             let want = [&b"ssd"[..], b"hdd", b"none"][(b % 3) as usize];
             if xattr::set(m.mnt.join(&rel), "user.tierwise.pin", want).is_ok() && want != b"none" {
                 pins += 1;
@@ -172,18 +184,14 @@ fn differential_with(policy: &str, ops: u64, seed: u64, setup: impl Fn(&mut Moun
             continue;
         }
         let got = apply(&m.mnt, op, a, b, c);
-        let pinned_to_ssd = || {
-            xattr::get(m.mnt.join(format!("d{}/f{}", a % 3, a % 12)), "user.tierwise.pin")
-                .ok()
-                .flatten()
-                .is_some_and(|v| v == b"ssd")
-        };
+        let pinned_to_ssd =
+            || xattr::get(m.mnt.join(file_rel(a)), "user.tierwise.pin").ok().flatten().is_some_and(|v| v == b"ssd");
         if matches!(op, 2..=4 | 8) && got == "err StorageFull" && pinned_to_ssd() {
             // Growth of a file pinned to the SSD is held to the pin reserve. The kernel may have
             // sent the write in pieces, of which the first fitted (a short write, as on a full
             // disk): the mount must hold the old bytes with a prefix of the write applied, and
             // the plain directory takes the same bytes.
-            let rel = format!("d{}/f{}", a % 3, a % 12);
+            let rel = file_rel(a);
             let before = fs::read(plain.path().join(&rel)).unwrap();
             let after = fs::read(m.mnt.join(&rel)).unwrap();
             let (offset, data) = written_by(op, a, b, c, before.len());
@@ -213,19 +221,17 @@ fn differential_with(policy: &str, ops: u64, seed: u64, setup: impl Fn(&mut Moun
             continue;
         }
         let want = apply(plain.path(), op, a, b, c);
+        if op == 18 && want.starts_with("ok") {
+            dir_renames += 1;
+        }
         if std::env::var_os("TIERWISE_FS_TRACE").is_some() {
-            let tier = xattr::get(m.mnt.join(format!("d{}/f{}", a % 3, a % 12)), "user.tierwise.tier")
-                .ok()
-                .flatten()
-                .unwrap_or_default();
-            let rel = format!("d{}/f{}", a % 3, a % 12);
+            let tier = xattr::get(m.mnt.join(file_rel(a)), "user.tierwise.tier").ok().flatten().unwrap_or_default();
+            let rel = file_rel(a);
             let size = |d: &Path| fs::metadata(d.join(&rel)).map_or(-1, |m| m.len() as i64);
             eprintln!(
-                "{i} op{op} d{}/f{} -> d{}/f{} off {} len {}: {got} [{}] ssd {} hdd {}",
-                a % 3,
-                a % 12,
-                b % 3,
-                b % 12,
+                "{i} op{op} {} -> {} off {} len {}: {got} [{}] ssd {} hdd {}",
+                file_rel(a),
+                file_rel(b),
                 b % 20_000,
                 c,
                 String::from_utf8_lossy(&tier),
@@ -234,7 +240,7 @@ fn differential_with(policy: &str, ops: u64, seed: u64, setup: impl Fn(&mut Moun
             );
         }
         if got != want {
-            let rel = format!("d{}/f{}", a % 3, a % 12);
+            let rel = file_rel(a);
             let size = |d: &Path| fs::metadata(d.join(&rel)).map_or(-1, |m| m.len() as i64);
             let tier = xattr::get(m.mnt.join(&rel), "user.tierwise.tier").ok().flatten().unwrap_or_default();
             let debug = xattr::get(m.mnt.join(&rel), "user.tierwise.debug").ok().flatten().unwrap_or_default();
@@ -262,7 +268,10 @@ fn differential_with(policy: &str, ops: u64, seed: u64, setup: impl Fn(&mut Moun
     }
     assert!(tier_changes >= 3, "{policy}: only {tier_changes} placement changes seen; migrations are not exercised");
     assert!(pins >= ops / 100, "{policy}: only {pins} pins took effect");
-    eprintln!("{policy}: {pins} pins, {pin_refusals} writes refused by the pin reserve");
+    assert!(dir_renames >= ops / 200, "{policy}: only {dir_renames} directory renames: not exercised");
+    eprintln!(
+        "{policy}: {ops} operations, {tier_changes} placement changes seen, {dir_renames} directory renames, {pins} pins, {pin_refusals} writes refused by the pin reserve"
+    );
     assert_eq!(tree(&m.mnt), tree(plain.path()), "{policy}: the trees differ");
     assert_eq!(metadata_tree(&m.mnt), metadata_tree(plain.path()), "{policy}: modes or attributes differ");
     m.unmount();
@@ -503,10 +512,14 @@ fn bad_tiers_are_refused_by_name() {
     let inside = a.path().join("mnt");
     fs::create_dir(&inside).unwrap();
     let e = Tiers::open(a.path(), b.path(), &inside).unwrap_err().to_string();
-    assert!(e.contains("inside a tier"), "{e}");
+    assert!(e.contains("is inside the tier"), "{e}");
     let tiers = Tiers::open(a.path(), b.path(), mnt.path()).unwrap();
     let e = HybridFs::new(tiers, &MountConfig::new("greendm-tiering", 1 << 20)).err().unwrap();
-    assert!(e.to_string().contains("block-level"), "{e}");
+    assert!(e.to_string().contains("block-level") && e.to_string().contains("on-demand-caching"), "{e}");
+    // An unknown policy lists the file-level ones only.
+    let tiers = Tiers::open(a.path(), b.path(), mnt.path()).unwrap();
+    let e = HybridFs::new(tiers, &MountConfig::new("nonesuch", 1 << 20)).err().unwrap().to_string();
+    assert!(e.contains("nonesuch") && e.contains("hycache") && !e.contains("greendm"), "{e}");
 }
 
 /// An open file outlives its name (unlink, or a rename over it): reads and writes through the

@@ -214,29 +214,51 @@ impl FileMeta {
 
 const _: () = assert!(std::mem::size_of::<FileMeta>() == 8);
 
-/// Knobs every file-level architecture takes.
-pub const FILE_PARAMS: &[ParamSpec] = &[
-    ParamSpec {
-        name: "sieve",
-        default: "1MiB",
-        help: "files larger than this never go to the SSD (0 = no sieving; hycache defaults to 0)",
-    },
-    ParamSpec { name: "interval", default: "5s", help: "interval architectures: migration period (Loris: 5s and 80s)" },
-    ParamSpec { name: "cleaner-period", default: "1s", help: "background cleaner: how often it runs" },
-    ParamSpec {
-        name: "cleaner-cap",
-        default: "10%",
-        help: "background cleaner: free at most this share ahead of demand",
-    },
-    ParamSpec { name: "threshold", default: "90%", help: "hycache: evict down below this SSD usage" },
-    ParamSpec {
-        name: "dirty-high",
-        default: "50%",
-        help: "file-write-back: start writing back above this share dirty",
-    },
-    ParamSpec { name: "dirty-low", default: "25%", help: "file-write-back: stop writing back below this share dirty" },
-    ParamSpec { name: "max-writebacks", default: "16", help: "file-write-back: write-backs in flight at most" },
-];
+const SIEVE: ParamSpec =
+    ParamSpec { name: "sieve", default: "1MiB", help: "files larger than this never go to the SSD (0 = no sieving)" };
+const SIEVE_HYCACHE: ParamSpec =
+    ParamSpec { name: "sieve", default: "0", help: "files larger than this never go to the SSD (0 = no sieving)" };
+const INTERVAL: ParamSpec = ParamSpec { name: "interval", default: "5s", help: "migration period (Loris: 5s and 80s)" };
+const CLEANER_PERIOD: ParamSpec =
+    ParamSpec { name: "cleaner-period", default: "1s", help: "background cleaner: how often it runs" };
+const CLEANER_CAP: ParamSpec = ParamSpec {
+    name: "cleaner-cap",
+    default: "10%",
+    help: "background cleaner: free at most this share ahead of demand",
+};
+const THRESHOLD: ParamSpec = ParamSpec { name: "threshold", default: "90%", help: "evict down below this SSD usage" };
+const DIRTY_HIGH: ParamSpec =
+    ParamSpec { name: "dirty-high", default: "50%", help: "start writing back above this share dirty" };
+const DIRTY_LOW: ParamSpec =
+    ParamSpec { name: "dirty-low", default: "25%", help: "stop writing back below this share dirty" };
+const MAX_WRITEBACKS: ParamSpec =
+    ParamSpec { name: "max-writebacks", default: "16", help: "write-backs in flight at most" };
+
+/// Every shared knob of the file-level architectures (a per-volume policy takes those of every
+/// mode a volume may have, which excludes HyCache's).
+pub const FILE_PARAMS: &[ParamSpec] =
+    &[SIEVE, INTERVAL, CLEANER_PERIOD, CLEANER_CAP, DIRTY_HIGH, DIRTY_LOW, MAX_WRITEBACKS];
+
+impl FileMode {
+    /// The shared knobs this mode uses (an architecture of this mode accepts only these).
+    pub const fn shared_params(self) -> &'static [ParamSpec] {
+        match self {
+            FileMode::IntervalHotDst | FileMode::IntervalCaching => &[SIEVE, INTERVAL],
+            FileMode::DynamicColdDstCleaner => &[SIEVE, CLEANER_PERIOD, CLEANER_CAP],
+            FileMode::WriteBack => &[SIEVE, DIRTY_HIGH, DIRTY_LOW, MAX_WRITEBACKS],
+            FileMode::HyCache => &[SIEVE_HYCACHE, THRESHOLD],
+            _ => &[SIEVE],
+        }
+    }
+
+    /// The collector used when none is named.
+    pub const fn default_collector(self) -> &'static str {
+        match self {
+            FileMode::HyCache => "lru",
+            _ => "inverse-bitmap",
+        }
+    }
+}
 
 /// How many promotions wait for space at most; older requests are dropped (they are hints).
 const MAX_PENDING: usize = 4096;
@@ -306,7 +328,9 @@ impl FileCore {
             return Err(p.inconsistent("the SSD capacity must be above zero"));
         }
         let hycache = modes.contains(&FileMode::HyCache);
-        let sieve = p.size("sieve", if hycache { 0 } else { 1 << 20 }, 0, u64::MAX)?;
+        let first = modes.first().copied().unwrap_or(FileMode::DynamicHotDst);
+        let sieve_default = if hycache { SIEVE_HYCACHE.default } else { SIEVE.default };
+        let sieve = p.size("sieve", crate::params::parse_size(sieve_default).unwrap_or(0), 0, u64::MAX)?;
         let interval = p.duration("interval", Nanos::from_secs(5), Nanos::from_millis(1), Nanos::from_secs(86_400))?;
         let cleaner_period =
             p.duration("cleaner-period", Nanos::from_secs(1), Nanos::from_millis(1), Nanos::from_secs(86_400))?;
@@ -314,7 +338,7 @@ impl FileCore {
         let threshold = p.percent("threshold", 90.0, 1.0, 100.0)?;
         let (high, low) = p.watermarks(("dirty-high", 50.0), ("dirty-low", 25.0))?;
         let max_writebacks = p.u64("max-writebacks", 16, 1, 65_536)? as usize;
-        let default_collector = if hycache { "lru" } else { "inverse-bitmap" };
+        let default_collector = if hycache { FileMode::HyCache } else { first }.default_collector();
         let collector_name = p.string("collector", default_collector);
         let collector = build_collector(&collector_name, p, &CollectorContext { fast_capacity: setup.fast_capacity })?;
         let tracks_slow = collector.tracks_slow_objects();
@@ -1330,8 +1354,12 @@ pub trait FileArchKind {
     const VERSION: u32;
     /// One line of help.
     const HELP: &'static str;
-    /// Its own knobs (the shared ones are in [`FILE_PARAMS`]).
+    /// Its own knobs.
     const PARAMS: &'static [ParamSpec] = &[];
+    /// The shared knobs it takes (see [`FileMode::shared_params`]).
+    const SHARED_PARAMS: &'static [ParamSpec] = FILE_PARAMS;
+    /// The collector used when none is named.
+    const DEFAULT_COLLECTOR: &'static str = "inverse-bitmap";
     /// The mode per volume (index 0 = everything not in a listed volume).
     fn modes(p: &mut Params) -> Result<Vec<FileMode>, ConfigError>;
 }
@@ -1355,8 +1383,9 @@ impl<K: FileArchKind> super::ArchBuild for FileArch<K> {
     const VERSION: u32 = K::VERSION;
     const HELP: &'static str = K::HELP;
     const PARAMS: &'static [ParamSpec] = K::PARAMS;
-    const EXTRA_PARAMS: &'static [ParamSpec] = FILE_PARAMS;
+    const EXTRA_PARAMS: &'static [ParamSpec] = K::SHARED_PARAMS;
     const USES_COLLECTOR: bool = true;
+    const DEFAULT_COLLECTOR: &'static str = K::DEFAULT_COLLECTOR;
     const FILE_LEVEL: bool = true;
     fn build(p: &mut Params, setup: &Setup) -> Result<Self, ConfigError> {
         let modes = K::modes(p)?;
@@ -1420,6 +1449,8 @@ macro_rules! single_mode_file_arch {
             const NAME: &'static str = $mode.name();
             const VERSION: u32 = 1;
             const HELP: &'static str = $help;
+            const SHARED_PARAMS: &'static [$crate::params::ParamSpec] = $mode.shared_params();
+            const DEFAULT_COLLECTOR: &'static str = $mode.default_collector();
             fn modes(
                 _p: &mut $crate::params::Params,
             ) -> Result<Vec<$crate::arch::file_common::FileMode>, $crate::params::ConfigError> {

@@ -157,6 +157,8 @@ pub trait ArchBuild: Architecture + Sized {
     const EXTRA_PARAMS: &'static [ParamSpec] = &[];
     /// Whether the architecture takes a `collector=` knob.
     const USES_COLLECTOR: bool;
+    /// The collector it uses when none is named (with `USES_COLLECTOR`).
+    const DEFAULT_COLLECTOR: &'static str = "lru";
     /// Whether it places whole files (file traces, the FUSE front end) rather than blocks.
     const FILE_LEVEL: bool = false;
     /// Builds from parameters (validated here, once).
@@ -178,6 +180,8 @@ pub struct ArchInfo {
     pub extra_params: &'static [ParamSpec],
     /// Whether a `collector=` knob applies.
     pub uses_collector: bool,
+    /// The collector used when none is named.
+    pub default_collector: &'static str,
     /// Whether it is a file-level architecture.
     pub file_level: bool,
     /// Constructor.
@@ -204,6 +208,7 @@ macro_rules! architectures {
                 params: <$module::$ty as ArchBuild>::PARAMS,
                 extra_params: <$module::$ty as ArchBuild>::EXTRA_PARAMS,
                 uses_collector: <$module::$ty as ArchBuild>::USES_COLLECTOR,
+                default_collector: <$module::$ty as ArchBuild>::DEFAULT_COLLECTOR,
                 file_level: <$module::$ty as ArchBuild>::FILE_LEVEL,
                 create: |p, s| Ok(AnyArch::$variant(<$module::$ty as ArchBuild>::build(p, s)?)),
             }),+

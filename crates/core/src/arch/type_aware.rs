@@ -92,6 +92,21 @@ pub fn file_volumes(spec: &str) -> Result<Vec<String>, ConfigError> {
     Ok(parse_volumes(&p, &volumes)?.into_iter().map(|(prefix, _)| prefix).collect())
 }
 
+/// The architecture of each volume of a file-level spec, in volume order: volume 0 (every path
+/// outside the prefixes) first, then one per prefix of [`file_volumes`]. A spec without volumes
+/// has one volume, its own architecture.
+pub fn volume_archs(spec: &str) -> Result<Vec<String>, ConfigError> {
+    let (name, p) = Params::parse(spec)?;
+    if name != TypeAwareKind::NAME {
+        return Ok(vec![name.to_string()]);
+    }
+    let default = p.peek("default").unwrap_or("dynamic-hot-dst").to_string();
+    let volumes = p.peek("volumes").unwrap_or("").to_string();
+    let mut out = vec![default];
+    out.extend(parse_volumes(&p, &volumes)?.into_iter().map(|(_, arch)| arch));
+    Ok(out)
+}
+
 /// The volume of `path` given the prefixes from [`file_volumes`]: 0 outside every prefix.
 pub fn volume_of(prefixes: &[String], path: &str) -> u16 {
     for (i, p) in prefixes.iter().enumerate() {

@@ -30,7 +30,8 @@ impl Mounted {
     /// Unmounts (waits for the file system to finish).
     pub fn unmount(&mut self) {
         if let Some(s) = self.session.take() {
-            let _ = s.umount_and_join();
+            let _ = tierwise_fs::session::unmount(&self.mnt);
+            let _ = s.join();
         }
     }
 }
@@ -44,11 +45,12 @@ impl Drop for Mounted {
 /// Mounts `ssd` + `hdd` on `mnt` with `cfg`, four threads.
 pub fn mount_with(ssd: &Path, hdd: &Path, mnt: &Path, cfg: &MountConfig) -> Mounted {
     let tiers = Tiers::open(ssd, hdd, mnt).unwrap();
-    let fs = HybridFs::new(tiers, cfg).unwrap();
+    let cfg = MountConfig { mountpoint: Some(mnt.to_path_buf()), ..cfg.clone() };
+    let fs = HybridFs::new(tiers, &cfg).unwrap();
     let mut fcfg = fuser::Config::default();
-    fcfg.mount_options = mount_options();
+    fcfg.mount_options = mount_options("tierwise");
     fcfg.n_threads = Some(4);
-    let session = fuser::spawn_mount(fs, mnt, &fcfg).unwrap();
+    let session = tierwise_fs::session::mount_session(fs, mnt, &fcfg).unwrap().spawn().unwrap();
     Mounted { session: Some(session), mnt: mnt.to_path_buf() }
 }
 

@@ -1,0 +1,208 @@
+//! File data: open, read, write, truncate, fsync, release, and the engine gateway they share.
+
+use std::os::unix::fs::FileExt;
+
+use fuser::Errno;
+use tierwise_core::{Level, ObjectId, Op, Placement, Request, Served, Tier};
+
+use crate::inodes::Node;
+use crate::shared::{Shared, errno, lock};
+use crate::tiers;
+
+impl Shared {
+    /// Runs a data access: tells the engine (under the file's shared lock), and gives `io` the
+    /// engine's answer and where the file was when it decided. A blocked access releases the
+    /// lock, waits for the work it issued and the work on its file, and is told again: between
+    /// the wait and the I/O other work on the file may have run (a write-back that did not
+    /// contain this write, say), so only a fresh answer under the lock is safe to act on.
+    /// A file outside the policy (pinned, unlinked while open, open by passthrough, any file of
+    /// a read-only mount) is served where it is, and `io` gets no placement.
+    pub(crate) fn data_op<T>(
+        &self,
+        ino: u64,
+        req: Request,
+        io: impl Fn(&Self, &Served, &Node, Option<&Placement>) -> Result<T, Errno>,
+    ) -> Result<T, Errno> {
+        let file_lock = self.file_lock(ino);
+        for attempt in 0.. {
+            let guard = self.access_lock(ino, &file_lock);
+            if let Some(tier) = self.fixed_tier(ino) {
+                // Pinned, or unlinked while open: out of the policy, served where it is.
+                let level = if tier == Tier::Fast { Level::Fast } else { Level::Slow };
+                let node = self.node(ino)?;
+                if tier == Tier::Fast && matches!(req.op, Op::Write | Op::Truncate) {
+                    self.check_pin_growth(ino, req.offset.saturating_add(req.len))?;
+                }
+                let r = io(self, &Served::by(level), &node, None);
+                self.note(ino, || {
+                    format!("{:?} {}+{} outside the policy on {tier:?}: ok={}", req.op, req.offset, req.len, r.is_ok())
+                });
+                if r.is_ok() {
+                    self.count_outside(tier, &req);
+                }
+                return r;
+            }
+            let (before, served, issued) = {
+                let mut e = lock(&self.engine);
+                let before = e.placement(ObjectId(ino));
+                // The engine appends what an access issues to its queue.
+                let queued = e.pending_work().len();
+                let served = e.access(&req);
+                let issued: Vec<u64> = if served.blocked {
+                    e.pending_work().get(queued..).unwrap_or_default().iter().map(|w| w.id.0).collect()
+                } else {
+                    Vec::new()
+                };
+                if !e.pending_work().is_empty() {
+                    self.work_cv.notify_all();
+                }
+                (before, served, issued)
+            };
+            self.note(ino, || {
+                format!("{:?} {}+{} -> {:?} blocked={}", req.op, req.offset, req.len, served.level, served.blocked)
+            });
+            if !served.blocked || attempt >= 64 {
+                let node = self.node(ino)?;
+                let r = io(self, &served, &node, Some(&before));
+                drop(guard);
+                return r;
+            }
+            drop(guard);
+            self.wait_for(ino, &issued);
+        }
+        Err(Errno::EIO)
+    }
+}
+
+/// Reads `size` bytes at `offset` of file `ino`.
+pub(crate) fn read(s: &Shared, ino: u64, offset: u64, size: u32) -> Result<Vec<u8>, Errno> {
+    let n = s.node(ino)?;
+    let req = s.data_request(ino, &n, Op::Read, offset, u64::from(size));
+    s.data_op(ino, req, |s, served, _, _| {
+        let want = if served.level == Level::Fast { Tier::Fast } else { Tier::Slow };
+        // A tier file already open is the file there now (moves and unlinks drop them): no
+        // lookup on the common path.
+        let (tier, f) = match s.open_fd(ino, want) {
+            Some(f) => (want, f),
+            None => {
+                let copies = s.copies(ino);
+                let tier = if copies.contains(&want) { want } else { *copies.first().ok_or_else(|| s.missing())? };
+                (tier, s.fd(ino, tier, false)?)
+            }
+        };
+        let data = tiers::read_at_file(&f, offset, size as usize).map_err(|e| errno(&e))?;
+        if let Some(e) = &s.emulate[tier.index()] {
+            e.delay(false, ino, offset, data.len() as u64);
+        }
+        Ok(data)
+    })
+}
+
+/// Writes `data` at `offset` of file `ino`; `kill_setid`: the writer lacks CAP_FSETID.
+pub(crate) fn write(s: &Shared, ino: u64, offset: u64, data: &[u8], kill_setid: bool) -> Result<u32, Errno> {
+    if s.cfg.read_only {
+        return Err(Errno::EROFS);
+    }
+    let n = s.node(ino)?;
+    let req = s.data_request(ino, &n, Op::Write, offset, data.len() as u64);
+    let r = s.data_op(ino, req, |s, served, _, before| {
+        // A file outside the policy (no `before`) is written where it is, whatever the
+        // engine may still remember of it (its record would have the write recreate it).
+        let p = before.map_or_else(Placement::default, |_| lock(&s.engine).placement(ObjectId(ino)));
+        // The engine's answer, corrected by where the file is now (a blocked write runs
+        // after its file moved).
+        let mut targets: Vec<Tier> = Vec::with_capacity(2);
+        for l in served.touches.iter() {
+            let t = if l == Level::Fast { Tier::Fast } else { Tier::Slow };
+            let held = if p.tracked { if t == Tier::Fast { p.on_fast } else { p.on_slow } } else { true };
+            if held || !p.tracked {
+                targets.push(t);
+            }
+        }
+        if targets.is_empty() {
+            targets = s.copies(ino);
+        }
+        if targets.is_empty() {
+            return Err(Errno::ENOENT);
+        }
+        for t in &targets {
+            let had = before.is_some_and(|b| if *t == Tier::Fast { b.on_fast } else { b.on_slow });
+            if p.tracked && !had && !served.blocked {
+                // A whole-file write the engine allocated on a tier that held no valid
+                // copy: it replaces whatever stale file is there.
+                s.drop_fds(ino);
+                s.with_rel(ino, |rel| s.tiers.recreate(*t, rel))?;
+            }
+            let f = s.fd(ino, *t, true)?;
+            f.write_all_at(data, offset).map_err(|e| errno(&e))?;
+            if let Some(e) = &s.emulate[t.index()] {
+                e.delay(true, ino, offset, data.len() as u64);
+            }
+        }
+        s.kill_privs(ino, &targets, kill_setid).map_err(|e| errno(&e))?;
+        Ok(data.len() as u32)
+    });
+    if r.is_ok() {
+        s.sync_dirty_mark(ino);
+    }
+    r
+}
+
+/// Truncates file `ino` to `size`; `kill_setid`: the caller lacks CAP_FSETID.
+pub(crate) fn truncate(s: &Shared, ino: u64, size: u64, kill_setid: bool) -> Result<(), Errno> {
+    if s.cfg.read_only {
+        return Err(Errno::EROFS);
+    }
+    let node = s.node(ino)?;
+    let req = s.data_request(ino, &node, Op::Truncate, size, 0);
+    s.data_op(ino, req, |s, _, _, _| {
+        let copies = s.copies(ino);
+        for &t in &copies {
+            let f = s.at(ino, t)?.open(tiers::Access::ReadWrite).map_err(|e| errno(&e))?;
+            f.set_len(size).map_err(|e| errno(&e))?;
+        }
+        s.kill_privs(ino, &copies, kill_setid).map_err(|e| errno(&e))
+    })?;
+    s.sync_dirty_mark(ino);
+    Ok(())
+}
+
+/// Makes file `ino`'s data (every copy) and its dirty mark durable.
+pub(crate) fn fsync(s: &Shared, ino: u64) -> Result<(), Errno> {
+    for t in s.copies(ino) {
+        s.fd(ino, t, false)?.sync_all().map_err(|e| errno(&e))?;
+    }
+    // The file's dirty mark becomes durable with its data.
+    s.store.sync().map_err(|_| Errno::EIO)
+}
+
+/// The kernel closed file `ino` (handle `fh`): descriptors go, and at the last close a file
+/// unlinked while open goes too.
+pub(crate) fn release(s: &Shared, ino: u64, fh: u64) {
+    // Keeps descriptors bounded by the files the kernel has open (another handle of the same
+    // file just reopens). No file lock: a close must not wait for a move of the file (a
+    // rate-limited one can take minutes, and unmounting waits for every request); the
+    // descriptor table has its own lock, operations hold their own handle, and the mover
+    // drops a moving file's descriptors before it copies.
+    if fh == crate::passthrough::PASSTHROUGH_FH {
+        s.release_passthrough(ino);
+    }
+    s.drop_fds(ino);
+    let orphan = {
+        // Under the open counts' lock, which `unlink_file_at` holds until its orphan is known.
+        let mut counts = lock(&s.open_counts);
+        let n = counts.entry(ino).or_default();
+        *n = n.saturating_sub(1);
+        let last = *n == 0;
+        if last {
+            counts.remove(&ino);
+            lock(&s.privs_clear).remove(&ino);
+        }
+        if last { lock(&s.orphans).remove(&ino) } else { None }
+    };
+    if let Some(tier) = orphan {
+        // The last open of a file unlinked while open: now it goes.
+        let _ = s.with_rel(ino, |hidden| s.tiers.remove(tier, hidden));
+        lock(&s.inodes).forget(ino);
+    }
+}

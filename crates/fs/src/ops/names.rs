@@ -1,0 +1,240 @@
+//! The namespace: lookup, mkdir, symlink, readlink, unlink, rmdir, create. Every tier
+//! operation goes through [`crate::tiers::At`] (no symlink followed), with the path resolved
+//! under the namespace lock.
+
+use std::ffi::{OsStr, OsString};
+use std::path::Path;
+
+use fuser::{Errno, FileAttr};
+use tierwise_core::{ObjectId, Op, Request, Tier};
+
+use crate::shared::{Shared, errno, lock, read_lock, write_lock};
+use crate::tiers::{self, Access, At, RESERVED_PREFIX};
+
+/// Who asks: the user and group a new file or directory belongs to.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Caller {
+    pub(crate) uid: u32,
+    pub(crate) gid: u32,
+}
+
+/// Attributes of `name` in directory `parent`.
+pub(crate) fn lookup(s: &Shared, parent: u64, name: &OsStr) -> Result<FileAttr, Errno> {
+    let (ino, _) = s.lookup_child(parent, name)?;
+    s.attr(ino)
+}
+
+/// Whether `rel` exists on either tier; the caller holds the namespace lock.
+fn taken(s: &Shared, rel: &Path) -> bool {
+    Tier::ALL.into_iter().any(|t| s.tiers.exists(t, rel))
+}
+
+/// Makes directory `name` in `parent` on both tiers, so either can hold the files inside.
+pub(crate) fn mkdir(s: &Shared, parent: u64, name: &OsStr, mode: u32, who: Caller) -> Result<FileAttr, Errno> {
+    tiers::check_name(name).map_err(Errno::from_i32)?;
+    s.both_tiers()?;
+    let ino = {
+        let _ns = read_lock(&s.ns);
+        let rel = s.node(parent)?.rel.join(name);
+        if taken(s, &rel) {
+            return Err(Errno::EEXIST);
+        }
+        let mut made: Vec<At> = Vec::new();
+        for t in [Tier::Slow, Tier::Fast] {
+            let r = s.tiers.at_creating(t, &rel).and_then(|at| {
+                at.mkdir(0o700)?;
+                let _ = at.chown(Some(who.uid), Some(who.gid));
+                at.chmod(mode)?;
+                Ok(at)
+            });
+            match r {
+                Ok(at) => made.push(at),
+                Err(e) => {
+                    // Not on both tiers: take back the half made.
+                    for at in made {
+                        let _ = at.rmdir();
+                    }
+                    return Err(errno(&e));
+                }
+            }
+        }
+        lock(&s.inodes).ino_of(&rel, true)
+    };
+    s.attr(ino)
+}
+
+/// Makes symlink `name` in `parent` to `target`. Symlinks are not placed: they live on the
+/// HDD tier. The target is stored as given and resolved by the kernel, never by tierwise.
+pub(crate) fn symlink(s: &Shared, parent: u64, name: &OsStr, target: &Path, who: Caller) -> Result<FileAttr, Errno> {
+    tiers::check_name(name).map_err(Errno::from_i32)?;
+    s.both_tiers()?;
+    let ino = {
+        let _ns = read_lock(&s.ns);
+        let rel = s.node(parent)?.rel.join(name);
+        if taken(s, &rel) {
+            return Err(Errno::EEXIST);
+        }
+        let at = s.tiers.at_creating(Tier::Slow, &rel).map_err(|e| errno(&e))?;
+        at.symlink(target).map_err(|e| errno(&e))?;
+        let _ = at.chown(Some(who.uid), Some(who.gid));
+        lock(&s.inodes).ino_of(&rel, false)
+    };
+    s.attr(ino)
+}
+
+/// The target of symlink `ino`.
+pub(crate) fn readlink(s: &Shared, ino: u64) -> Result<Vec<u8>, Errno> {
+    Tier::ALL
+        .into_iter()
+        .find_map(|t| s.at(ino, t).ok().and_then(|a| a.readlink().ok()))
+        .map(|p| p.into_os_string().into_encoded_bytes())
+        .ok_or(Errno::ENOENT)
+}
+
+/// Removes `name` (a file or symlink) from `parent`.
+pub(crate) fn unlink(s: &Shared, parent: u64, name: &OsStr) -> Result<(), Errno> {
+    s.both_tiers()?;
+    for _ in 0..8 {
+        let (ino, _) = s.lookup_child(parent, name)?;
+        let file_lock = s.file_lock(ino);
+        let _g = write_lock(&file_lock);
+        let _ns = read_lock(&s.ns);
+        let rel = s.node(parent)?.rel.join(name);
+        if lock(&s.inodes).by_path.get(&rel) != Some(&ino) {
+            continue; // renamed or replaced meanwhile: look again
+        }
+        return s.unlink_file_at(ino, &rel);
+    }
+    Err(Errno::EAGAIN)
+}
+
+/// Removes the empty directory `name` from `parent`, on both tiers.
+pub(crate) fn rmdir(s: &Shared, parent: u64, name: &OsStr) -> Result<(), Errno> {
+    s.both_tiers()?;
+    s.lookup_child(parent, name)?;
+    let _ns = write_lock(&s.ns);
+    let rel = s.node(parent)?.rel.join(name);
+    // Not empty on either tier: refuse before touching anything.
+    if s.dir_has_entries(&rel) {
+        return Err(Errno::ENOTEMPTY);
+    }
+    s.remove_everywhere_at(&rel, true)
+}
+
+/// Creates file `name` in `parent` where the engine places it, returning its attributes.
+pub(crate) fn create(s: &Shared, parent: u64, name: &OsStr, mode: u32, who: Caller) -> Result<FileAttr, Errno> {
+    tiers::check_name(name).map_err(Errno::from_i32)?;
+    s.both_tiers()?;
+    for _ in 0..8 {
+        let ns = read_lock(&s.ns);
+        let rel = s.node(parent)?.rel.join(name);
+        if taken(s, &rel) {
+            return Err(Errno::EEXIST);
+        }
+        let ino = lock(&s.inodes).ino_of(&rel, false);
+        let file_lock = s.file_lock(ino);
+        // The file's lock before its work can start; never waited for under the namespace
+        // lock (see the lock order in `shared`).
+        let guard = match file_lock.try_write() {
+            Ok(g) => g,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => {
+                drop(ns);
+                drop(write_lock(&file_lock));
+                continue;
+            }
+        };
+        s.tell(&Request::op(ObjectId(ino), Op::Create).with_class(s.class(&rel, false)));
+        let p = lock(&s.engine).placement(ObjectId(ino));
+        // Where the engine put it (the baselines answer untracked, with their one device).
+        let mut tiers_for: Vec<Tier> = Vec::new();
+        if p.on_slow || !p.on_fast {
+            tiers_for.push(Tier::Slow);
+        }
+        if p.on_fast {
+            tiers_for.push(Tier::Fast);
+        }
+        for t in tiers_for {
+            let at = s.tiers.at_creating(t, &rel).map_err(|e| errno(&e))?;
+            let f = at.open(Access::CreateNew).map_err(|e| errno(&e))?;
+            use std::os::unix::fs::PermissionsExt;
+            f.set_permissions(std::fs::Permissions::from_mode(mode & 0o7777)).map_err(|e| errno(&e))?;
+            let _ = std::os::unix::fs::fchown(&f, Some(who.uid), Some(who.gid));
+        }
+        drop(ns);
+        let a = s.attr_locked(ino);
+        drop(guard);
+        return a;
+    }
+    Err(Errno::EAGAIN)
+}
+
+impl Shared {
+    /// Unlinks file `ino` at `rel` (its lock held exclusively, the namespace lock held): removed
+    /// from both tiers, or, while the kernel has it open, its one valid copy renamed to a hidden
+    /// name in the tier's root and removed at the last release (POSIX: an open file outlives
+    /// its name).
+    pub(crate) fn unlink_file_at(&self, ino: u64, rel: &Path) -> Result<(), Errno> {
+        let auth = self.copies_at(ino, rel).first().copied();
+        let pinned = write_lock(&self.pins).remove(&ino).is_some();
+        if !pinned {
+            self.tell(&Request::op(ObjectId(ino), Op::Delete).with_class(self.class(rel, false)));
+        }
+        if lock(&self.dirty_marked).remove(&ino) || pinned {
+            self.store.forget(rel).map_err(|_| Errno::EIO)?;
+        }
+        self.drop_fds(ino);
+        // Held until the file is an orphan: a last release (which takes no file lock) then
+        // either came before, and the file goes now, or comes after and finds the orphan.
+        let counts = lock(&self.open_counts);
+        let open = counts.get(&ino).is_some_and(|&n| n > 0);
+        let Some(auth) = auth.filter(|_| open) else {
+            drop(counts);
+            return self.remove_everywhere_at(rel, false);
+        };
+        let hidden = OsString::from(format!("{RESERVED_PREFIX}unlinked-{ino}"));
+        let src = self.tiers.at(auth, rel).map_err(|e| errno(&e))?;
+        let dst = At::new(self.tiers.root_dir(auth).map_err(|e| errno(&e))?, &hidden).map_err(|e| errno(&e))?;
+        src.rename_to(&dst).map_err(|e| errno(&e))?;
+        self.tiers.remove(auth.other(), rel).map_err(|e| errno(&e))?;
+        lock(&self.inodes).relocate(ino, Path::new(&hidden));
+        lock(&self.orphans).insert(ino, auth);
+        drop(counts);
+        Ok(())
+    }
+
+    /// Removes `rel` (a directory when `dir`) from both tiers and forgets its path; ENOENT
+    /// when neither tier had it. The caller holds the namespace lock.
+    pub(crate) fn remove_everywhere_at(&self, rel: &Path, dir: bool) -> Result<(), Errno> {
+        let mut found = false;
+        for t in Tier::ALL {
+            let at = match self.tiers.at(t, rel) {
+                Ok(at) => at,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(errno(&e)),
+            };
+            let r = if dir {
+                // Leftover temporaries inside go first (a directory is empty of user names).
+                if let Ok(d) = at.open_dir() {
+                    for (name, _) in tiers::at::list_dir(&d).unwrap_or_default() {
+                        if tiers::is_reserved(&name)
+                            && let Ok(child) = At::new(d.try_clone().map_err(|e| errno(&e))?, &name)
+                        {
+                            let _ = child.unlink();
+                        }
+                    }
+                }
+                at.rmdir()
+            } else {
+                at.unlink()
+            };
+            match r {
+                Ok(()) => found = true,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(errno(&e)),
+            }
+        }
+        lock(&self.inodes).forget_path(rel);
+        if found { Ok(()) } else { Err(Errno::ENOENT) }
+    }
+}

@@ -1,0 +1,130 @@
+//! Rename: a file or a whole directory, on both tiers, with the engine told of every file
+//! whose path (and so maybe volume) changed.
+
+use std::ffi::OsStr;
+
+use fuser::Errno;
+use tierwise_core::{ObjectId, Op, Request, Tier};
+
+use crate::shared::{Shared, errno, lock, read_lock, write_lock};
+use crate::tiers;
+
+/// Renames `name` in `parent` to `newname` in `newparent` (replacing a file, or an empty
+/// directory, there).
+pub(crate) fn rename(s: &Shared, parent: u64, name: &OsStr, newparent: u64, newname: &OsStr) -> Result<(), Errno> {
+    tiers::check_name(newname).map_err(Errno::from_i32)?;
+    s.both_tiers()?;
+    for _ in 0..8 {
+        let (ino, from) = s.lookup_child(parent, name)?;
+        let target = {
+            let _ns = read_lock(&s.ns);
+            let to = s.node(newparent)?.rel.join(newname);
+            lock(&s.inodes).by_path.get(&to).copied()
+        };
+        // File locks first (the mover may hold one for a whole move), then the namespace lock
+        // exclusively: no path is resolved on the tiers while paths change.
+        let lock_a = s.file_lock(ino);
+        let _ga = write_lock(&lock_a);
+        let lock_b = target.filter(|&t| t != ino).map(|t| s.file_lock(t));
+        let _gb = lock_b.as_ref().map(|l| write_lock(l));
+        let _ns = write_lock(&s.ns);
+        // Paths as they are now: a rename of a parent directory may have run meanwhile.
+        let from_now = s.node(parent)?.rel.join(name);
+        let to = s.node(newparent)?.rel.join(newname);
+        {
+            let inodes = lock(&s.inodes);
+            if inodes.by_path.get(&from_now) != Some(&ino) || inodes.by_path.get(&to).copied() != target {
+                continue; // look again
+            }
+        }
+        let _ = from;
+        return s.rename_locked(ino, &from_now, &to, target);
+    }
+    Err(Errno::EAGAIN)
+}
+
+impl Shared {
+    /// Renames file or directory `ino` from `from` to `to`, replacing `target` (its inode, when
+    /// known). The caller holds both file locks and the namespace lock exclusively.
+    fn rename_locked(
+        &self,
+        ino: u64,
+        from: &std::path::Path,
+        to: &std::path::Path,
+        target: Option<u64>,
+    ) -> Result<(), Errno> {
+        if from == to {
+            return Ok(());
+        }
+        if to.starts_with(from) {
+            return Err(Errno::EINVAL);
+        }
+        let src_dir = [Tier::Slow, Tier::Fast]
+            .into_iter()
+            .find_map(|t| self.tiers.metadata(t, from).ok())
+            .map(|m| m.is_dir())
+            .ok_or_else(|| self.missing())?;
+        let target_dir = Tier::ALL.into_iter().any(|t| self.tiers.is_dir(t, to));
+        if target_dir && !src_dir {
+            return Err(Errno::EISDIR);
+        }
+        if src_dir && !target_dir && Tier::ALL.into_iter().any(|t| self.tiers.exists(t, to)) {
+            return Err(Errno::ENOTDIR);
+        }
+        if target_dir && self.dir_has_entries(to) {
+            return Err(Errno::ENOTEMPTY);
+        }
+        if let Some(t) = target
+            && !target_dir
+            && t != ino
+        {
+            if lock(&self.open_counts).get(&t).is_some_and(|&n| n > 0) {
+                // The replaced file is open: it lives on under a hidden name.
+                self.unlink_file_at(t, to)?;
+            } else {
+                if write_lock(&self.pins).remove(&t).is_none() {
+                    self.tell(&Request::op(ObjectId(t), Op::Delete).with_class(self.class(to, false)));
+                }
+                lock(&self.dirty_marked).remove(&t);
+                self.drop_fds(t);
+            }
+        }
+        for t in Tier::ALL {
+            let src = self.tiers.at(t, from).map_err(|e| errno(&e))?;
+            let dst = self.tiers.at_creating(t, to);
+            if src.exists() {
+                let dst = dst.map_err(|e| errno(&e))?;
+                if target_dir && dst.is_dir() {
+                    dst.rmdir().map_err(|e| errno(&e))?;
+                }
+                src.rename_to(&dst).map_err(|e| errno(&e))?;
+            } else if let Ok(dst) = dst {
+                // What the rename replaces, on a tier the source is not on.
+                if dst.is_dir() {
+                    dst.rmdir().map_err(|e| errno(&e))?;
+                } else if dst.exists() {
+                    dst.unlink().map_err(|e| errno(&e))?;
+                }
+            }
+        }
+        let moved = {
+            let mut inodes = lock(&self.inodes);
+            if target != Some(ino) {
+                inodes.forget_path(to);
+            }
+            inodes.rename(from, to)
+        };
+        // Pins and dirty marks are kept by path in the store.
+        if !lock(&self.dirty_marked).is_empty() || !read_lock(&self.pins).is_empty() {
+            self.store.rename(from, to).map_err(|_| Errno::EIO)?;
+        }
+        for (i, rel) in moved {
+            if read_lock(&self.pins).contains_key(&i) {
+                continue;
+            }
+            let dir = self.node(i).map(|n| n.dir).unwrap_or(false);
+            self.tell(&Request::op(ObjectId(i), Op::Rename).with_class(self.class(&rel, dir)));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,149 @@
+//! The move protocol's copy: source opened, destination directory resolved, then copied to a
+//! temporary name, synced and renamed into place; for a move, the source removed last, only if
+//! it is still the file that was copied.
+
+use std::ffi::OsString;
+use std::fs::{self, File};
+use std::io;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::Path;
+
+use tierwise_core::Tier;
+
+use super::at::{Access, At};
+use super::{COPY_CHUNK, RESERVED_PREFIX, Tiers, atime, mtime};
+
+/// A copy of one file from one tier to the other, resolved and ready to run. The directories
+/// are open, so renames of them (or of their parents) while it runs do not matter.
+#[derive(Debug)]
+pub struct CopyPlan {
+    src: At,
+    input: File,
+    /// Device and inode of the source: what [`CopyPlan::remove_source`] may remove.
+    src_id: (u64, u64),
+    dst: At,
+    tmp: At,
+}
+
+impl Tiers {
+    /// Resolves a copy of `rel` from tier `from` to the other: opens the source file and the
+    /// destination's directory, creating missing parent directories there as copies of the
+    /// source's ([`Tiers::parent_dir`]). Callers hold the namespace lock (shared) so that no
+    /// directory rename runs while `rel` is resolved on the two tiers.
+    pub fn plan_copy(&self, rel: &Path, from: Tier, ino: u64) -> io::Result<CopyPlan> {
+        let src = self.at(from, rel)?;
+        let input = src.open(Access::Read)?;
+        let m = input.metadata()?;
+        let dst = self.at_creating(from.other(), rel)?;
+        let tmp = dst.sibling(&OsString::from(format!("{RESERVED_PREFIX}tmp-{ino}")))?;
+        Ok(CopyPlan { src, input, src_id: (m.dev(), m.ino()), dst, tmp })
+    }
+}
+
+impl CopyPlan {
+    /// Copies the source over the destination with the move protocol, keeping the source.
+    /// Returns the bytes copied. `pace(offset, len, total)` runs before each chunk is written:
+    /// it may sleep (rate limit, emulation) or fail to cancel the copy (the source is intact and
+    /// the temporary file is removed).
+    pub fn run(&self, pace: &mut dyn FnMut(u64, u64, u64) -> io::Result<()>) -> io::Result<u64> {
+        let result = (|| {
+            let meta = self.input.metadata()?;
+            // A temporary left by an earlier failed attempt goes first.
+            match self.tmp.unlink() {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
+            let out = self.tmp.open(Access::CreateNew)?;
+            let n = copy_data(&self.input, &out, meta.len(), pace)?;
+            copy_metadata(&self.input, &meta, &out)?;
+            out.set_times(fs::FileTimes::new().set_accessed(atime(&meta)).set_modified(mtime(&meta)))?;
+            out.sync_all()?;
+            drop(out);
+            self.tmp.rename_to(&self.dst)?;
+            self.dst.sync_dir()?;
+            Ok(n)
+        })();
+        if result.is_err() {
+            let _ = self.tmp.unlink();
+        }
+        result
+    }
+
+    /// Removes the source, if its name still holds the file that was copied, and syncs its
+    /// directory.
+    pub fn remove_source(&self) -> io::Result<()> {
+        match self.src.unlink_if(self.src_id) {
+            Ok(()) => self.src.sync_dir(),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The source's metadata (what a journal record says the copy must match).
+    pub fn source_metadata(&self) -> io::Result<fs::Metadata> {
+        self.input.metadata()
+    }
+}
+
+/// Copies the `len` bytes of `input` to `out` in chunks of [`COPY_CHUNK`], calling `pace` before
+/// each; holes stay holes (only the data regions `SEEK_DATA`/`SEEK_HOLE` report are read and
+/// written), so a sparse file does not grow when it moves. Returns the bytes copied.
+fn copy_data(
+    input: &File,
+    out: &File,
+    len: u64,
+    pace: &mut dyn FnMut(u64, u64, u64) -> io::Result<()>,
+) -> io::Result<u64> {
+    use nix::unistd::{Whence, lseek};
+    use std::os::unix::fs::FileExt;
+    let seek = |pos: u64, whence: Whence| -> io::Result<Option<u64>> {
+        let pos = i64::try_from(pos).map_err(|_| io::Error::other("offset out of range"))?;
+        match lseek(input, pos, whence) {
+            Ok(p) => Ok(Some(p as u64)),
+            Err(nix::errno::Errno::ENXIO) => Ok(None), // no data at or after `pos`
+            Err(e) => Err(e.into()),
+        }
+    };
+    let mut buf = vec![0u8; COPY_CHUNK];
+    let (mut pos, mut copied) = (0u64, 0u64);
+    while pos < len {
+        let Some(start) = seek(pos, Whence::SeekData)? else { break };
+        let end = seek(start, Whence::SeekHole)?.unwrap_or(len).min(len);
+        let mut at = start;
+        while at < end {
+            let want = (end - at).min(COPY_CHUNK as u64) as usize;
+            let got = input.read_at(&mut buf[..want], at)?;
+            if got == 0 {
+                break; // the file shrank under us: the copy is of what was there
+            }
+            pace(at, got as u64, len)?;
+            out.write_all_at(&buf[..got], at)?;
+            at += got as u64;
+            copied += got as u64;
+        }
+        pos = end.max(start + 1);
+    }
+    out.set_len(len)?;
+    Ok(copied)
+}
+
+/// Gives `dst` the owner, mode and extended attributes of the open file `src` (whose metadata
+/// is `meta`). Owner first: a chown clears set-id bits, which the mode then restores. An
+/// attribute the destination's file system refuses fails the copy (a move then rolls back
+/// rather than lose it).
+pub(super) fn copy_metadata(src: &File, meta: &fs::Metadata, dst: &File) -> io::Result<()> {
+    use xattr::FileExt;
+    let _ = std::os::unix::fs::fchown(dst, Some(meta.uid()), Some(meta.gid()));
+    dst.set_permissions(fs::Permissions::from_mode(meta.mode() & 0o7777))?;
+    let names = match src.list_xattr() {
+        Ok(names) => names,
+        Err(e) if e.raw_os_error() == Some(nix::libc::EOPNOTSUPP) => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    for name in names {
+        if let Some(value) = src.get_xattr(&name)? {
+            dst.set_xattr(&name, &value)?;
+        }
+    }
+    Ok(())
+}

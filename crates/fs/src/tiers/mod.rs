@@ -1,0 +1,404 @@
+//! The two tier directories: where a relative path lives on each, the move protocol, and the
+//! scan that adopts existing trees.
+//!
+//! Every file lives at the same relative path on whichever tier holds it, so both trees stay
+//! readable without tierwise, and every directory exists on both tiers. A move copies the file
+//! to a hidden temporary name next to its destination (`.tierwise-tmp-INO`), syncs it, renames
+//! it into place (atomic on one file system), syncs the directory, and only then removes the
+//! source. A crash at any point leaves either the source alone (plus a temporary file that the
+//! next mount deletes), or two identical copies (which the next mount resolves: see
+//! [`Tiers::scan`]).
+//!
+//! Nothing here follows a symlink or leaves a tier: every operation goes through [`at`], which
+//! resolves relative paths from the tier's root with `openat2(RESOLVE_BENEATH |
+//! RESOLVE_NO_SYMLINKS)` and acts on the final name without following it.
+
+pub mod at;
+mod copy;
+mod scan;
+
+use std::ffi::OsStr;
+use std::fs::{self, File};
+use std::io;
+use std::os::fd::AsFd;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Component, Path, PathBuf};
+use std::time::SystemTime;
+
+pub use at::{Access, At};
+pub use copy::CopyPlan;
+use nix::fcntl::OFlag;
+use nix::sys::stat::Mode;
+pub use scan::Found;
+use tierwise_core::Tier;
+
+/// Names tierwise keeps for itself inside the tiers (hidden from listings).
+pub const RESERVED_PREFIX: &str = ".tierwise-";
+
+/// Bytes a move copies between two calls of its pacing hook.
+pub const COPY_CHUNK: usize = 1 << 20;
+
+/// The SSD and HDD directories.
+#[derive(Clone, Debug)]
+pub struct Tiers {
+    /// The fast tier's root.
+    pub ssd: PathBuf,
+    /// The slow tier's root.
+    pub hdd: PathBuf,
+    /// Device and inode of each root when it was opened (fast first): a root whose path now
+    /// names something else (its file system was unmounted, the directory removed) is lost.
+    roots: [(u64, u64); 2],
+}
+
+/// Errors found in the tier directories before mounting.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TierError {
+    /// A tier directory is missing or not a directory.
+    #[error("{which} tier `{path}`: {why}")]
+    Bad {
+        /// `ssd` or `hdd`.
+        which: &'static str,
+        /// The path given.
+        path: PathBuf,
+        /// What is wrong.
+        why: String,
+    },
+    /// The two tiers are one directory, or one is inside the other.
+    #[error("the SSD and HDD tiers must be two separate directories: `{0}` and `{1}` overlap")]
+    Overlap(PathBuf, PathBuf),
+    /// The mountpoint is one of the tiers or inside one (the mount would hide or recurse into its data).
+    #[error("the mountpoint `{0}` is inside the tier `{1}`; mount it somewhere else")]
+    MountInsideTier(PathBuf, PathBuf),
+    /// A tier is inside the mountpoint (the mount would hide the tier under itself).
+    #[error("the tier `{1}` is inside the mountpoint `{0}`; keep the tiers outside the directory you mount on")]
+    TierInsideMount(PathBuf, PathBuf),
+}
+
+impl Tiers {
+    /// Checks the two directories and the mountpoint and returns them canonical.
+    pub fn open(ssd: &Path, hdd: &Path, mountpoint: &Path) -> Result<Tiers, TierError> {
+        let canon = |which: &'static str, p: &Path| -> Result<PathBuf, TierError> {
+            let bad = |why: String| TierError::Bad { which, path: p.to_path_buf(), why };
+            let c = fs::canonicalize(p).map_err(|e| {
+                if e.kind() == io::ErrorKind::NotFound { bad("does not exist".into()) } else { bad(e.to_string()) }
+            })?;
+            if !c.is_dir() {
+                return Err(bad("not a directory".into()));
+            }
+            Ok(c)
+        };
+        let (ssd, hdd) = (canon("ssd", ssd)?, canon("hdd", hdd)?);
+        if ssd.starts_with(&hdd) || hdd.starts_with(&ssd) {
+            return Err(TierError::Overlap(ssd, hdd));
+        }
+        if let Ok(m) = fs::canonicalize(mountpoint) {
+            for t in [&ssd, &hdd] {
+                if m.starts_with(t) {
+                    return Err(TierError::MountInsideTier(m, t.clone()));
+                }
+                if t.starts_with(&m) {
+                    return Err(TierError::TierInsideMount(m, t.clone()));
+                }
+            }
+        }
+        let id = |p: &Path| fs::metadata(p).map(|m| (m.dev(), m.ino())).unwrap_or_default();
+        let roots = [id(&ssd), id(&hdd)];
+        Ok(Tiers { ssd, hdd, roots })
+    }
+
+    /// Device and inode of `tier`'s root as it was at mount.
+    pub fn root_id(&self, tier: Tier) -> (u64, u64) {
+        self.roots[tier.index()]
+    }
+
+    /// Opens `tier`'s root, checking it is still the directory it was at mount: its file
+    /// system may have been unmounted (the path then names the empty mountpoint underneath), or
+    /// the directory removed. EIO then: tierwise must never create anything there.
+    pub fn root_dir(&self, tier: Tier) -> io::Result<File> {
+        let lost = || io::Error::from_raw_os_error(nix::libc::EIO);
+        let f =
+            nix::fcntl::open(self.root(tier), OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC, Mode::empty())
+                .map(File::from)
+                .map_err(|_| lost())?;
+        let m = f.metadata()?;
+        if (m.dev(), m.ino()) != self.roots[tier.index()] {
+            return Err(lost());
+        }
+        Ok(f)
+    }
+
+    /// Whether `tier`'s root is still the directory it was at mount (see [`Tiers::root_dir`]).
+    pub fn root_intact(&self, tier: Tier) -> bool {
+        self.root_dir(tier).is_ok()
+    }
+
+    /// Fails with EIO when `tier`'s root is lost (see [`Tiers::root_dir`]).
+    pub fn check_root(&self, tier: Tier) -> io::Result<()> {
+        self.root_dir(tier).map(drop)
+    }
+
+    /// The root of `tier` (for messages and the state directory: tier files are never opened
+    /// by path).
+    pub fn root(&self, tier: Tier) -> &Path {
+        match tier {
+            Tier::Fast => &self.ssd,
+            Tier::Slow => &self.hdd,
+        }
+    }
+
+    /// Where `rel` is on `tier`, for messages only.
+    pub fn display(&self, tier: Tier, rel: &Path) -> PathBuf {
+        self.root(tier).join(rel)
+    }
+
+    /// The directory `rel` on `tier` (`rel` empty: the root), opened without following any
+    /// symlink.
+    pub fn dir(&self, tier: Tier, rel: &Path) -> io::Result<File> {
+        let root = self.root_dir(tier)?;
+        if rel.as_os_str().is_empty() {
+            return Ok(root);
+        }
+        at::open_dir_beneath(&root, rel)
+    }
+
+    /// The name `rel` on `tier`: its parent directory opened without following any symlink.
+    /// `rel` must have at least one component (the root is [`Tiers::dir`]).
+    pub fn at(&self, tier: Tier, rel: &Path) -> io::Result<At> {
+        let (parent, name) = split(rel)?;
+        At::new(self.dir(tier, parent)?, name)
+    }
+
+    /// Metadata of `rel` on `tier` (the root for an empty `rel`), not following a final symlink.
+    pub fn metadata(&self, tier: Tier, rel: &Path) -> io::Result<fs::Metadata> {
+        if rel.as_os_str().is_empty() {
+            return self.root_dir(tier)?.metadata();
+        }
+        self.at(tier, rel)?.metadata()
+    }
+
+    /// Whether `rel` exists on `tier` (without following a final symlink).
+    pub fn exists(&self, tier: Tier, rel: &Path) -> bool {
+        self.at(tier, rel).is_ok_and(|a| a.exists())
+    }
+
+    /// Whether `rel` is a directory on `tier` (not a symlink to one).
+    pub fn is_dir(&self, tier: Tier, rel: &Path) -> bool {
+        if rel.as_os_str().is_empty() {
+            return self.root_intact(tier);
+        }
+        self.at(tier, rel).is_ok_and(|a| a.is_dir())
+    }
+
+    /// The parent directory of `rel` on `tier`, created (with the owner and mode of the same
+    /// directory on the other tier) where missing. A directory is only ever created as a copy
+    /// of one the other tier has at that moment, so a stale path cannot bring a renamed-away
+    /// directory back. EIO when the tier's root is lost.
+    pub fn parent_dir(&self, tier: Tier, rel: &Path) -> io::Result<File> {
+        let (parent, _) = split(rel)?;
+        self.mirror_dir(tier, parent)
+    }
+
+    /// The name `rel` on `tier`, its parent directory created as in [`Tiers::parent_dir`].
+    pub fn at_creating(&self, tier: Tier, rel: &Path) -> io::Result<At> {
+        let (_, name) = split(rel)?;
+        At::new(self.parent_dir(tier, rel)?, name)
+    }
+
+    /// The directory `rel` on `tier`, each missing component created as a copy of the other
+    /// tier's (see [`Tiers::parent_dir`]).
+    pub fn mirror_dir(&self, tier: Tier, rel: &Path) -> io::Result<File> {
+        let mut cur = self.root_dir(tier)?;
+        // The other tier's matching directory, opened only when something must be created.
+        let mut other: Option<File> = None;
+        let mut done = PathBuf::new();
+        for c in rel.components() {
+            let Component::Normal(name) = c else { return Err(io::Error::from_raw_os_error(nix::libc::EINVAL)) };
+            done.push(name);
+            let here = At::new(cur.try_clone()?, name)?;
+            let next = match here.open_dir() {
+                Ok(d) => {
+                    other = None;
+                    d
+                }
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    let model = match other.take() {
+                        Some(o) => At::new(o, name)?.open_dir()?,
+                        None => self.dir(tier.other(), &done)?,
+                    };
+                    let m = model.metadata()?;
+                    match here.mkdir(0o700) {
+                        Ok(()) => {
+                            let _ = here.chown(Some(m.uid()), Some(m.gid()));
+                            here.chmod(m.mode())?;
+                            // The new entry must survive a crash before anything is put in it.
+                            here.sync_dir()?;
+                        }
+                        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                        Err(e) => return Err(e),
+                    }
+                    other = Some(model);
+                    here.open_dir()?
+                }
+                Err(e) => return Err(e),
+            };
+            cur = next;
+        }
+        Ok(cur)
+    }
+
+    /// Creates `rel` on `tier` empty, replacing a stale file there, with the owner, mode and
+    /// extended attributes of the copy on the other tier (when there is one): a new copy of the
+    /// same file, not a new file.
+    pub fn recreate(&self, tier: Tier, rel: &Path) -> io::Result<()> {
+        let here = self.at_creating(tier, rel)?;
+        let f = here.open(Access::CreateTruncate)?;
+        if let Ok(model) = self.at(tier.other(), rel).and_then(|a| a.open(Access::Read)) {
+            copy::copy_metadata(&model, &model.metadata()?, &f)?;
+        }
+        Ok(())
+    }
+
+    /// Removes `rel` from `tier` (a move's source, or a dropped copy) and syncs its directory.
+    /// Nothing there is fine.
+    pub fn remove(&self, tier: Tier, rel: &Path) -> io::Result<()> {
+        let a = match self.at(tier, rel) {
+            Ok(a) => a,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        match a.unlink() {
+            Ok(()) => a.sync_dir(),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Statistics of `tier`'s file system.
+    pub fn statvfs(&self, tier: Tier) -> io::Result<nix::sys::statvfs::Statvfs> {
+        let root = self.root_dir(tier)?;
+        nix::sys::statvfs::fstatvfs(root.as_fd()).map_err(|e| io::Error::from_raw_os_error(e as i32))
+    }
+}
+
+/// `rel` as (parent, name); EINVAL for an empty path.
+fn split(rel: &Path) -> io::Result<(&Path, &OsStr)> {
+    match (rel.parent(), rel.file_name()) {
+        (Some(p), Some(n)) => Ok((p, n)),
+        _ => Err(io::Error::from_raw_os_error(nix::libc::EINVAL)),
+    }
+}
+
+/// Whether a name is one tierwise reserves.
+pub fn is_reserved(name: &OsStr) -> bool {
+    name.as_encoded_bytes().starts_with(RESERVED_PREFIX.as_bytes())
+}
+
+/// Accepts a single normal path component that is not reserved (never `..`, `/` or `.`).
+pub fn check_name(name: &OsStr) -> Result<&OsStr, i32> {
+    let mut comps = Path::new(name).components();
+    match (comps.next(), comps.next()) {
+        (Some(Component::Normal(n)), None) if n == name && !is_reserved(name) => Ok(name),
+        _ if is_reserved(name) => Err(nix::errno::Errno::EPERM as i32),
+        _ => Err(nix::errno::Errno::EINVAL as i32),
+    }
+}
+
+/// The modification time of `m`.
+pub fn mtime(m: &fs::Metadata) -> SystemTime {
+    m.modified().unwrap_or(SystemTime::UNIX_EPOCH)
+}
+
+/// The access time of `m`.
+pub fn atime(m: &fs::Metadata) -> SystemTime {
+    m.accessed().unwrap_or(SystemTime::UNIX_EPOCH)
+}
+
+/// Reads up to `len` bytes at `offset` of an open file.
+pub fn read_at_file(f: &File, offset: u64, len: usize) -> io::Result<Vec<u8>> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = vec![0u8; len];
+    let mut got = 0;
+    while got < len {
+        let n = f.read_at(&mut buf[got..], offset + got as u64)?;
+        if n == 0 {
+            break;
+        }
+        got += n;
+    }
+    buf.truncate(got);
+    Ok(buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Only one normal, unreserved path component gets through: nothing a name can say makes a
+    /// tier path leave its tier.
+    #[test]
+    fn names_that_could_leave_a_tier_are_refused() {
+        for bad in ["..", ".", "", "a/b", "/etc", "../x", "a/..", ".tierwise-tmp-1"] {
+            assert!(check_name(OsStr::new(bad)).is_err(), "{bad:?} must be refused");
+        }
+        for good in ["a", "..a", "a..", ".hidden", "with space", "ünïcode"] {
+            assert!(check_name(OsStr::new(good)).is_ok(), "{good:?} is an ordinary name");
+        }
+        assert_eq!(check_name(OsStr::new(".tierwise-x")), Err(nix::errno::Errno::EPERM as i32));
+    }
+
+    /// A root whose path names something else (here: removed and re-created) is lost.
+    #[test]
+    fn a_replaced_root_is_lost() {
+        let (a, b, m) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let tiers = Tiers::open(a.path(), b.path(), m.path()).unwrap();
+        assert!(tiers.root_intact(Tier::Fast) && tiers.check_root(Tier::Slow).is_ok());
+        let other = tempfile::tempdir().unwrap();
+        fs::remove_dir(b.path()).unwrap();
+        assert!(!tiers.root_intact(Tier::Slow));
+        // Another directory moved into its place (made while the tier existed, so its inode differs;
+        // a directory re-created after removal may reuse the number and is not told apart).
+        fs::rename(other.path(), b.path()).unwrap();
+        assert!(!tiers.root_intact(Tier::Slow), "a new directory at the same path is not the tier");
+        assert_eq!(tiers.check_root(Tier::Slow).unwrap_err().raw_os_error(), Some(nix::libc::EIO));
+        assert!(tiers.parent_dir(Tier::Slow, Path::new("d/f")).is_err(), "nothing is created there");
+        assert!(!b.path().join("d").exists());
+    }
+
+    /// Tiers inside the mountpoint and a mountpoint inside a tier are told apart.
+    #[test]
+    fn overlaps_with_the_mountpoint_are_named_the_right_way_round() {
+        let root = tempfile::tempdir().unwrap();
+        for t in ["ssd", "hdd"] {
+            fs::create_dir(root.path().join(t)).unwrap();
+        }
+        let e = Tiers::open(&root.path().join("ssd"), &root.path().join("hdd"), root.path()).unwrap_err();
+        assert!(matches!(e, TierError::TierInsideMount(..)), "{e}");
+        assert!(e.to_string().contains("is inside the mountpoint"), "{e}");
+        fs::create_dir(root.path().join("ssd/m")).unwrap();
+        let e =
+            Tiers::open(&root.path().join("ssd"), &root.path().join("hdd"), &root.path().join("ssd/m")).unwrap_err();
+        assert!(matches!(e, TierError::MountInsideTier(..)), "{e}");
+        let e = Tiers::open(&root.path().join("nope"), &root.path().join("hdd"), root.path()).unwrap_err();
+        assert!(e.to_string().contains("does not exist"), "{e}");
+    }
+
+    /// A directory is created on one tier only as a copy of the other tier's: once both are
+    /// renamed away, a stale path creates nothing (no ghost directory).
+    #[test]
+    fn directories_are_mirrored_never_invented() {
+        use std::os::unix::fs::PermissionsExt;
+        let (a, b, m) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let tiers = Tiers::open(a.path(), b.path(), m.path()).unwrap();
+        fs::create_dir_all(b.path().join("d/e")).unwrap();
+        fs::set_permissions(b.path().join("d"), fs::Permissions::from_mode(0o751)).unwrap();
+        tiers.parent_dir(Tier::Fast, Path::new("d/e/f")).unwrap();
+        assert!(a.path().join("d/e").is_dir());
+        assert_eq!(fs::metadata(a.path().join("d")).unwrap().permissions().mode() & 0o7777, 0o751);
+        fs::rename(a.path().join("d"), a.path().join("x")).unwrap();
+        fs::rename(b.path().join("d"), b.path().join("x")).unwrap();
+        let e = tiers.parent_dir(Tier::Fast, Path::new("d/e/f")).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::NotFound);
+        assert!(!a.path().join("d").exists(), "no ghost directory");
+    }
+}
