@@ -53,6 +53,7 @@ enum Command {
     /// Measure the speed and memory targets (generates seeded workloads once, then reuses them).
     Bench(BenchArgs),
     /// Mount a hybrid file system (FUSE) over an SSD directory and an HDD directory.
+    #[command(after_long_help = mount::LONG_HELP)]
     Mount(mount::MountArgs),
     /// Where files on a tierwise mount are: ssd, hdd or ssd+hdd (the user.tierwise.tier xattr).
     WhichTier {

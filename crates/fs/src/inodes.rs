@@ -15,17 +15,20 @@ pub(crate) struct Node {
     pub(crate) dir: bool,
 }
 
-/// Inodes by number and by path.
+/// Inodes by number and by path. A hard-linked file has several paths (its names); its node's
+/// `rel` is one of them, any being as good as another for reaching the file.
 #[derive(Debug)]
 pub(crate) struct Inodes {
     pub(crate) by_ino: HashMap<u64, Node>,
     pub(crate) by_path: HashMap<PathBuf, u64>,
+    /// Every name of the files that have more than one.
+    names: HashMap<u64, Vec<PathBuf>>,
     next: u64,
 }
 
 impl Default for Inodes {
     fn default() -> Inodes {
-        let mut t = Inodes { by_ino: HashMap::new(), by_path: HashMap::new(), next: ROOT };
+        let mut t = Inodes { by_ino: HashMap::new(), by_path: HashMap::new(), names: HashMap::new(), next: ROOT };
         t.by_ino.insert(ROOT, Node { rel: Path::new("").into(), dir: true });
         t.by_path.insert(PathBuf::new(), ROOT);
         t
@@ -49,15 +52,50 @@ impl Inodes {
         ino
     }
 
-    /// Forgets the inode at `rel`.
-    pub(crate) fn forget_path(&mut self, rel: &Path) -> Option<u64> {
+    /// Gives file `ino` the further name `rel` (a hard link).
+    pub(crate) fn add_name(&mut self, ino: u64, rel: &Path) {
+        let Some(n) = self.by_ino.get(&ino) else { return };
+        let names = self.names.entry(ino).or_insert_with(|| vec![n.rel.to_path_buf()]);
+        names.push(rel.to_path_buf());
+        self.by_path.insert(rel.to_path_buf(), ino);
+    }
+
+    /// The names of file `ino` (one unless it is hard-linked).
+    pub(crate) fn names_of(&self, ino: u64) -> Vec<PathBuf> {
+        match self.names.get(&ino) {
+            Some(v) => v.clone(),
+            None => self.by_ino.get(&ino).map(|n| vec![n.rel.to_path_buf()]).unwrap_or_default(),
+        }
+    }
+
+    /// Forgets the name `rel`. Returns its inode and how many names the inode has left: with
+    /// none, the inode is forgotten too.
+    pub(crate) fn forget_path(&mut self, rel: &Path) -> Option<(u64, usize)> {
         let ino = self.by_path.remove(rel)?;
+        if let Some(names) = self.names.get_mut(&ino) {
+            names.retain(|p| p != rel);
+            let left = names.len();
+            if let (Some(first), Some(n)) = (names.first().cloned(), self.by_ino.get_mut(&ino))
+                && &*n.rel == rel
+            {
+                n.rel = first.as_path().into();
+            }
+            if left <= 1 {
+                self.names.remove(&ino);
+            }
+            if left > 0 {
+                return Some((ino, left));
+            }
+        }
         self.by_ino.remove(&ino);
-        Some(ino)
+        Some((ino, 0))
     }
 
     /// Forgets inode `ino` (wherever it is now).
     pub(crate) fn forget(&mut self, ino: u64) {
+        for p in self.names.remove(&ino).unwrap_or_default() {
+            self.by_path.remove(&p);
+        }
         if let Some(n) = self.by_ino.remove(&ino)
             && self.by_path.get(&*n.rel) == Some(&ino)
         {
@@ -83,9 +121,7 @@ impl Inodes {
         if !self.by_ino.get(&ino).is_some_and(|n| n.dir) {
             // A file: one entry, no scan of the table.
             self.by_path.remove(from);
-            if let Some(n) = self.by_ino.get_mut(&ino) {
-                n.rel = to.into();
-            }
+            self.renamed(ino, from, to);
             self.by_path.insert(to.to_path_buf(), ino);
             moved.push((ino, to.to_path_buf()));
             return moved;
@@ -98,13 +134,25 @@ impl Inodes {
                 Ok(rest) => to.join(rest),
                 Err(_) => continue,
             };
-            if let Some(n) = self.by_ino.get_mut(&ino) {
-                n.rel = new.as_path().into();
-            }
+            self.renamed(ino, &old, &new);
             self.by_path.insert(new.clone(), ino);
             moved.push((ino, new));
         }
         moved
+    }
+
+    /// Inode `ino`'s name `old` is `new` now.
+    fn renamed(&mut self, ino: u64, old: &Path, new: &Path) {
+        if let Some(names) = self.names.get_mut(&ino) {
+            for p in names.iter_mut().filter(|p| p.as_path() == old) {
+                *p = new.to_path_buf();
+            }
+        }
+        if let Some(n) = self.by_ino.get_mut(&ino)
+            && (&*n.rel == old || !self.names.contains_key(&ino))
+        {
+            n.rel = new.into();
+        }
     }
 
     /// The files (not directories) and their paths.
@@ -132,10 +180,24 @@ mod tests {
         assert_eq!(&*t.get(g).unwrap().rel, Path::new("x/d/e/g"));
         assert_eq!(t.by_path.get(Path::new("x/d")), Some(&d));
         assert_eq!(&*t.get(other).unwrap().rel, Path::new("dd/f"), "a name with the same prefix stays");
+        // A second name: either reaches the file; forgetting one keeps the other.
+        let h = t.ino_of(Path::new("x/h"), false);
+        t.add_name(h, Path::new("x/d/h2"));
+        t.rename(Path::new("x/d"), Path::new("y"));
+        let mut names = t.names_of(h);
+        names.sort();
+        assert_eq!(names, [PathBuf::from("x/h"), PathBuf::from("y/h2")]);
+        assert_eq!(t.forget_path(Path::new("x/h")), Some((h, 1)));
+        assert_eq!(&*t.get(h).unwrap().rel, Path::new("y/h2"), "the other name reaches it");
+        assert_eq!(t.forget_path(Path::new("y/h2")), Some((h, 0)));
+        assert!(t.get(h).is_none());
+        let d = t.by_path[Path::new("y")];
+        let f = t.by_path[Path::new("y/f")];
+        assert_eq!(t.get(d).unwrap().rel.as_ref(), Path::new("y"));
         t.relocate(f, Path::new(".tierwise-unlinked-3"));
         assert!(!t.by_path.contains_key(Path::new("x/d/f")));
         t.forget(f);
         assert!(t.get(f).is_none() && !t.by_path.contains_key(Path::new(".tierwise-unlinked-3")));
-        assert_eq!(t.ino_of(Path::new("x/d/e/g"), false), g, "a known path keeps its number");
+        assert_eq!(t.ino_of(Path::new("y/e/g"), false), g, "a known path keeps its number");
     }
 }

@@ -265,6 +265,7 @@ impl HybridFs {
             store,
             pins: RwLock::new(HashMap::new()),
             frozen: RwLock::new(HashMap::new()),
+            linked: RwLock::new(HashMap::new()),
             open_counts: Mutex::new(HashMap::new()),
             orphans: Mutex::new(HashMap::new()),
             passthrough: AtomicBool::new(false),

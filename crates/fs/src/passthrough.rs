@@ -72,7 +72,7 @@ impl Shared {
         if copies.len() != 1 {
             return None; // a cached file: its copies must stay in step, regular I/O does that
         }
-        if writable && pinned && tier == Tier::Fast {
+        if writable && tier == Tier::Fast && crate::shared::read_lock(&self.pins).get(&ino) == Some(&Tier::Fast) {
             // Its growth is held to the pin reserve: regular I/O checks that.
             return None;
         }

@@ -42,6 +42,10 @@ impl Shared {
             // Open by passthrough: moving it would leave the kernel on the old copy.
             return Err(Errno::EBUSY);
         }
+        if read_lock(&self.linked).contains_key(&ino) {
+            // Hard-linked: a move would copy one name and leave the others on the old file.
+            return Err(Errno::EMLINK);
+        }
         let auth = *self.copies(ino).first().ok_or(Errno::ENOENT)?;
         let meta = self.at(ino, auth)?.metadata().map_err(|e| errno(&e))?;
         if !meta.is_file() {

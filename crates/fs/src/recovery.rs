@@ -128,6 +128,14 @@ impl Shared {
         let heat = self.store.heat()?;
         let mut pins_found = HashSet::new();
         let mut found = self.tiers.scan(true)?;
+        let mut groups = HashMap::new();
+        found.retain(|f| {
+            let linked = self.adopt_linked(f, pins.get(&f.rel).copied(), &mut groups);
+            if linked && pins.contains_key(&f.rel) {
+                pins_found.insert(f.rel.clone());
+            }
+            !linked
+        });
         // Hottest first (files without saved statistics last): when the SSD holds more than
         // the policy may use, the hottest keep their place.
         found.sort_by_key(|f| std::cmp::Reverse(heat.get(&f.rel).map_or(0, |&(rank, _)| rank + 1)));
@@ -172,9 +180,43 @@ impl Shared {
         Ok(())
     }
 
+    /// A name of a hard-linked file (more than one link on its tier): its names share one inode
+    /// and it stays on that tier, outside the policy. Returns whether `f` was one.
+    fn adopt_linked(&self, f: &tiers::Found, pin: Option<Tier>, groups: &mut HashMap<(Tier, u64, u64), u64>) -> bool {
+        let Some((tier, (dev, file, _))) =
+            Tier::ALL.into_iter().find_map(|t| f.ids[t.index()].filter(|&(_, _, links)| links > 1).map(|id| (t, id)))
+        else {
+            return false;
+        };
+        let mut inodes = lock(&self.inodes);
+        match groups.get(&(tier, dev, file)) {
+            Some(&ino) => inodes.add_name(ino, &f.rel),
+            None => {
+                let ino = inodes.ino_of(&f.rel, false);
+                groups.insert((tier, dev, file), ino);
+                write_lock(&self.linked).insert(ino, tier);
+                if let Some(p) = pin {
+                    write_lock(&self.pins).insert(ino, p);
+                }
+            }
+        }
+        if f.copies[tier.other().index()].is_some() {
+            log::warn(format_args!(
+                "{} is a hard link on the {} tier and has another copy on the other tier, which is ignored",
+                f.rel.display(),
+                if tier == Tier::Fast { "SSD" } else { "HDD" }
+            ));
+        }
+        true
+    }
+
     /// A read-only mount serves every file from its newest copy, changing nothing.
     fn adopt_read_only(&self, dirty: &HashSet<PathBuf>, switched: &HashMap<PathBuf, Tier>) -> Result<(), MountError> {
+        let mut groups = HashMap::new();
         for f in self.tiers.scan(false)? {
+            if self.adopt_linked(&f, None, &mut groups) {
+                continue;
+            }
             let ino = lock(&self.inodes).ino_of(&f.rel, false);
             let tier = match (switched.get(&f.rel), f.copies) {
                 (Some(&t), _) => t,

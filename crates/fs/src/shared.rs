@@ -65,6 +65,9 @@ pub(crate) struct Shared {
     pub(crate) pins: RwLock<HashMap<u64, Tier>>,
     /// A read-only mount serves every file where it is, outside the policy: its tier.
     pub(crate) frozen: RwLock<HashMap<u64, Tier>>,
+    /// Files with more than one name (hard links): one copy, on this tier, outside the policy
+    /// (a move would copy one name and leave the others on the old file).
+    pub(crate) linked: RwLock<HashMap<u64, Tier>>,
     /// Opens the kernel holds per file (an unlinked file lives on until the last is released).
     pub(crate) open_counts: Mutex<HashMap<u64, u32>>,
     /// Files unlinked while open: kept under a hidden name on this tier until the last release.
@@ -151,9 +154,11 @@ impl Shared {
     pub(crate) fn fixed_tier(&self, ino: u64) -> Option<Tier> {
         // One leaf lock at a time, none held while a read-only mount resolves a path.
         let pinned = read_lock(&self.pins).get(&ino).copied();
+        let linked = || read_lock(&self.linked).get(&ino).copied();
         let orphan = || lock(&self.orphans).get(&ino).copied();
         let backing = || lock(&self.backing).get(&ino).map(|b| b.tier);
         pinned
+            .or_else(linked)
             .or_else(orphan)
             .or_else(backing)
             .or_else(|| if self.cfg.read_only { self.frozen_tier(ino) } else { None })
@@ -291,6 +296,11 @@ impl Shared {
 
     /// [`Shared::copies`] of file `ino` at `rel`; the caller holds the namespace lock.
     pub(crate) fn copies_at(&self, ino: u64, rel: &Path) -> Vec<Tier> {
+        let linked = read_lock(&self.linked).get(&ino).copied();
+        if let Some(t) = linked {
+            // Its one copy: a stale file of the same name on the other tier is not it.
+            return if self.tiers.exists(t, rel) { vec![t] } else { Vec::new() };
+        }
         let p = lock(&self.engine).placement(ObjectId(ino));
         let mut v = Vec::with_capacity(2);
         if p.tracked && !self.cfg.read_only {

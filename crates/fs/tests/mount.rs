@@ -71,6 +71,8 @@ fn apply(root: &Path, op: u64, a: u64, b: u64, c: u64) -> String {
         18 if a.is_multiple_of(2) => outcome(fs::rename(dir(a), dir(b))),
         18 => outcome(fs::rename(dir(a).join("n"), dir(b).join("n"))),
         19 => outcome(fs::create_dir(dir(a).join("n"))),
+        // Hard links: a second name for a file (it then stays on its tier).
+        20 => outcome(fs::hard_link(file(a), file(b))),
         0 => outcome(fs::create_dir(dir(a))),
         1 if c.is_multiple_of(2) => outcome(fs::remove_dir(dir(a).join("n"))),
         1 => outcome(fs::remove_dir(dir(a))),
@@ -93,7 +95,10 @@ fn apply(root: &Path, op: u64, a: u64, b: u64, c: u64) -> String {
         8 => outcome(OpenOptions::new().write(true).open(file(a)).and_then(|f| f.set_len(c % 12_000))),
         9 => outcome(fs::remove_file(file(a))),
         10 => outcome(fs::rename(file(a), file(b))),
-        11 => outcome(fs::metadata(file(a)).map(|m| (m.len(), m.is_file()))),
+        11 => outcome(fs::metadata(file(a)).map(|m| {
+            use std::os::unix::fs::MetadataExt;
+            (m.len(), m.is_file(), m.nlink())
+        })),
         15 => {
             use std::os::unix::fs::PermissionsExt;
             let mode = [0o600, 0o640, 0o644, 0o755][(b % 4) as usize];
@@ -131,16 +136,17 @@ fn tree(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     out
 }
 
-/// Every file under `root` with its mode and its `user.t` attribute: what a move must carry.
-fn metadata_tree(root: &Path) -> BTreeMap<PathBuf, (u32, Option<Vec<u8>>)> {
-    use std::os::unix::fs::PermissionsExt;
+/// Every file under `root` with its mode, link count and `user.t` attribute: what a move must
+/// carry, and which names are one file.
+fn metadata_tree(root: &Path) -> BTreeMap<PathBuf, (u32, u64, Option<Vec<u8>>)> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
     tree(root)
         .into_iter()
         .filter(|(_, data)| data != b"<dir>")
         .map(|(rel, _)| {
             let p = root.join(&rel);
-            let mode = fs::metadata(&p).unwrap().permissions().mode() & 0o7777;
-            (rel, (mode, xattr::get(&p, "user.t").unwrap()))
+            let m = fs::metadata(&p).unwrap();
+            (rel, (m.permissions().mode() & 0o7777, m.nlink(), xattr::get(&p, "user.t").unwrap()))
         })
         .collect()
 }
@@ -170,16 +176,21 @@ fn differential_with(policy: &str, ops: u64, seed: u64, setup: impl Fn(&mut Moun
     let mut pins = 0;
     let mut pin_refusals = 0;
     let mut dir_renames = 0;
+    let mut links = 0;
+    let mut linked_pins = 0;
     for i in 0..ops {
-        let (op, a, b, c) = (rng.below(20), rng.next(), rng.next(), rng.next());
+        let (op, a, b, c) = (rng.below(21), rng.next(), rng.next(), rng.next());
         if op == 14 {
             // Pin, re-pin or unpin a file on the mount only: a pin moves the file at once, and a
             // pinned file is served outside the policy. Its outcome (ENOSPC when the reserve is
             // full, ENOENT) is not compared; what every later operation sees is.
             let rel = file_rel(a);
             let want = [&b"ssd"[..], b"hdd", b"none"][(b % 3) as usize];
-            if xattr::set(m.mnt.join(&rel), "user.tierwise.pin", want).is_ok() && want != b"none" {
-                pins += 1;
+            match xattr::set(m.mnt.join(&rel), "user.tierwise.pin", want) {
+                Ok(()) if want != b"none" => pins += 1,
+                // A hard-linked file stays on its tier.
+                Err(e) if e.raw_os_error() == Some(nix::libc::EMLINK) => linked_pins += 1,
+                _ => {}
             }
             continue;
         }
@@ -224,6 +235,9 @@ fn differential_with(policy: &str, ops: u64, seed: u64, setup: impl Fn(&mut Moun
         if op == 18 && want.starts_with("ok") {
             dir_renames += 1;
         }
+        if op == 20 && want.starts_with("ok") {
+            links += 1;
+        }
         if std::env::var_os("TIERWISE_FS_TRACE").is_some() {
             let tier = xattr::get(m.mnt.join(file_rel(a)), "user.tierwise.tier").ok().flatten().unwrap_or_default();
             let rel = file_rel(a);
@@ -267,10 +281,11 @@ fn differential_with(policy: &str, ops: u64, seed: u64, setup: impl Fn(&mut Moun
         }
     }
     assert!(tier_changes >= 3, "{policy}: only {tier_changes} placement changes seen; migrations are not exercised");
-    assert!(pins >= ops / 100, "{policy}: only {pins} pins took effect");
+    assert!(pins + linked_pins >= ops / 100, "{policy}: only {pins} pins took effect ({linked_pins} hard-linked)");
     assert!(dir_renames >= ops / 200, "{policy}: only {dir_renames} directory renames: not exercised");
+    assert!(links >= ops / 200, "{policy}: only {links} hard links: not exercised");
     eprintln!(
-        "{policy}: {ops} operations, {tier_changes} placement changes seen, {dir_renames} directory renames, {pins} pins, {pin_refusals} writes refused by the pin reserve"
+        "{policy}: {ops} operations, {tier_changes} placement changes seen, {dir_renames} directory renames, {links} hard links, {pins} pins, {pin_refusals} writes refused by the pin reserve"
     );
     assert_eq!(tree(&m.mnt), tree(plain.path()), "{policy}: the trees differ");
     assert_eq!(metadata_tree(&m.mnt), metadata_tree(plain.path()), "{policy}: modes or attributes differ");
@@ -418,15 +433,16 @@ fn posix_basics_and_the_tier_xattr() {
     }
     assert_eq!(xattr::get(&p, "user.tierwise.tier").unwrap().as_deref(), Some(&b"ssd"[..]));
     assert!(ssd.path().join("a.txt").exists() && !hdd.path().join("a.txt").exists(), "one copy, on the SSD");
-    // Symlinks, chmod, times, statfs, a refused hard link, rename over an existing file.
+    // Symlinks, chmod, times, statfs, a hard link, rename over an existing file.
     std::os::unix::fs::symlink("a.txt", m.mnt.join("link")).unwrap();
     assert_eq!(fs::read_link(m.mnt.join("link")).unwrap(), Path::new("a.txt"));
     assert_eq!(fs::read(m.mnt.join("link")).unwrap(), b"hello");
     use std::os::unix::fs::PermissionsExt;
     fs::set_permissions(&p, fs::Permissions::from_mode(0o600)).unwrap();
     assert_eq!(fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o600);
-    let e = fs::hard_link(&p, m.mnt.join("hard")).unwrap_err();
-    assert_eq!(e.kind(), ErrorKind::PermissionDenied, "hard links are refused with EPERM");
+    fs::hard_link(&p, m.mnt.join("hard")).unwrap();
+    assert_eq!(fs::read(m.mnt.join("hard")).unwrap(), b"hello", "a hard link names the same file");
+    fs::remove_file(m.mnt.join("hard")).unwrap();
     fs::write(m.mnt.join("b.txt"), b"other").unwrap();
     fs::rename(m.mnt.join("b.txt"), &p).unwrap();
     assert_eq!(fs::read(&p).unwrap(), b"other");
@@ -580,4 +596,68 @@ fn unlinked_and_replaced_files_live_on_while_open() {
         fs::remove_file(&p).unwrap();
         drop(m);
     }
+}
+
+/// Hard links, as `cp -al` makes them: both names are one file (one inode number, two links),
+/// a write through one shows through the other, the file stays on its tier (a pin is refused:
+/// a move would split the names), with one name left it goes back to the policy, and a remount
+/// finds the names still one file.
+#[test]
+fn hard_links_are_one_file_on_one_tier_and_survive_a_remount() {
+    use std::os::unix::fs::MetadataExt;
+    if !fuse_available() {
+        return;
+    }
+    let [ssd, hdd, mnt] = temp_dirs();
+    let cfg = MountConfig::new("dynamic-hot-dst:sieve=0,collector=lru", 64 * 1024);
+    let mut m = mount_with(ssd.path(), hdd.path(), mnt.path(), &cfg);
+    fs::create_dir_all(m.mnt.join("src/sub")).unwrap();
+    for (n, len) in [("src/a", 10_000), ("src/sub/b", 20_000), ("src/c", 5_000)] {
+        fs::write(m.mnt.join(n), vec![n.len() as u8; len]).unwrap();
+        fs::read(m.mnt.join(n)).unwrap();
+    }
+    let cp = std::process::Command::new("cp").arg("-al").arg(m.mnt.join("src")).arg(m.mnt.join("dst")).output();
+    let Ok(cp) = cp else {
+        eprintln!("SKIPPED: no cp");
+        return;
+    };
+    assert!(cp.status.success(), "cp -al on the mount: {}", String::from_utf8_lossy(&cp.stderr));
+    let meta = |n: &str| fs::metadata(m.mnt.join(n)).unwrap();
+    for n in ["a", "sub/b", "c"] {
+        let (s, d) = (meta(&format!("src/{n}")), meta(&format!("dst/{n}")));
+        assert_eq!((s.ino(), s.nlink()), (d.ino(), 2), "{n}: one file, two names");
+    }
+    fs::write(m.mnt.join("dst/a"), b"written through dst").unwrap();
+    assert_eq!(fs::read(m.mnt.join("src/a")).unwrap(), b"written through dst");
+    let tier = |n: &str| xattr::get(m.mnt.join(n), "user.tierwise.tier").unwrap().unwrap();
+    let placed = tier("src/a");
+    // Reads of other files would move an ordinary file; this one stays put.
+    for round in 0..5 {
+        for n in ["src/sub/b", "src/c", "dst/a"] {
+            fs::read(m.mnt.join(n)).unwrap();
+        }
+        assert_eq!(tier("src/a"), placed, "round {round}: a hard-linked file moved");
+    }
+    let e = xattr::set(m.mnt.join("src/a"), "user.tierwise.pin", b"hdd").unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(nix::libc::EMLINK), "pinning a hard-linked file: {e}");
+    // One name left: an ordinary file again, which a pin may move.
+    fs::remove_file(m.mnt.join("src/a")).unwrap();
+    assert_eq!(meta("dst/a").nlink(), 1);
+    xattr::set(m.mnt.join("dst/a"), "user.tierwise.pin", b"hdd").unwrap();
+    assert_eq!(tier("dst/a"), b"hdd");
+    assert_eq!(fs::read(m.mnt.join("dst/a")).unwrap(), b"written through dst");
+    // A rename over one name of a linked pair leaves the other.
+    fs::write(m.mnt.join("other"), b"replacement").unwrap();
+    fs::rename(m.mnt.join("other"), m.mnt.join("src/c")).unwrap();
+    assert_eq!((fs::read(m.mnt.join("dst/c")).unwrap().len(), meta("dst/c").nlink()), (5_000, 1));
+    let b_ino = meta("src/sub/b").ino();
+    m.unmount();
+    let m = mount_with(ssd.path(), hdd.path(), mnt.path(), &cfg);
+    let (s, d) = (fs::metadata(m.mnt.join("src/sub/b")).unwrap(), fs::metadata(m.mnt.join("dst/sub/b")).unwrap());
+    assert_eq!((s.ino(), s.nlink()), (d.ino(), 2), "still one file after a remount");
+    let _ = b_ino;
+    assert_eq!(fs::read(m.mnt.join("dst/sub/b")).unwrap(), vec![9u8; 20_000]);
+    // On the tiers: one inode, on one tier.
+    let on = |t: &Path| t.join("src/sub/b").exists();
+    assert!(on(ssd.path()) != on(hdd.path()), "one tier holds the linked file");
 }

@@ -110,6 +110,24 @@ pub struct MountArgs {
     from_config: Vec<&'static str>,
 }
 
+/// The end of `tierwise mount --help`: fstab, signals, logs.
+pub const LONG_HELP: &str = "\
+fstab and mount -t tierwise (after `ln -s \"$(command -v tierwise)\" /sbin/mount.tierwise`):
+  SOURCE  MOUNTPOINT  tierwise  OPTIONS  0 0
+  /srv/tw                 /data     tierwise  policy=dynamic-hot-dst,ssd_quota=80%,allow_other  0 0
+  /mnt/ssd/tw:/srv/hdd/tw /archive  tierwise  ro,config=/etc/tierwise/archive.toml              0 0
+  SOURCE is ROOT (with ROOT/ssd and ROOT/hdd) or SSD_DIR:HDD_DIR. OPTIONS are the config file's
+  keys as key=value (config, policy, volume, ssd_quota, pin_reserve, user_pin_quota, threads,
+  move_rate, emulate_hdd, emulate_ssd, state_dir, metrics, log, log_level) and the switches ro,
+  allow_other, passthrough, kernel_cache, direct_io; mount(8)'s generic options are ignored.
+  The mount table shows type fuse.tierwise with SOURCE, so `mount -a` run again does nothing.
+
+Signals: SIGTERM and SIGINT unmount (the move in hand rolls back, the state is saved; the mount
+  is detached if files are open there, and the daemon exits when they close). SIGHUP is ignored.
+Logs: stderr in the foreground (systemd's journal), syslog in the background, or --log FILE.
+systemd: contrib/systemd/tierwise@.service (Type=notify), one instance per mountpoint.
+One daemon per tier pair: mounting the same tiers again is refused, naming the running mount.";
+
 /// The `--config` file: the same settings as the flags.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]

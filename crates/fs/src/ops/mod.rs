@@ -186,10 +186,9 @@ impl fuser::Filesystem for HybridFs {
         reply_empty(reply, rename::rename(&self.shared, parent.0, name, newparent.0, newname));
     }
 
-    fn link(&self, _req: &FuseRequest, _ino: INodeNo, _newparent: INodeNo, _newname: &OsStr, reply: ReplyEntry) {
-        // A hard link would tie two names to one placement across tiers; tierwise refuses them
-        // (documented), as link(2) does on file systems without hard links.
-        reply.error(Errno::EPERM);
+    fn link(&self, _req: &FuseRequest, ino: INodeNo, newparent: INodeNo, newname: &OsStr, reply: ReplyEntry) {
+        let _t = self.shared.latency.timer(Kind::Meta);
+        reply_entry(reply, names::link(&self.shared, ino.0, newparent.0, newname));
     }
 
     fn open(&self, _req: &FuseRequest, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
@@ -200,7 +199,8 @@ impl fuser::Filesystem for HybridFs {
             Err(e) => return reply.error(e),
         };
         *lock(&s.open_counts).entry(ino.0).or_default() += 1;
-        let pinned = read_lock(&s.pins).contains_key(&ino.0);
+        // Pinned and hard-linked files are outside the policy: the engine does not hear of them.
+        let pinned = read_lock(&s.pins).contains_key(&ino.0) || read_lock(&s.linked).contains_key(&ino.0);
         if !pinned {
             let class = s.class(&n.rel, n.dir);
             s.tell(&Request::op(ObjectId(ino.0), Op::Open).with_class(class));
@@ -376,7 +376,7 @@ impl fuser::Filesystem for HybridFs {
         {
             // A new file is empty: its placement is the engine's allocation, settled.
             let writable = flags & nix::libc::O_ACCMODE != nix::libc::O_RDONLY;
-            let pinned = read_lock(&s.pins).contains_key(&ino);
+            let pinned = read_lock(&s.pins).contains_key(&ino) || read_lock(&s.linked).contains_key(&ino);
             if let Some(()) = s.open_passthrough(ino, &n, writable, pinned, |f| reply.open_backing(f))
                 && let Some(e) = lock(&s.backing).get(&ino)
             {

@@ -108,6 +108,48 @@ pub(crate) fn unlink(s: &Shared, parent: u64, name: &OsStr) -> Result<(), Errno>
     Err(Errno::EAGAIN)
 }
 
+/// Makes `newname` in `newparent` another name of file `ino` (a hard link). The file keeps one
+/// copy, on the tier of its newest, outside the policy: moving it would copy one name and leave
+/// the others on the old file. When it is down to one name again it goes back to the policy.
+pub(crate) fn link(s: &Shared, ino: u64, newparent: u64, newname: &OsStr) -> Result<FileAttr, Errno> {
+    tiers::check_name(newname).map_err(Errno::from_i32)?;
+    s.both_tiers()?;
+    let node = s.node(ino)?;
+    if node.dir || ino == crate::inodes::ROOT {
+        return Err(Errno::EPERM);
+    }
+    if lock(&s.orphans).contains_key(&ino) {
+        return Err(Errno::ENOENT); // unlinked while open: no name to link to
+    }
+    // Work in flight on the file finishes first; then nothing moves it.
+    s.wait_for(ino, &[]);
+    let file_lock = s.file_lock(ino);
+    let guard = write_lock(&file_lock);
+    let linked = read_lock(&s.linked).get(&ino).copied();
+    let tier = match linked {
+        Some(t) => t,
+        None => s.single_copy(ino)?,
+    };
+    {
+        let _ns = read_lock(&s.ns);
+        let rel = s.node(ino)?.rel;
+        let new_rel = s.node(newparent)?.rel.join(newname);
+        if taken(s, &new_rel) {
+            return Err(Errno::EEXIST);
+        }
+        let src = s.tiers.at(tier, &rel).map_err(|e| errno(&e))?;
+        let dst = s.tiers.at_creating(tier, &new_rel).map_err(|e| errno(&e))?;
+        src.link_to(&dst).map_err(|e| errno(&e))?;
+        dst.sync_dir().map_err(|e| errno(&e))?;
+        lock(&s.inodes).add_name(ino, &new_rel);
+    }
+    write_lock(&s.linked).insert(ino, tier);
+    s.note(ino, || format!("hard-linked on {tier:?}: out of the policy"));
+    let a = s.attr_locked(ino);
+    drop(guard);
+    a
+}
+
 /// Removes the empty directory `name` from `parent`, on both tiers.
 pub(crate) fn rmdir(s: &Shared, parent: u64, name: &OsStr) -> Result<(), Errno> {
     s.both_tiers()?;
@@ -175,6 +217,22 @@ impl Shared {
     /// name in the tier's root and removed at the last release (POSIX: an open file outlives
     /// its name).
     pub(crate) fn unlink_file_at(&self, ino: u64, rel: &Path) -> Result<(), Errno> {
+        let linked = read_lock(&self.linked).get(&ino).copied();
+        if let Some(tier) = linked {
+            if lock(&self.inodes).names_of(ino).len() > 1 {
+                // One name of several: only it goes; the file lives on under the others.
+                let at = self.tiers.at(tier, rel).map_err(|e| errno(&e))?;
+                at.unlink().map_err(|e| errno(&e))?;
+                at.sync_dir().map_err(|e| errno(&e))?;
+                let left = lock(&self.inodes).forget_path(rel).map_or(0, |(_, n)| n);
+                if left == 1 {
+                    self.unlinked_to_one_name(ino, tier);
+                }
+                return Ok(());
+            }
+            // Its last name: an ordinary unlink.
+            write_lock(&self.linked).remove(&ino);
+        }
         let auth = self.copies_at(ino, rel).first().copied();
         let pinned = write_lock(&self.pins).remove(&ino).is_some();
         if !pinned {
@@ -201,6 +259,41 @@ impl Shared {
         lock(&self.orphans).insert(ino, auth);
         drop(counts);
         Ok(())
+    }
+
+    /// Takes file `ino` out of the policy with one copy, on the tier of its newest copy (or of
+    /// its pin), before it gets a second name; returns that tier. The caller holds its lock.
+    pub(crate) fn single_copy(&self, ino: u64) -> Result<Tier, Errno> {
+        let pinned = read_lock(&self.pins).get(&ino).copied();
+        let tier = pinned.or_else(|| self.copies(ino).first().copied()).ok_or(Errno::ENOENT)?;
+        // Every other copy goes (a clean cached copy, or the stale HDD copy of a dirty file).
+        self.drop_fds(ino);
+        self.with_rel(ino, |rel| self.tiers.remove(tier.other(), rel))?;
+        if pinned.is_none() {
+            let class = self.class(&self.node(ino)?.rel, false);
+            self.tell(&Request::op(ObjectId(ino), Op::Delete).with_class(class));
+        }
+        if lock(&self.dirty_marked).remove(&ino) {
+            let _ = self.with_rel(ino, |rel| self.store.set_dirty(rel, false).map_err(std::io::Error::other));
+        }
+        Ok(tier)
+    }
+
+    /// File `ino`, hard-linked on `tier`, has one name left: it goes back to the policy (unless
+    /// pinned). The caller holds its lock and the namespace lock.
+    pub(crate) fn unlinked_to_one_name(&self, ino: u64, tier: Tier) {
+        write_lock(&self.linked).remove(&ino);
+        self.note(ino, || "one name left: back to the policy".to_string());
+        if read_lock(&self.pins).contains_key(&ino) {
+            return;
+        }
+        let Ok(node) = self.node(ino) else { return };
+        let Ok(m) = self.tiers.metadata(tier, &node.rel) else { return };
+        let mut copies = [None, None];
+        copies[tier.index()] = Some((m.len(), tiers::mtime(&m)));
+        if let Err(e) = self.adopt_file(ino, &node.rel, &copies, false) {
+            crate::log::warn(format_args!("{} back to the policy: {e}", node.rel.display()));
+        }
     }
 
     /// Removes `rel` (a directory when `dir`) from both tiers and forgets its path; ENOENT

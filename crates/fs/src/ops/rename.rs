@@ -74,9 +74,13 @@ impl Shared {
         if target_dir && self.dir_has_entries(to) {
             return Err(Errno::ENOTEMPTY);
         }
+        // A replaced name of a hard-linked file: only that name goes (below).
+        let target_linked =
+            target.filter(|t| read_lock(&self.linked).contains_key(t) && lock(&self.inodes).names_of(*t).len() > 1);
         if let Some(t) = target
             && !target_dir
             && t != ino
+            && target_linked.is_none()
         {
             if lock(&self.open_counts).get(&t).is_some_and(|&n| n > 0) {
                 // The replaced file is open: it lives on under a hidden name.
@@ -107,20 +111,27 @@ impl Shared {
                 }
             }
         }
-        let moved = {
+        let (moved, target_left) = {
             let mut inodes = lock(&self.inodes);
-            if target != Some(ino) {
-                inodes.forget_path(to);
-            }
-            inodes.rename(from, to)
+            let left = if target != Some(ino) { inodes.forget_path(to).map_or(0, |(_, n)| n) } else { 0 };
+            (inodes.rename(from, to), left)
         };
+        if let Some(t) = target_linked
+            && target_left == 1
+        {
+            // Bound first: the guard must be gone before `unlinked_to_one_name` writes the map.
+            let tier = read_lock(&self.linked).get(&t).copied();
+            if let Some(tier) = tier {
+                self.unlinked_to_one_name(t, tier);
+            }
+        }
         // Pins and dirty marks are kept by path in the store.
         if !lock(&self.dirty_marked).is_empty() || !read_lock(&self.pins).is_empty() {
             self.store.rename(from, to).map_err(|_| Errno::EIO)?;
         }
         for (i, rel) in moved {
-            if read_lock(&self.pins).contains_key(&i) {
-                continue;
+            if read_lock(&self.pins).contains_key(&i) || read_lock(&self.linked).contains_key(&i) {
+                continue; // outside the policy
             }
             let dir = self.node(i).map(|n| n.dir).unwrap_or(false);
             self.tell(&Request::op(ObjectId(i), Op::Rename).with_class(self.class(&rel, dir)));

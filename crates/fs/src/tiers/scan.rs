@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::fs::File;
 use std::io;
+use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 use std::time::SystemTime;
 
@@ -20,6 +21,9 @@ pub struct Found {
     pub rel: PathBuf,
     /// (size, mtime) per tier that holds it.
     pub copies: [Option<(u64, SystemTime)>; 2],
+    /// (device, inode, link count) per tier that holds it: names of one hard-linked file share
+    /// the first two.
+    pub ids: [Option<(u64, u64, u64)>; 2],
 }
 
 /// What a name is on one tier.
@@ -88,7 +92,7 @@ impl Tiers {
                     stack.push((child, sub));
                     continue;
                 }
-                let mut copies = [None, None];
+                let (mut copies, mut ids) = ([None, None], [None, None]);
                 for tier in Tier::ALL {
                     if kinds[tier.index()] != Some(Kind::File) {
                         continue;
@@ -96,9 +100,10 @@ impl Tiers {
                     let Some(dir) = &dirs[tier.index()] else { continue };
                     let m = At::new(dir.try_clone()?, &name)?.metadata()?;
                     copies[tier.index()] = Some((m.len(), mtime(&m)));
+                    ids[tier.index()] = Some((m.dev(), m.ino(), m.nlink()));
                 }
                 if copies.iter().any(Option::is_some) {
-                    found.push(Found { rel: child, copies });
+                    found.push(Found { rel: child, copies, ids });
                 }
             }
         }
