@@ -33,6 +33,10 @@ command -v fusermount3 >/dev/null 2>&1 || need_pkgs+=(fuse3)
 # Real tools run on the mount by the tests: fio (with --verify) and postmark.
 command -v fio >/dev/null 2>&1 || need_pkgs+=(fio)
 command -v postmark >/dev/null 2>&1 || need_pkgs+=(postmark)
+# The race test acts as nobody (setpriv, util-linux); the shipped systemd unit is checked with
+# systemd-analyze (package systemd).
+command -v setpriv >/dev/null 2>&1 || need_pkgs+=(util-linux)
+command -v systemd-analyze >/dev/null 2>&1 || need_pkgs+=(systemd)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   say "installing ${need_pkgs[*]}"
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi

@@ -292,4 +292,17 @@ fn df_follows_the_policy_and_declined_passthrough_is_said() {
         }
         drop(_u);
     }
+    // The default quota is a share of what tierwise can have (free space plus its own files),
+    // not of the file system: with 2 MiB of other data and 1 MiB of tierwise's on the 8 MiB SSD,
+    // 90 % of about 6 MiB.
+    let tier = ssd_fs.path().join("tier");
+    fs::create_dir(&tier).unwrap();
+    fs::write(ssd_fs.path().join("other"), vec![1u8; 2 << 20]).unwrap();
+    fs::write(tier.join("ours"), vec![2u8; 1 << 20]).unwrap();
+    let o = tierwise(&["mount", "--ssd", tier.to_str().unwrap(), "--hdd", h, m, "--policy", "dynamic-hot-dst"]);
+    assert!(o.status.success(), "{o:?}");
+    let _u = Unmount(mnt.path().to_path_buf());
+    let s: serde_json::Value = serde_json::from_slice(&tierwise(&["stats", m, "--json"]).stdout).unwrap();
+    let quota = s["ssd_quota"].as_u64().unwrap() as f64 / mib as f64;
+    assert!((5.0..5.8).contains(&quota), "default quota {quota:.2} MiB: 90 % of free space plus tierwise's own");
 }
