@@ -160,6 +160,24 @@ fn list_shows_every_registry() {
         assert!(s.contains(w), "{w}");
     }
     fails(&["list", "gadgets"], &["architectures, collectors, formats, devices"]);
+    // Each policy lists its own knobs only, with its real default collector.
+    let a = ok(&["list", "architectures"]);
+    // An architecture's line and its knob lines (indented further) under it.
+    let section = |name: &str| {
+        let mut lines = a.lines().skip_while(|l| !l.starts_with(&format!("  {name} ")));
+        let head = lines.next().unwrap_or_else(|| panic!("{name} listed"));
+        let knobs: Vec<&str> = lines.take_while(|l| l.starts_with("      ")).collect();
+        format!("{head}\n{}", knobs.join("\n"))
+    };
+    let knobs = |section: &str| -> Vec<String> {
+        section.lines().skip(1).filter_map(|l| l.split_whitespace().next()).map(String::from).collect()
+    };
+    let hot = section("dynamic-hot-dst");
+    assert_eq!(knobs(&hot), ["sieve", "collector"], "{hot}");
+    assert!(hot.contains("inverse-bitmap"), "{hot}");
+    let hy = section("hycache");
+    assert!(hy.contains("threshold") && !hy.contains("dirty-high") && hy.contains("default lru"), "{hy}");
+    assert!(section("file-write-back").contains("dirty-high") && section("interval-caching").contains("interval"));
 }
 
 #[test]

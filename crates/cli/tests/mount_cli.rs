@@ -368,6 +368,9 @@ fn mount_refuses_bad_setups_with_clear_messages() {
         "{e}"
     );
     assert!(s(tierwise(&["mount", "--ssd", a_, "--hdd", b_, m_, "--ssd-quota", "lots"])).contains("--ssd-quota"));
+    // A knob of another policy is refused, with the policy's own.
+    let e = s(tierwise(&["mount", "--ssd", a_, "--hdd", b_, m_, "--policy", "dynamic-hot-dst:threshold=50%"]));
+    assert!(e.contains("no parameter `threshold`") && e.contains("sieve") && !e.contains("dirty-high"), "{e}");
     assert!(s(tierwise(&["mount", a_, m_])).contains("ssd tier"));
     let e = s(tierwise(&["mount", "--ssd", a_, "--hdd", b_, a_]));
     assert!(e.contains("is inside the tier"), "{e}");

@@ -454,3 +454,28 @@ pub fn mount_options(source: &str) -> Vec<fuser::MountOption> {
         fuser::MountOption::DefaultPermissions,
     ]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Passthrough per volume: DST volumes may, caching ones may not, and the reason is said.
+    #[test]
+    fn the_data_path_follows_each_volume_policy() {
+        let mut cfg = MountConfig::new("type-aware:default=dynamic-hot-dst,volumes=/web=on-demand-caching", 1 << 20);
+        let p = data_path_plan(&cfg).unwrap();
+        assert_eq!((p.description.as_str(), p.declined), ("regular FUSE I/O", None), "not asked for");
+        cfg.passthrough = true;
+        let p = data_path_plan(&cfg).unwrap();
+        assert_eq!(p.passthrough_volumes, [true, false]);
+        assert_eq!(p.description, "passthrough for other paths; regular FUSE I/O elsewhere");
+        let why = p.declined.unwrap();
+        assert!(why.contains("/web (on-demand-caching) keeps a copy on each tier"), "{why}");
+        cfg.policy = "hycache".into();
+        assert_eq!(data_path_plan(&cfg).unwrap().description, "passthrough");
+        assert_eq!(Layout::of("hycache").unwrap(), Layout::Tiering);
+        assert_eq!(Layout::of("file-write-back").unwrap(), Layout::Caching);
+        assert_eq!(Layout::of("type-aware:volumes=/a=on-demand-caching").unwrap(), Layout::Caching);
+        assert_eq!(Layout::of("hdd-only").unwrap(), Layout::HddOnly);
+    }
+}
