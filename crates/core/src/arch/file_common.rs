@@ -331,13 +331,40 @@ impl FileCore {
         let first = modes.first().copied().unwrap_or(FileMode::DynamicHotDst);
         let sieve_default = if hycache { SIEVE_HYCACHE.default } else { SIEVE.default };
         let sieve = p.size("sieve", crate::params::parse_size(sieve_default).unwrap_or(0), 0, u64::MAX)?;
-        let interval = p.duration("interval", Nanos::from_secs(5), Nanos::from_millis(1), Nanos::from_secs(86_400))?;
-        let cleaner_period =
-            p.duration("cleaner-period", Nanos::from_secs(1), Nanos::from_millis(1), Nanos::from_secs(86_400))?;
-        let cleaner_cap = p.percent("cleaner-cap", 10.0, 0.0, 100.0)?;
-        let threshold = p.percent("threshold", 90.0, 1.0, 100.0)?;
-        let (high, low) = p.watermarks(("dirty-high", 50.0), ("dirty-low", 25.0))?;
-        let max_writebacks = p.u64("max-writebacks", 16, 1, 65_536)? as usize;
+        // A knob no mode of this architecture uses is not read, so giving it is an error that
+        // lists the ones it takes; its value is then the default written in its ParamSpec.
+        let uses = |spec: &ParamSpec| modes.iter().any(|m| m.shared_params().iter().any(|q| q.name == spec.name));
+        let dur = |spec: &ParamSpec| crate::params::parse_duration(spec.default).unwrap_or(Nanos::from_secs(1));
+        let pct = |spec: &ParamSpec| spec.default.trim_end_matches('%').parse::<f64>().unwrap_or(0.0);
+        let (min_t, max_t) = (Nanos::from_millis(1), Nanos::from_secs(86_400));
+        let interval =
+            if uses(&INTERVAL) { p.duration(INTERVAL.name, dur(&INTERVAL), min_t, max_t)? } else { dur(&INTERVAL) };
+        let cleaner_period = if uses(&CLEANER_PERIOD) {
+            p.duration(CLEANER_PERIOD.name, dur(&CLEANER_PERIOD), min_t, max_t)?
+        } else {
+            dur(&CLEANER_PERIOD)
+        };
+        let cleaner_cap = if uses(&CLEANER_CAP) {
+            p.percent(CLEANER_CAP.name, pct(&CLEANER_CAP), 0.0, 100.0)?
+        } else {
+            pct(&CLEANER_CAP) / 100.0
+        };
+        let threshold = if uses(&THRESHOLD) {
+            p.percent(THRESHOLD.name, pct(&THRESHOLD), 1.0, 100.0)?
+        } else {
+            pct(&THRESHOLD) / 100.0
+        };
+        let (high, low) = if uses(&DIRTY_HIGH) {
+            p.watermarks((DIRTY_HIGH.name, pct(&DIRTY_HIGH)), (DIRTY_LOW.name, pct(&DIRTY_LOW)))?
+        } else {
+            (pct(&DIRTY_HIGH) / 100.0, pct(&DIRTY_LOW) / 100.0)
+        };
+        let max_writebacks_default = MAX_WRITEBACKS.default.parse::<u64>().unwrap_or(16);
+        let max_writebacks = if uses(&MAX_WRITEBACKS) {
+            p.u64(MAX_WRITEBACKS.name, max_writebacks_default, 1, 65_536)?
+        } else {
+            max_writebacks_default
+        } as usize;
         let default_collector = if hycache { FileMode::HyCache } else { first }.default_collector();
         let collector_name = p.string("collector", default_collector);
         let collector = build_collector(&collector_name, p, &CollectorContext { fast_capacity: setup.fast_capacity })?;

@@ -370,7 +370,16 @@ fn specs() -> Vec<String> {
     let mut v: Vec<String> = FileMode::ALL
         .into_iter()
         .filter(|m| *m != FileMode::HyCache)
-        .map(|m| format!("{}:sieve=2048,interval=3s,cleaner-period=3s", m.name()))
+        .map(|m| {
+            // Each with the timer knobs it takes, at 3 s.
+            let mut spec = format!("{}:sieve=2048", m.name());
+            for knob in ["interval", "cleaner-period"] {
+                if m.shared_params().iter().any(|p| p.name == knob) {
+                    spec.push_str(&format!(",{knob}=3s"));
+                }
+            }
+            spec
+        })
         .collect();
     v.push("hycache:threshold=70%".into());
     v.push("hycache:collector=lfu".into());
