@@ -283,7 +283,7 @@ fn emulated_tiers_are_labelled_and_metrics_are_served() {
             && body.contains("tierwise_request_duration_seconds_count"),
         "{body}"
     );
-    assert!(s.latency.iter().any(|h| h.op == "read" && h.count >= 1), "{:?}", s.latency);
+    assert!(s.latency.iter().any(|h| h.op == "write" && h.count >= 1), "{:?}", s.latency);
     assert!(s.hdd_space.size > 0 && s.ssd_space.free > 0);
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
