@@ -370,9 +370,10 @@ impl Shared {
 
     /// Attributes of `ino`; the caller holds its lock.
     pub(crate) fn attr_locked(&self, ino: u64) -> Result<FileAttr, Errno> {
-        let node = self.node(ino)?;
-        let m = self.meta_at(ino, &node)?.metadata().map_err(|e| errno(&e))?;
-        Ok(to_attr(ino, &m))
+        let dir = self.node(ino)?.dir;
+        let _ns = read_lock(&self.ns);
+        let rel = lock(&self.inodes).get(ino).map(|n| Arc::clone(&n.rel)).ok_or(Errno::ENOENT)?;
+        self.attr_at(ino, &rel, dir)
     }
 
     /// A data access of file `ino` for the engine.
@@ -460,6 +461,21 @@ impl Shared {
 
     /// The inode of `name` in directory `parent` and its path, when a tier has it.
     pub(crate) fn lookup_child(&self, parent: u64, name: &std::ffi::OsStr) -> Result<(u64, PathBuf), Errno> {
+        self.lookup(parent, name, false).map(|(ino, rel, _)| (ino, rel))
+    }
+
+    /// [`Shared::lookup_child`] with the attributes, read under the same locks (one lookup).
+    pub(crate) fn lookup_attr(&self, parent: u64, name: &std::ffi::OsStr) -> Result<FileAttr, Errno> {
+        let (_, _, attr) = self.lookup(parent, name, true)?;
+        attr.ok_or(Errno::EIO)
+    }
+
+    fn lookup(
+        &self,
+        parent: u64,
+        name: &std::ffi::OsStr,
+        with_attr: bool,
+    ) -> Result<(u64, PathBuf, Option<FileAttr>), Errno> {
         tiers::check_name(name).map_err(Errno::from_i32)?;
         // A known file may be moving: look under its lock, or both checks could miss it while
         // it switches tiers. An unknown path has no work in flight. The lock is taken without
@@ -477,12 +493,64 @@ impl Shared {
             if lock(&self.inodes).by_path.get(&rel).copied() != known {
                 continue; // renamed meanwhile: look again
             }
+            if let Some(ino) = known {
+                // Known: its attributes from where its copy is, one resolution.
+                let dir = self.node(ino)?.dir;
+                let m = self.meta_of(ino, &rel, dir)?;
+                if m.is_dir() == dir {
+                    return Ok((ino, rel, with_attr.then(|| to_attr(ino, &m))));
+                }
+                // A file replaced by a directory of the same name behind the mount: a new inode.
+                lock(&self.inodes).forget_path(&rel);
+                continue;
+            }
             let m =
                 Tier::ALL.into_iter().find_map(|t| self.tiers.metadata(t, &rel).ok()).ok_or_else(|| self.missing())?;
             let ino = lock(&self.inodes).ino_of(&rel, m.is_dir());
-            return Ok((ino, rel));
+            let attr = if !with_attr {
+                None
+            } else if m.is_dir() {
+                Some(self.attr_at(ino, &rel, true)?)
+            } else {
+                // New to the table: nothing moves it yet, and its one copy is the one found.
+                Some(to_attr(ino, &m))
+            };
+            return Ok((ino, rel, attr));
         }
         Err(Errno::EAGAIN)
+    }
+
+    /// Attributes of `ino` at `rel` (a directory when `dir`): the caller holds its lock and
+    /// the namespace lock.
+    fn attr_at(&self, ino: u64, rel: &Path, dir: bool) -> Result<FileAttr, Errno> {
+        Ok(to_attr(ino, &self.meta_of(ino, rel, dir)?))
+    }
+
+    /// Metadata of the copy of `ino` at `rel` that attributes come from: the authoritative
+    /// copy of a file (where the engine says, else wherever one is), a directory's HDD side
+    /// first. One resolution in the common case. The caller holds the namespace lock.
+    fn meta_of(&self, ino: u64, rel: &Path, dir: bool) -> Result<fs::Metadata, Errno> {
+        let order: [Tier; 2] = if dir || ino == ROOT {
+            [Tier::Slow, Tier::Fast]
+        } else if let Some(t) = read_lock(&self.linked).get(&ino).copied() {
+            [t, t.other()]
+        } else {
+            let p = lock(&self.engine).placement(ObjectId(ino));
+            if p.tracked && !self.cfg.read_only && !p.on_fast {
+                [Tier::Slow, Tier::Fast]
+            } else {
+                [Tier::Fast, Tier::Slow]
+            }
+        };
+        for t in order {
+            match self.tiers.metadata(t, rel) {
+                Ok(m) if m.is_dir() == dir || ino == ROOT => return Ok(m),
+                Ok(_) => {}
+                Err(e) if e.raw_os_error() == Some(nix::libc::EIO) => return Err(Errno::EIO),
+                Err(_) => {}
+            }
+        }
+        Err(self.missing())
     }
 }
 

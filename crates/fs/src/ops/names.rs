@@ -20,8 +20,7 @@ pub(crate) struct Caller {
 
 /// Attributes of `name` in directory `parent`.
 pub(crate) fn lookup(s: &Shared, parent: u64, name: &OsStr) -> Result<FileAttr, Errno> {
-    let (ino, _) = s.lookup_child(parent, name)?;
-    s.attr(ino)
+    s.lookup_attr(parent, name)
 }
 
 /// Whether `rel` exists on either tier; the caller holds the namespace lock.

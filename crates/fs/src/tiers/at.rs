@@ -169,7 +169,9 @@ impl At {
 
     /// Metadata of the name (of a symlink itself, not its target).
     pub fn metadata(&self) -> io::Result<fs::Metadata> {
-        self.handle()?.metadata()
+        // One statx through the directory's /proc link (which names exactly that directory),
+        // the last component not followed: the cost of a plain lstat.
+        fs::symlink_metadata(proc_path(&self.dir).join(&self.name))
     }
 
     /// Whether the name exists (as anything).

@@ -23,6 +23,7 @@ use std::io;
 use std::os::fd::AsFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 use std::time::SystemTime;
 
 pub use at::{Access, At};
@@ -48,6 +49,9 @@ pub struct Tiers {
     /// Device and inode of each root when it was opened (fast first): a root whose path now
     /// names something else (its file system was unmounted, the directory removed) is lost.
     roots: [(u64, u64); 2],
+    /// The roots, opened at mount (fast first): paths are resolved from these once a cheap
+    /// check of the path says the root is still the same directory.
+    root_fds: [Arc<File>; 2],
 }
 
 /// Errors found in the tier directories before mounting.
@@ -102,9 +106,16 @@ impl Tiers {
                 }
             }
         }
-        let id = |p: &Path| fs::metadata(p).map(|m| (m.dev(), m.ino())).unwrap_or_default();
-        let roots = [id(&ssd), id(&hdd)];
-        Ok(Tiers { ssd, hdd, roots })
+        let open = |which: &'static str, p: &Path| -> Result<(Arc<File>, (u64, u64)), TierError> {
+            let bad = |why: String| TierError::Bad { which, path: p.to_path_buf(), why };
+            let f = nix::fcntl::open(p, OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC, Mode::empty())
+                .map(File::from)
+                .map_err(|e| bad(e.to_string()))?;
+            let m = f.metadata().map_err(|e| bad(e.to_string()))?;
+            Ok((Arc::new(f), (m.dev(), m.ino())))
+        };
+        let ((ssd_fd, ssd_id), (hdd_fd, hdd_id)) = (open("ssd", &ssd)?, open("hdd", &hdd)?);
+        Ok(Tiers { ssd, hdd, roots: [ssd_id, hdd_id], root_fds: [ssd_fd, hdd_fd] })
     }
 
     /// Device and inode of `tier`'s root as it was at mount.
@@ -116,26 +127,27 @@ impl Tiers {
     /// system may have been unmounted (the path then names the empty mountpoint underneath), or
     /// the directory removed. EIO then: tierwise must never create anything there.
     pub fn root_dir(&self, tier: Tier) -> io::Result<File> {
-        let lost = || io::Error::from_raw_os_error(nix::libc::EIO);
-        let f =
-            nix::fcntl::open(self.root(tier), OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC, Mode::empty())
-                .map(File::from)
-                .map_err(|_| lost())?;
-        let m = f.metadata()?;
-        if (m.dev(), m.ino()) != self.roots[tier.index()] {
-            return Err(lost());
+        self.checked_root(tier)?.try_clone()
+    }
+
+    /// The root of `tier` as opened at mount, after checking that its path still names it
+    /// (one stat). EIO when it is lost (see [`Tiers::root_dir`]).
+    fn checked_root(&self, tier: Tier) -> io::Result<&File> {
+        let id = fs::metadata(self.root(tier)).map(|m| (m.dev(), m.ino()));
+        if id.ok() != Some(self.roots[tier.index()]) {
+            return Err(io::Error::from_raw_os_error(nix::libc::EIO));
         }
-        Ok(f)
+        Ok(&self.root_fds[tier.index()])
     }
 
     /// Whether `tier`'s root is still the directory it was at mount (see [`Tiers::root_dir`]).
     pub fn root_intact(&self, tier: Tier) -> bool {
-        self.root_dir(tier).is_ok()
+        self.checked_root(tier).is_ok()
     }
 
     /// Fails with EIO when `tier`'s root is lost (see [`Tiers::root_dir`]).
     pub fn check_root(&self, tier: Tier) -> io::Result<()> {
-        self.root_dir(tier).map(drop)
+        self.checked_root(tier).map(drop)
     }
 
     /// The root of `tier` (for messages and the state directory: tier files are never opened
@@ -155,11 +167,10 @@ impl Tiers {
     /// The directory `rel` on `tier` (`rel` empty: the root), opened without following any
     /// symlink.
     pub fn dir(&self, tier: Tier, rel: &Path) -> io::Result<File> {
-        let root = self.root_dir(tier)?;
         if rel.as_os_str().is_empty() {
-            return Ok(root);
+            return self.root_dir(tier);
         }
-        at::open_dir_beneath(&root, rel)
+        at::open_dir_beneath(self.checked_root(tier)?, rel)
     }
 
     /// The name `rel` on `tier`: its parent directory opened without following any symlink.
@@ -172,7 +183,7 @@ impl Tiers {
     /// Metadata of `rel` on `tier` (the root for an empty `rel`), not following a final symlink.
     pub fn metadata(&self, tier: Tier, rel: &Path) -> io::Result<fs::Metadata> {
         if rel.as_os_str().is_empty() {
-            return self.root_dir(tier)?.metadata();
+            return self.checked_root(tier)?.metadata();
         }
         self.at(tier, rel)?.metadata()
     }
@@ -276,7 +287,7 @@ impl Tiers {
 
     /// Statistics of `tier`'s file system.
     pub fn statvfs(&self, tier: Tier) -> io::Result<nix::sys::statvfs::Statvfs> {
-        let root = self.root_dir(tier)?;
+        let root = self.checked_root(tier)?;
         nix::sys::statvfs::fstatvfs(root.as_fd()).map_err(|e| io::Error::from_raw_os_error(e as i32))
     }
 }
