@@ -1,12 +1,26 @@
-//! A hard disk: seek time by distance, rotational latency, media transfer, one request at a
-//! time.
+//! A hard disk: seek time by distance, rotational position, media transfer, a read-ahead
+//! buffer, one request at a time (queueing and NCQ reordering live in `queue.rs`).
 //!
-//! Seek: zero when a request starts where the previous one ended (a sequential stream also pays
-//! no rotational delay); otherwise `t2t + k * sqrt(d / capacity)`, the usual square-root law.
-//! `k` is derived from the preset's random 4 KiB IOPS: for uniformly random requests over the
-//! whole disk the mean of `sqrt(d / capacity)` is 8/15, so the mean seek equals
-//! `1/iops - half a rotation - transfer`. Reads and writes have their own mean (writes settle
-//! longer). Rotational latency is the mean, half a rotation, for deterministic replays.
+//! Geometry: a track holds what passes under the head in one rotation at the sustained read
+//! rate (`track_bytes = read_mb_s * 60 / rpm`: 1.05 MB for the WD5000AAKS at 126 MB/s and
+//! 7200 rpm); the platter angle of byte `x` is `(x mod track_bytes) / track_bytes` and the
+//! platter turns with simulated time. So a request that starts where the previous one ended
+//! pays nothing, a short forward skip pays the time for the gap to pass under the head, and a
+//! request that arrives late waits for its sector to come round again — as on a real drive.
+//!
+//! Seek: none within about one track (`|d| <= track_bytes`, a head or track switch that the
+//! rotational wait covers); otherwise `t2t + k * sqrt(d / capacity)`, the usual square-root
+//! law, followed by the rotational wait for the target sector. `k` is derived from the preset's
+//! random 4 KiB IOPS at queue depth 1: for uniformly random requests over the whole disk the
+//! mean of `sqrt(d / capacity)` is 8/15 and the mean rotational wait is half a rotation, so the
+//! mean seek equals `1/iops - half a rotation - transfer`. Reads and writes have their own
+//! mean (writes settle longer).
+//!
+//! Read-ahead: after a read the drive keeps reading the following sectors into its buffer
+//! while idle (up to `readahead_kb`); a read that the buffer holds costs the command overhead
+//! and the interface transfer only. A write invalidates the buffer. The drive's own volatile
+//! write cache is not modelled (write timings are media timings, as with write cache off or a
+//! flush after every write).
 
 use serde::{Deserialize, Serialize};
 use tierwise_core::Nanos;
@@ -35,6 +49,12 @@ pub struct HddSpec {
     pub random_write_iops: f64,
     /// Track-to-track (minimum) seek, ms.
     pub track_to_track_ms: f64,
+    /// Read-ahead (look-ahead) buffer, KiB: what the drive reads past a read while idle.
+    #[serde(default = "default_readahead_kb")]
+    pub readahead_kb: f64,
+    /// Commands the drive queues and reorders (NCQ); 1 disables reordering.
+    #[serde(default = "default_ncq_depth")]
+    pub ncq_depth: u32,
     /// Watts servicing requests.
     pub active_w: f64,
     /// Watts idle, spinning.
@@ -50,6 +70,19 @@ pub struct HddSpec {
     /// Price per GB.
     pub usd_per_gb: f64,
 }
+
+fn default_readahead_kb() -> f64 {
+    512.0
+}
+
+fn default_ncq_depth() -> u32 {
+    32
+}
+
+/// Command overhead of a read served from the drive's buffer.
+const BUFFER_HIT_NS: f64 = 100_000.0;
+/// Interface rate of a read served from the drive's buffer (SATA 3 Gb/s), bytes per ns.
+const INTERFACE_BYTES_PER_NS: f64 = 0.3;
 
 impl HddSpec {
     /// Checks the numbers; returns the capacity in bytes.
@@ -71,6 +104,7 @@ impl HddSpec {
         }
         for (name, v) in [
             ("track_to_track_ms", self.track_to_track_ms),
+            ("readahead_kb", self.readahead_kb),
             ("active_w", self.active_w),
             ("idle_w", self.idle_w),
             ("standby_w", self.standby_w),
@@ -82,6 +116,9 @@ impl HddSpec {
             if !(v.is_finite() && v >= 0.0) {
                 return Err(format!("{name}: must be a non-negative number"));
             }
+        }
+        if self.ncq_depth == 0 {
+            return Err("ncq_depth: at least 1".into());
         }
         let half_rot = 30.0 / self.rpm;
         for (name, iops, rate) in [
@@ -109,10 +146,18 @@ pub struct Hdd {
     /// Seek slope (ns per unit of sqrt(d / capacity)), reads and writes.
     k_read: f64,
     k_write: f64,
-    half_rotation: Nanos,
+    rotation_ns: f64,
+    track_bytes: u64,
     ns_per_byte_read: f64,
     ns_per_byte_write: f64,
+    /// Where the last media transfer ended, and when.
     head: u64,
+    head_free: Nanos,
+    /// The read-ahead buffer: `[buffer_start, head + readahead)` once the drive has had time
+    /// to read it; `None` after a write.
+    buffer_start: Option<u64>,
+    readahead: u64,
+    ncq_depth: u32,
     power: Power,
     usd_per_gb: f64,
 }
@@ -127,15 +172,21 @@ impl Hdd {
             let mean_seek = 1.0 / iops - half_rot - 4096.0 / (rate * 1e6);
             (mean_seek - t2t) * 15.0 / 8.0 * 1e9
         };
+        let rotation = 60.0 / spec.rpm;
         Ok(Hdd {
             capacity,
             t2t_ns: t2t * 1e9,
             k_read: slope(spec.random_read_iops, spec.read_mb_s),
             k_write: slope(spec.random_write_iops, spec.write_mb_s),
-            half_rotation: Nanos::from_secs_f64(half_rot),
+            rotation_ns: rotation * 1e9,
+            track_bytes: ((spec.read_mb_s * 1e6 * rotation) as u64).max(512),
             ns_per_byte_read: 1e3 / spec.read_mb_s,
             ns_per_byte_write: 1e3 / spec.write_mb_s,
             head: 0,
+            head_free: Nanos::ZERO,
+            buffer_start: None,
+            readahead: (spec.readahead_kb * 1024.0) as u64,
+            ncq_depth: spec.ncq_depth,
             power: Power {
                 active_w: spec.active_w,
                 idle_w: spec.idle_w,
@@ -151,23 +202,66 @@ impl Hdd {
     pub fn capacity(&self) -> u64 {
         self.capacity
     }
+
+    /// Bytes per track (what passes under the head in one rotation).
+    pub fn track_bytes(&self) -> u64 {
+        self.track_bytes
+    }
+
+    /// Whether a read of `[addr, addr + len)` starting at `now` is in the read-ahead buffer.
+    fn buffered(&self, now: Nanos, addr: u64, len: u64) -> bool {
+        let Some(start) = self.buffer_start else { return false };
+        let read_since = (now.0.saturating_sub(self.head_free.0) as f64 / self.ns_per_byte_read) as u64;
+        let end = self.head + read_since.min(self.readahead);
+        addr >= start && addr + len <= end
+    }
+
+    /// Seek plus rotational wait for a media access at `addr` starting at `now`, in ns.
+    fn media_positioning(&self, now: Nanos, op: DevOp, addr: u64) -> f64 {
+        let dist = addr.abs_diff(self.head);
+        let seek = if dist <= self.track_bytes {
+            0.0
+        } else {
+            let k = if op == DevOp::Read { self.k_read } else { self.k_write };
+            self.t2t_ns + k * (dist as f64 / self.capacity as f64).sqrt()
+        };
+        // The platter turns continuously; byte x passes under the head at angle x / track.
+        let arrive = now.0 as f64 + seek;
+        let angle_now = (arrive / self.rotation_ns).fract();
+        let target = (addr % self.track_bytes) as f64 / self.track_bytes as f64;
+        let head_angle_at_free = (self.head_free.0 as f64 / self.rotation_ns).fract();
+        let head_angle = (self.head % self.track_bytes) as f64 / self.track_bytes as f64;
+        // Phase so that the head was over `head` when the last transfer ended.
+        let phase = head_angle - head_angle_at_free;
+        let wait = (target - angle_now - phase).rem_euclid(1.0);
+        seek + wait * self.rotation_ns
+    }
 }
 
 impl Model for Hdd {
     #[inline]
-    fn service(&mut self, op: DevOp, addr: u64, len: u64) -> Service {
+    fn service(&mut self, start: Nanos, op: DevOp, addr: u64, len: u64) -> Service {
         let addr = addr % self.capacity;
-        let dist = addr.abs_diff(self.head);
-        let positioning = if dist == 0 {
-            0.0
-        } else {
-            let k = if op == DevOp::Read { self.k_read } else { self.k_write };
-            self.t2t_ns + k * (dist as f64 / self.capacity as f64).sqrt() + self.half_rotation.0 as f64
-        };
+        if op == DevOp::Read && self.buffered(start, addr, len) {
+            let t = Nanos((BUFFER_HIT_NS + len as f64 / INTERFACE_BYTES_PER_NS) as u64);
+            return Service { occupancy: t, latency: t };
+        }
         let per_byte = if op == DevOp::Read { self.ns_per_byte_read } else { self.ns_per_byte_write };
-        let t = Nanos((positioning + len as f64 * per_byte) as u64);
+        let t = Nanos((self.media_positioning(start, op, addr) + len as f64 * per_byte) as u64);
         self.head = (addr + len) % self.capacity;
+        self.head_free = start.saturating_add(t);
+        self.buffer_start = (op == DevOp::Read).then_some(addr);
         Service { occupancy: t, latency: t }
+    }
+    fn positioning(&self, start: Nanos, op: DevOp, addr: u64, len: u64) -> Nanos {
+        let addr = addr % self.capacity;
+        if op == DevOp::Read && self.buffered(start, addr, len) {
+            return Nanos(BUFFER_HIT_NS as u64);
+        }
+        Nanos(self.media_positioning(start, op, addr) as u64)
+    }
+    fn queue_depth(&self) -> u32 {
+        self.ncq_depth
     }
     fn power(&self) -> Power {
         self.power

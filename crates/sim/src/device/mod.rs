@@ -52,9 +52,18 @@ pub struct Power {
 
 /// A device's service-time model. Implementations only compute; [`Device`] does the rest.
 pub trait Model: Send {
-    /// The service of one request of `len` bytes at byte address `addr`, updating internal
-    /// state such as the head position.
-    fn service(&mut self, op: DevOp, addr: u64, len: u64) -> Service;
+    /// The service of one request of `len` bytes at byte address `addr` that the device starts
+    /// at `start`, updating internal state such as the head position.
+    fn service(&mut self, start: Nanos, op: DevOp, addr: u64, len: u64) -> Service;
+    /// How long the device would spend positioning before transferring this request if it
+    /// started it at `start` (what a drive's reordering minimises); no state changes.
+    fn positioning(&self, _start: Nanos, _op: DevOp, _addr: u64, _len: u64) -> Nanos {
+        Nanos::ZERO
+    }
+    /// Commands the device accepts at once and may reorder (1: in order).
+    fn queue_depth(&self) -> u32 {
+        1
+    }
     /// Power figures.
     fn power(&self) -> Power;
     /// Price in US dollars per (decimal) GB.
@@ -147,7 +156,7 @@ impl Device {
                 start = start.saturating_add(self.power.spin_up);
             }
         }
-        let s = self.model.service(op, addr, len);
+        let s = self.model.service(start, op, addr, len);
         let done = start.saturating_add(s.latency);
         self.busy_until = start.saturating_add(s.occupancy);
         self.stats.busy_ns += s.occupancy.0;

@@ -178,6 +178,8 @@ fn unreachable_set() -> DeviceSet {
             random_read_iops: 112.0,
             random_write_iops: 91.0,
             track_to_track_ms: 0.8,
+            readahead_kb: 512.0,
+            ncq_depth: 32,
             active_w: 6.0,
             idle_w: 5.4,
             standby_w: 0.97,
@@ -245,15 +247,38 @@ mod tests {
             for _ in 0..n {
                 s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
                 let addr = ((s >> 11) % (cap / 4096)) * 4096;
-                total += hdd.service(op, addr, 4096).occupancy.0;
+                total += hdd.service(Nanos(total), op, addr, 4096).occupancy.0;
             }
             let iops = n as f64 / (total as f64 / 1e9);
             assert!((iops / want - 1.0).abs() < 0.03, "{op:?}: {iops:.1} IOPS, preset {want}");
         }
         let mut hdd = Hdd::new(&spec).unwrap();
-        hdd.service(DevOp::Read, 0, 1 << 20);
-        let t = hdd.service(DevOp::Read, 1 << 20, 126 << 20).occupancy;
+        let first = hdd.service(Nanos::ZERO, DevOp::Read, 0, 1 << 20).occupancy;
+        let t = hdd.service(first, DevOp::Read, 1 << 20, 126 << 20).occupancy;
         assert!((t.as_secs_f64() - (126u64 << 20) as f64 / 126e6).abs() < 0.001, "sequential at media rate: {t}");
+    }
+
+    /// A short forward skip costs the time for the gap to pass under the head, not a random
+    /// access; a write arriving late waits for its sector to come round; the read-ahead buffer
+    /// serves a read just past the previous one once the drive has had time to read it.
+    #[test]
+    fn hdd_short_skips_rotation_and_read_ahead() {
+        let spec = Presets::builtin().hdd("wd5000aaks").unwrap().clone();
+        let mut hdd = Hdd::new(&spec).unwrap();
+        let track = hdd.track_bytes();
+        assert!((track as f64 - 126e6 * 60.0 / 7200.0).abs() < 1.0, "{track}");
+        let a = hdd.service(Nanos::ZERO, DevOp::Write, 40 << 30, 4096).occupancy;
+        let skip = hdd.service(a, DevOp::Write, (40 << 30) + 8192, 4096).occupancy;
+        let expect = (4096.0 + 4096.0) / 126e6;
+        assert!((skip.as_secs_f64() - expect).abs() < 2e-6, "4 KiB gap + 4 KiB transfer: {skip}");
+        // The same write 1 ms late: the sector has passed, it waits most of a rotation.
+        let t = a.saturating_add(skip);
+        let late = hdd.service(t.saturating_add(Nanos::from_millis(1)), DevOp::Write, (40 << 30) + 12288, 4096);
+        assert!(late.occupancy.as_secs_f64() > 0.006, "waits for the platter: {}", late.occupancy);
+        let mut hdd = Hdd::new(&spec).unwrap();
+        let r = hdd.service(Nanos::ZERO, DevOp::Read, 1 << 30, 4096).occupancy;
+        let ahead = hdd.service(r.saturating_add(Nanos::from_millis(2)), DevOp::Read, (1 << 30) + 65536, 4096);
+        assert!(ahead.occupancy < Nanos::from_micros(200), "read-ahead hit: {}", ahead.occupancy);
     }
 
     #[test]

@@ -44,7 +44,7 @@ impl Ram {
 }
 
 impl Model for Ram {
-    fn service(&mut self, _op: DevOp, _addr: u64, len: u64) -> Service {
+    fn service(&mut self, _start: Nanos, _op: DevOp, _addr: u64, len: u64) -> Service {
         // No occupancy: memory is never the queue.
         Service { occupancy: Nanos::ZERO, latency: self.latency(len) }
     }

@@ -106,7 +106,7 @@ impl Ssd {
 
 impl Model for Ssd {
     #[inline]
-    fn service(&mut self, op: DevOp, _addr: u64, len: u64) -> Service {
+    fn service(&mut self, _start: Nanos, op: DevOp, _addr: u64, len: u64) -> Service {
         let i = usize::from(op != DevOp::Read);
         let xfer = ((u128::from(len) * u128::from(self.ns_per_byte[i])) >> FP) as u64;
         let occupancy = xfer.max(self.slot_ns[i]);
