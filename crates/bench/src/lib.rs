@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 use tierwise_sim::mrc::{log_sizes, lru_mrc};
-use tierwise_sim::objects::ObjectMode;
+use tierwise_sim::objects::{Anchor, ObjectMode};
 use tierwise_sim::sim::NoProgress;
 use tierwise_sim::synth::{ZipfWorkload, write_oracle_general};
 use tierwise_sim::trace::{OpenOptions, TraceError, TraceRecord, open_trace};
@@ -451,7 +451,7 @@ pub fn run(o: &BenchOpts, repo: &Path, log: &mut dyn FnMut(&str)) -> Result<Vec<
     // 5. A full hybrid simulation with device timing vs the same run without, alternately.
     log("timed hybrid simulation");
     let ssd = o.objects / 10 * 4096;
-    let blocks = ObjectMode::Blocks { size: 4096 };
+    let blocks = ObjectMode::Blocks { size: 4096, anchor: Anchor::At(0) };
     let ((timed_s, _), (untimed_s, _)) = paired(
         o.repeat,
         || sim_run(&zipf, "cache:mode=write-back", ssd, blocks, Timing::Closed { depth: 32 }, None),
@@ -493,7 +493,7 @@ fn block_architectures(o: &BenchOpts, out: &mut Vec<BenchResult>, log: &mut dyn 
     let run = |arch: &str, block: u64| -> Result<(f64, tierwise_sim::metrics::SimReport), String> {
         let mut t = memory_trace(recs.clone(), "fiu-online-standin", true);
         let mut cfg = SimConfig::new(arch, ssd);
-        cfg.objects = ObjectMode::Blocks { size: block };
+        cfg.objects = ObjectMode::Blocks { size: block, anchor: Anchor::At(0) };
         cfg.timing = timing;
         let start = Instant::now();
         let r = simulate(&mut t, &cfg, &mut NoProgress).map_err(|e| e.to_string())?;

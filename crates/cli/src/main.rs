@@ -135,7 +135,7 @@ impl TraceOpts {
 
 #[derive(Args, Clone)]
 struct ModelOpts {
-    /// How requests become objects: blocks[:SIZE] (default 4KiB), requests, lcs, lcs:ignore-size.
+    /// How requests become objects: blocks[:SIZE[@ANCHOR]] (default 4KiB@auto: anchored at the dominant request offset), requests, lcs, lcs:ignore-size.
     #[arg(long, default_value = "blocks:4KiB")]
     objects: String,
     /// none (hit counting), open[:SPEEDUP] (trace timestamps) or closed[:DEPTH].
@@ -487,6 +487,9 @@ fn cmd_sim(a: SimArgs, bars: &Bars) -> Result<()> {
     }
     let mut cfg = a.model.base()?;
     cfg.arch = a.arch.clone();
+    let (anchored, anchor_note) =
+        tierwise_sim::alignment::resolve_anchor_of(&a.trace, &a.trace_opts.options(), cfg.objects)?;
+    cfg.objects = anchored;
     let (split, split_note) = cfg.split_at_arch_extents();
     cfg = split;
     let size = SsdSize::parse(&a.ssd).map_err(anyhow::Error::msg).context("--ssd")?;
@@ -506,6 +509,7 @@ fn cmd_sim(a: SimArgs, bars: &Bars) -> Result<()> {
     let mut spinner = Spinner::new(bars, &format!("{} @ {}", cfg.arch, size.label()));
     let mut r = simulate(&mut t, &cfg, &mut spinner)?;
     spinner.done();
+    r.notes.extend(anchor_note);
     r.notes.extend(split_note);
     print!("{}", report::report_text(&r));
     if let Some(p) = a.json {
@@ -620,6 +624,10 @@ fn cmd_compare(a: CompareArgs, bars: &Bars) -> Result<()> {
 
 fn cmd_mrc(a: MrcArgs, bars: &Bars) -> Result<()> {
     let mode = ObjectMode::parse(&a.objects).map_err(anyhow::Error::msg).context("--objects")?;
+    let (mode, anchor_note) = tierwise_sim::alignment::resolve_anchor_of(&a.trace, &a.trace_opts.options(), mode)?;
+    if let Some(note) = anchor_note {
+        println!("note: {note}");
+    }
     let mut t = a.trace_opts.open(&a.trace)?;
     let mode = Mapper::new(mode, t.info().object_trace).mode();
     let unit = mode.object_size().max(1);
@@ -680,6 +688,7 @@ fn cmd_trace(t: TraceCommand, bars: &Bars) -> Result<()> {
         }
         TraceCommand::Stat { trace, trace_opts, objects, json } => {
             let mode = ObjectMode::parse(&objects).map_err(anyhow::Error::msg).context("--objects")?;
+            let (mode, anchor_note) = tierwise_sim::alignment::resolve_anchor_of(&trace, &trace_opts.options(), mode)?;
             let mut tr = trace_opts.open(&trace)?;
             let mut spinner = Spinner::new(bars, "reading");
             let s = tierwise_sim::stat::trace_stats(&mut tr, mode, &mut spinner)?;
@@ -720,6 +729,12 @@ fn cmd_trace(t: TraceCommand, bars: &Bars) -> Result<()> {
             for (upper, count) in &s.size_histogram {
                 let bar = "#".repeat(((*count as f64 / max as f64) * 40.0).ceil() as usize);
                 println!("  <= {:>9}  {:>10}  {bar}", Bytes(*upper).to_string(), count);
+            }
+            if let Some(a) = &s.alignment {
+                print_alignment(a);
+            }
+            if let Some(note) = anchor_note {
+                println!("note: {note}");
             }
             Ok(())
         }
@@ -958,4 +973,23 @@ fn cmd_list(what: Option<&str>) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The request-offset histogram of `trace stat`: the most frequent offsets modulo the block
+/// size, with their share.
+fn print_alignment(a: &tierwise_sim::alignment::Alignment) {
+    if a.requests == 0 {
+        return;
+    }
+    println!("request offsets mod {} (sector = 512 B)", tierwise_core::Bytes(a.block_size));
+    let shown = a.residues.iter().take(4);
+    for &(residue, count) in shown {
+        let share = count as f64 / a.requests as f64;
+        let bar = "#".repeat((share * 40.0).ceil() as usize);
+        println!("  {:>9}  {:>10}  {:>5.1}%  {bar}", residue, count, share * 100.0);
+    }
+    let rest: u64 = a.residues.iter().skip(4).map(|r| r.1).sum();
+    if rest > 0 {
+        println!("  {:>9}  {:>10}  {:>5.1}%", "other", rest, rest as f64 / a.requests as f64 * 100.0);
+    }
 }

@@ -84,6 +84,22 @@ fn trace_stat_matches_provenance() {
     assert!(s.contains("requests       1000 (508 reads = 50.8%, 492 writes)"), "{s}");
     assert!(s.contains("1917 objects"), "4 KiB pages touched, per PROVENANCE.md: {s}");
     assert!(s.contains("duration       127.2"), "{s}");
+    assert!(s.contains("request offsets mod 4KiB") && s.contains("92.9%"), "aligned to LBA 0: {s}");
+    assert!(!s.contains("anchored"), "{s}");
+}
+
+/// The CloudPhysics sample has 80 % of its requests at byte 3584 mod 4096 (a partition at
+/// sector 63): `trace stat` shows it, and runs anchor blocks there and say so.
+#[test]
+fn misaligned_traces_are_shown_and_anchored() {
+    let cp = trace("cloudphysics_libcachesim.sample.vscsi.gz");
+    let s = ok(&["trace", "stat", &cp]);
+    assert!(s.contains("3584       90572   79.5%"), "{s}");
+    assert!(s.contains("note: objects anchored at byte 3584 mod 4096"), "{s}");
+    let r = ok(&["sim", &cp, "--arch", "cache", "--ssd", "10%"]);
+    assert!(r.contains("blocks:4KiB@3584"), "{r}");
+    let r = ok(&["sim", &cp, "--arch", "cache", "--ssd", "10%", "--objects", "blocks:4KiB@0"]);
+    assert!(!r.contains("anchored") && !r.contains("@3584"), "{r}");
 }
 
 #[test]
@@ -193,7 +209,7 @@ fn bad_policies_and_knobs_list_the_valid_ones() {
         &["sim", &t, "--arch", "cache", "--ssd", "10%", "--timing", "sideways"],
         &["none, open[:SPEEDUP] or closed[:DEPTH]"],
     );
-    fails(&["sim", &t, "--arch", "cache", "--ssd", "10%", "--objects", "bricks"], &["blocks[:SIZE], requests, lcs"]);
+    fails(&["sim", &t, "--arch", "cache", "--ssd", "10%", "--objects", "bricks"], &["blocks[:SIZE[@ANCHOR]], requests, lcs"]);
     fails(
         &["sim", &t, "--arch", "cache", "--ssd", "10%", "--hdd", "floppy"],
         &["unknown hdd preset `floppy`", "wd5000aaks"],

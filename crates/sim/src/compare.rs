@@ -114,6 +114,9 @@ pub struct Comparison {
     pub footprint_bytes: u64,
     /// Rows in (size, architecture) order.
     pub rows: Vec<CompareRow>,
+    /// What the run decided for the user (the block anchor), printed before the table.
+    #[serde(default)]
+    pub notes: Vec<String>,
 }
 
 /// Comparison failures.
@@ -167,9 +170,12 @@ pub fn compare(
     if cfg.sizes.is_empty() {
         return Err(CompareError::Input("no SSD sizes given".into()));
     }
+    let (anchored, anchor_note) = crate::alignment::resolve_anchor_of(path, open, cfg.base.objects)?;
+    let mut base = cfg.base.clone();
+    base.objects = anchored;
     let mut t = open_trace(path, open)?;
     let object_trace = t.info().object_trace;
-    let mode = crate::objects::Mapper::new(cfg.base.objects, object_trace).mode();
+    let mode = crate::objects::Mapper::new(base.objects, object_trace).mode();
     let (objects, fp) = footprint(&mut t, mode)?;
     if fp == 0 {
         return Err(CompareError::Input(format!("{}: the trace has no requests with data", path.display())));
@@ -215,7 +221,7 @@ pub fn compare(
                     let mut p = progress.make(&label);
                     let mut run = || -> Result<SimReport, CompareError> {
                         let mut trace = open_trace(&path_buf, open)?;
-                        let mut sc = cfg.base.clone();
+                        let mut sc = base.clone();
                         sc.arch = arch.clone();
                         sc.ssd_bytes = *bytes;
                         sc.footprint_bytes = Some(fp);
@@ -239,7 +245,13 @@ pub fn compare(
         let report = r.ok_or_else(|| CompareError::Input("a run did not finish".into()))??;
         rows.push(CompareRow { size_label: size.label(), size_fraction: *bytes as f64 / fp_units as f64, report });
     }
-    Ok(Comparison { trace: path.display().to_string(), objects, footprint_bytes: fp, rows })
+    Ok(Comparison {
+        trace: path.display().to_string(),
+        objects,
+        footprint_bytes: fp,
+        rows,
+        notes: anchor_note.into_iter().collect(),
+    })
 }
 
 #[cfg(test)]

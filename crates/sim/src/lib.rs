@@ -1,6 +1,7 @@
 //! The tierwise simulator: trace readers, device models, the event loop and its metrics,
 //! side-by-side comparison and miss-ratio curves.
 
+pub mod alignment;
 pub mod compare;
 pub mod device;
 pub mod filesim;

@@ -136,7 +136,7 @@ pub fn lru_mrc(
     sizes.dedup();
     let mapper = Mapper::new(mode, trace.info().object_trace);
     let unit = match mapper.mode() {
-        ObjectMode::Blocks { size } => size,
+        ObjectMode::Blocks { size, .. } => size,
         ObjectMode::LibCacheSim { ignore_size: true } => 1,
         _ => 0,
     };

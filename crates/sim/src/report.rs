@@ -192,7 +192,7 @@ pub fn comparison_table(c: &Comparison) -> String {
         c.rows.first().map_or("", |r| r.report.objects.as_str()),
     );
     out.push_str(&t.render());
-    let notes: Vec<&String> = c.rows.iter().flat_map(|r| &r.report.notes).collect();
+    let notes: Vec<&String> = c.notes.iter().chain(c.rows.iter().flat_map(|r| &r.report.notes)).collect();
     let mut seen = Vec::new();
     for n in notes {
         if !seen.contains(&n) {

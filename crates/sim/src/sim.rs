@@ -119,7 +119,7 @@ impl SimConfig {
         SimConfig {
             arch: arch.to_string(),
             ssd_bytes,
-            objects: ObjectMode::Blocks { size: 4096 },
+            objects: ObjectMode::blocks(4096),
             timing: Timing::None,
             devices: DeviceSet::default(),
             spin_down: None,
@@ -138,7 +138,7 @@ impl SimConfig {
     /// `sub-lun` knob names (when it differs from the block size given), and a note saying so.
     pub fn split_at_arch_extents(&self) -> (SimConfig, Option<String>) {
         match (self.objects, extent_size_of(&self.arch)) {
-            (ObjectMode::Blocks { size }, Some(es))
+            (ObjectMode::Blocks { size, .. }, Some(es))
                 if es != size && ObjectMode::parse(&format!("blocks:{es}")).is_ok() =>
             {
                 let note = format!(
@@ -146,7 +146,7 @@ impl SimConfig {
                     tierwise_core::Bytes(es),
                     tierwise_core::Bytes(size)
                 );
-                (SimConfig { objects: ObjectMode::Blocks { size: es }, ..self.clone() }, Some(note))
+                (SimConfig { objects: self.objects.with_block_size(es), ..self.clone() }, Some(note))
             }
             _ => (self.clone(), None),
         }

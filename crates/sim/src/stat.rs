@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::alignment::Alignment;
 use crate::objects::{Mapper, ObjectMode};
 use crate::sim::{FoldHash, Progress};
 use crate::trace::{IoOp, Trace, TraceError};
@@ -41,6 +42,9 @@ pub struct TraceStats {
     pub size_histogram: Vec<(u64, u64)>,
     /// Malformed lines skipped.
     pub skipped: u64,
+    /// Request offsets modulo the block size (block traces in block mode).
+    #[serde(default)]
+    pub alignment: Option<Alignment>,
 }
 
 impl TraceStats {
@@ -62,6 +66,9 @@ pub fn trace_stats(trace: &mut Trace, mode: ObjectMode, progress: &mut dyn Progr
     };
     let mut seen: hashbrown::HashMap<u64, u64, FoldHash> = hashbrown::HashMap::with_hasher(FoldHash);
     let mut hist = [0u64; 65];
+    let mut alignment = Alignment { block_size: fixed.max(512), ..Alignment::default() };
+    let mut residues = std::collections::BTreeMap::new();
+    let block_mode = matches!(mapper.mode(), ObjectMode::Blocks { .. });
     let (mut first, mut last, mut max_vol) = (None, 0u64, None::<u32>);
     trace.for_each(u64::MAX, |rec| -> Result<(), TraceError> {
         s.requests += 1;
@@ -90,6 +97,9 @@ pub fn trace_stats(trace: &mut Trace, mode: ObjectMode, progress: &mut dyn Progr
         max_vol = Some(max_vol.map_or(rec.volume, |v| v.max(rec.volume)));
         let bucket = if rec.len <= 1 { 0 } else { 64 - (rec.len - 1).leading_zeros() as usize };
         hist[bucket.min(64)] += 1;
+        if block_mode {
+            alignment.add(&mut residues, rec.offset, rec.len);
+        }
         mapper.split(rec, |p| {
             let size = if fixed != 0 { fixed } else { p.req.len };
             seen.entry(p.req.obj.0).or_insert(size);
@@ -108,5 +118,9 @@ pub fn trace_stats(trace: &mut Trace, mode: ObjectMode, progress: &mut dyn Progr
         .map(|(b, c)| (1u64.checked_shl(b as u32).unwrap_or(u64::MAX), *c))
         .collect();
     s.skipped = trace.skipped().0;
+    if block_mode {
+        alignment.finish(residues);
+        s.alignment = Some(alignment);
+    }
     Ok(s)
 }

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use tierwise_sim::mrc::{log_sizes, lru_mrc};
-use tierwise_sim::objects::ObjectMode;
+use tierwise_sim::objects::{Anchor, ObjectMode};
 use tierwise_sim::sim::NoProgress;
 use tierwise_sim::trace::{OpenOptions, open_trace};
 use tierwise_sim::{SimConfig, simulate};
@@ -44,7 +44,7 @@ fn cloudphysics_object_mode_every_size() {
 fn arc_oltp_blocks_every_size() {
     // Reads only, so the read-only cache is a plain LRU over 4 KiB blocks.
     let sizes = log_sizes(4096, 100 << 20, 8, 4096);
-    check(&trace("arc_OLTP.lis.zst"), ObjectMode::Blocks { size: 4096 }, &sizes);
+    check(&trace("arc_OLTP.lis.zst"), ObjectMode::Blocks { size: 4096, anchor: Anchor::At(0) }, &sizes);
 }
 
 #[test]

@@ -10,7 +10,7 @@ use super::{
     Chart, Finding, Job, ReproError, ReproOptions, ReproTable, Reproduction, RunRecord, Workload, change, find, gain,
     num, pct, run_jobs, ssd_eu,
 };
-use crate::objects::ObjectMode;
+use crate::objects::{Anchor, ObjectMode};
 use crate::sim::{SimConfig, Timing};
 
 const WEB: &str = "Web-search (UMass/SPC WebSearch sample)";
@@ -21,7 +21,7 @@ const FIU_ES: [u64; 3] = [4 << 10, 16 << 10, 64 << 10];
 
 fn job(workload: usize, label: String, arch: String, ssd: u64, block: u64, drive: u64, frac: f64) -> Job {
     let mut cfg = SimConfig::new(&arch, ssd);
-    cfg.objects = ObjectMode::Blocks { size: block };
+    cfg.objects = ObjectMode::Blocks { size: block, anchor: Anchor::At(0) };
     cfg.timing = Timing::Closed { depth: 1 };
     cfg.spin_down = Some(Nanos::from_secs(5));
     cfg.footprint_bytes = Some(drive);

@@ -17,7 +17,7 @@ use super::{
 };
 use crate::device::DeviceSet;
 use crate::metrics::SimReport;
-use crate::objects::ObjectMode;
+use crate::objects::{Anchor, ObjectMode};
 use crate::sim::{SimConfig, Timing, footprint};
 
 const GIB: u64 = 1 << 30;
@@ -29,7 +29,7 @@ const COST_RATIOS: [f64; 4] = [2.0, 5.0, 10.0, 20.0];
 
 fn job(w: usize, label: String, arch: String, ssd: u64, page: u64, data: u64, max_time: Option<Nanos>) -> Job {
     let mut cfg = SimConfig::new(&arch, ssd);
-    cfg.objects = ObjectMode::Blocks { size: page };
+    cfg.objects = ObjectMode::Blocks { size: page, anchor: Anchor::At(0) };
     cfg.timing = Timing::Closed { depth: 1 };
     cfg.max_time = max_time;
     cfg.footprint_bytes = Some(data);
@@ -76,7 +76,7 @@ pub(super) fn run(
     let mut sim_sizes = Vec::new();
     for (w, workload) in workloads.iter().enumerate().skip(2) {
         let mut t = workload.open()?;
-        let (_, fp) = footprint(&mut t, ObjectMode::Blocks { size: PAGE_HCA })?;
+        let (_, fp) = footprint(&mut t, ObjectMode::Blocks { size: PAGE_HCA, anchor: Anchor::At(0) })?;
         let ram = round_pages(fp / 32, PAGE_HCA);
         sim_sizes.push((w, fp, ram));
         jobs.push(job(w, "RAM only".into(), format!("hca:l1={ram},l2=false"), ram, PAGE_HCA, fp, None));

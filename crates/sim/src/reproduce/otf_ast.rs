@@ -16,7 +16,7 @@ use super::{
     run_jobs,
 };
 use crate::metrics::SimReport;
-use crate::objects::ObjectMode;
+use crate::objects::{Anchor, ObjectMode};
 use crate::sim::{SimConfig, Timing};
 
 const GIB: u64 = 1 << 30;
@@ -79,7 +79,7 @@ impl Plan {
     /// A configuration run to the window's start and to the end.
     fn pair(&mut self, w: usize, label: String, arch: String, ssd: u64, block: u64, window_start: Nanos) {
         let mut cfg = SimConfig::new(&arch, ssd);
-        cfg.objects = ObjectMode::Blocks { size: block };
+        cfg.objects = ObjectMode::Blocks { size: block, anchor: Anchor::At(0) };
         cfg.timing = Timing::Open { speedup: 1.0 };
         let mut before = cfg.clone();
         before.max_time = Some(window_start);
