@@ -160,6 +160,22 @@ pub struct Work {
     /// Pacing: a throttled move that the front end spreads over at least this long (OTF-AST
     /// copies a 1 GiB sub-LUN in minutes, not seconds). Zero: as fast as the devices allow.
     pub min_duration: Nanos,
+    /// How the work's I/O competes with foreground I/O on a device.
+    #[serde(default)]
+    pub priority: Priority,
+}
+
+/// The I/O priority class of background work, as Linux's `ioprio` classes: what a front end
+/// asks its I/O scheduler for (mq-deadline and BFQ honour them).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Priority {
+    /// Best effort, like foreground I/O (a fill or a promotion that a reader may soon need).
+    #[default]
+    Normal,
+    /// Only when the device has had no normal I/O for this long (a cleaner that writes back
+    /// dirty data while the disk is otherwise idle; dm-cache's migrations when idle). A
+    /// scheduler ages idle I/O so that it is never starved for ever.
+    Idle(Nanos),
 }
 
 impl Work {
@@ -177,6 +193,8 @@ impl Work {
             source_in_ram: false,
             tag: 0,
             min_duration: Nanos::ZERO,
+            // Write-back is a cleaner's job; everything else may be waited for soon.
+            priority: if kind == WorkKind::Writeback { Priority::Idle(Nanos::ZERO) } else { Priority::Normal },
         }
     }
     /// Sets the architecture's tag.
@@ -193,6 +211,11 @@ impl Work {
     /// Paces the move over at least `d`.
     pub fn paced(mut self, d: Nanos) -> Work {
         self.min_duration = d;
+        self
+    }
+    /// Sets the I/O priority class.
+    pub fn with_priority(mut self, p: Priority) -> Work {
+        self.priority = p;
         self
     }
 }

@@ -6,6 +6,7 @@
 
 pub mod hdd;
 pub mod presets;
+pub mod queue;
 pub mod ram;
 pub mod ssd;
 
@@ -14,6 +15,7 @@ use tierwise_core::Nanos;
 
 pub use hdd::{Hdd, HddSpec};
 pub use presets::{DeviceSet, PresetError, Presets};
+pub use queue::{Class, DiskQueue, Dispatch, QueueConfig, Scheduler};
 pub use ram::{Ram, RamSpec};
 pub use ssd::{Ssd, SsdSpec};
 
@@ -172,6 +174,21 @@ impl Device {
             }
         }
         done
+    }
+
+    /// Adds time requests spent queued before this device saw them (a scheduler's queue).
+    pub fn add_queueing(&mut self, ns: u64) {
+        self.stats.response_ns += ns;
+    }
+
+    /// How long the model would position before transferring this request at `start`.
+    pub fn positioning(&self, start: Nanos, op: DevOp, addr: u64, len: u64) -> Nanos {
+        self.model.positioning(start, op, addr, len)
+    }
+
+    /// Commands the model accepts at once and may reorder.
+    pub fn queue_depth(&self) -> u32 {
+        self.model.queue_depth()
     }
 
     /// When the queue drains.
