@@ -15,6 +15,7 @@ pub mod reproduce;
 pub mod sim;
 pub mod stat;
 pub mod synth;
+mod timed;
 pub mod trace;
 
 pub use sim::{SimConfig, SimError, Timing, simulate};

@@ -279,9 +279,10 @@ pub fn report_text(r: &SimReport) -> String {
         for (name, d) in [("HDD", &r.hdd), ("SSD", &r.ssd)] {
             let _ = writeln!(
                 o,
-                "{name}            {} reads, {} writes, util {}%, RTA {} us, {} J, {} W, {} spin-downs",
+                "{name}            {} reads, {} writes{}, util {}%, RTA {} us, {} J, {} W, {} spin-downs",
                 d.reads,
                 d.writes,
+                if d.merged > 0 { format!(" ({} requests merged into these)", d.merged) } else { String::new() },
                 pct(d.utilisation()),
                 num(d.mean_response_ns() / 1e3),
                 num(d.energy_j),

@@ -103,6 +103,9 @@ pub struct DeviceStats {
     pub energy_j: f64,
     /// Length of the run in nanoseconds (set by [`Device::finish`]).
     pub elapsed_ns: u64,
+    /// Requests merged into others before they reached the device (iostat's rrqm + wrqm).
+    #[serde(default)]
+    pub merged: u64,
 }
 
 impl DeviceStats {

@@ -1,0 +1,645 @@
+//! The timed simulation: an event loop over the devices.
+//!
+//! A request's pieces become device I/Os (the pieces one request puts on one device are merged,
+//! as one bio would be, up to the queue's largest request). SSD and RAM serve in arrival order
+//! at submission; the HDD goes through a [`DiskQueue`] — merging, mq-deadline, NCQ — and its
+//! service time is decided when the drive starts a command. A request completes when its last
+//! I/O does; in closed-loop timing the next request is issued then.
+//!
+//! The work the engine issues runs in the background: works issued together form batches (one
+//! per direction and priority), executed like dm-kcopyd or a write-back thread would — the
+//! source reads, then the destination writes, each in the devices' queues at the work's I/O
+//! priority — so moves compete with foreground I/O as they would for real. A move's completion
+//! is reported to the engine when its write finishes. Large or paced moves go chunk by chunk.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use tierwise_core::{
+    Clock, Engine, LOGICAL_ADDR, Level, Levels, ManualClock, Nanos, Outcome, Priority, Served, Work, WorkKind,
+};
+
+use crate::device::{Class, DevOp, Device, DiskQueue, Dispatch, Hdd, Ram, Ssd};
+use crate::metrics::{Histogram, SimReport};
+use crate::objects::{Mapper, Piece};
+use crate::sim::{Progress, SimConfig, SimError, Tally, Timing, cost, endurance, fill_counts, hca};
+use crate::trace::{IoOp, Trace, TraceRecord};
+
+/// Bytes per chunk of a large or paced move.
+const CHUNK_BYTES: u64 = 1 << 20;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum EventKind {
+    /// An SSD or RAM I/O of waiter `id` finished.
+    IoDone,
+    /// The HDD finished the command it was executing.
+    HddDone,
+    /// The HDD may start a command (the submissions of one instant are queued, or an idle gap
+    /// has passed).
+    HddWake,
+    /// Chunked move `id` may start its next chunk (pacing).
+    ChunkStart,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Event {
+    time: Nanos,
+    seq: u64,
+    kind: EventKind,
+    id: u32,
+}
+
+/// What a group of I/Os is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Purpose {
+    /// A foreground request that arrived then.
+    Request(Nanos),
+    /// Batch `slot` is reading its sources.
+    BatchRead(u32),
+    /// Batch `slot` is writing its destinations.
+    BatchWrite(u32),
+    /// Chunked move `slot` is reading a chunk.
+    ChunkRead(u32),
+    /// Chunked move `slot` is writing a chunk.
+    ChunkWrite(u32),
+}
+
+/// I/Os in flight for one purpose.
+#[derive(Clone, Copy, Debug)]
+struct Waiter {
+    outstanding: u32,
+    purpose: Purpose,
+}
+
+/// A move executed chunk by chunk (large, or paced by the architecture), so that it shares
+/// the devices with foreground I/O instead of holding them for seconds.
+#[derive(Clone, Copy, Debug)]
+struct Chunked {
+    work: Work,
+    started: Nanos,
+    chunks: u64,
+    next: u64,
+}
+
+/// The timed simulation state.
+pub(crate) struct Timed {
+    clock: ManualClock,
+    mapper: Mapper,
+    timing: Timing,
+    hdd: Device,
+    hdd_queue: DiskQueue,
+    /// The earliest HddWake event pending, if any.
+    hdd_wake: Option<Nanos>,
+    ssd: Device,
+    ram: Ram,
+    max_request: u64,
+    events: BinaryHeap<Reverse<Event>>,
+    seq: u64,
+    waiters: Vec<Waiter>,
+    free_waiters: Vec<u32>,
+    /// Batches of background work in flight; emptied vectors are kept for reuse.
+    batches: Vec<Vec<Work>>,
+    free_slots: Vec<u32>,
+    chunked: Vec<Option<Chunked>>,
+    free_chunked: Vec<u32>,
+    runs: Vec<(u64, u64)>,
+    tokens: Vec<u64>,
+    /// This request's pieces, how each was served, and whether a fill of its object was issued
+    /// (then the HDD read covers the whole object and feeds the fill from memory).
+    pieces: Vec<(Piece, Served, bool)>,
+    work_buf: Vec<Work>,
+    hist: Histogram,
+    last_completion: Nanos,
+    in_flight: u32,
+}
+
+fn class_of(p: Priority) -> Class {
+    match p {
+        Priority::Normal => Class::Normal,
+        Priority::Idle(after) => Class::Idle { after },
+    }
+}
+
+impl Timed {
+    pub(crate) fn new(cfg: &SimConfig, mapper: &Mapper, clock: &ManualClock, timing: Timing) -> Result<Timed, SimError> {
+        let hdd =
+            Hdd::new(&cfg.devices.hdd).map_err(|e| SimError::Device(format!("hdd {}: {e}", cfg.devices.hdd_name)))?;
+        let ssd =
+            Ssd::new(&cfg.devices.ssd).map_err(|e| SimError::Device(format!("ssd {}: {e}", cfg.devices.ssd_name)))?;
+        let ram =
+            Ram::new(&cfg.devices.ram).map_err(|e| SimError::Device(format!("ram {}: {e}", cfg.devices.ram_name)))?;
+        let hdd = Device::new(Box::new(hdd), cfg.spin_down);
+        let hdd_queue = DiskQueue::new(cfg.hdd_queue, &hdd);
+        Ok(Timed {
+            clock: clock.clone(),
+            mapper: *mapper,
+            timing,
+            hdd,
+            hdd_queue,
+            hdd_wake: None,
+            ssd: Device::new(Box::new(ssd), None),
+            ram,
+            max_request: cfg.hdd_queue.max_request_bytes.max(4096),
+            events: BinaryHeap::new(),
+            seq: 0,
+            waiters: Vec::new(),
+            free_waiters: Vec::new(),
+            batches: Vec::new(),
+            free_slots: Vec::new(),
+            chunked: Vec::new(),
+            free_chunked: Vec::new(),
+            runs: Vec::new(),
+            tokens: Vec::new(),
+            pieces: Vec::with_capacity(64),
+            work_buf: Vec::with_capacity(64),
+            hist: Histogram::default(),
+            last_completion: Nanos::ZERO,
+            in_flight: 0,
+        })
+    }
+
+    fn push_event(&mut self, time: Nanos, kind: EventKind, id: u32) {
+        self.seq += 1;
+        self.events.push(Reverse(Event { time, seq: self.seq, kind, id }));
+    }
+
+    fn new_waiter(&mut self, purpose: Purpose) -> u32 {
+        let w = Waiter { outstanding: 0, purpose };
+        match self.free_waiters.pop() {
+            Some(i) => {
+                self.waiters[i as usize] = w;
+                i
+            }
+            None => {
+                self.waiters.push(w);
+                (self.waiters.len() - 1) as u32
+            }
+        }
+    }
+
+    /// Starts one device I/O for `waiter`.
+    fn io(&mut self, now: Nanos, level: Level, op: DevOp, addr: u64, len: u64, class: Class, waiter: u32) {
+        self.waiters[waiter as usize].outstanding += 1;
+        match level {
+            Level::Fast => {
+                let done = self.ssd.submit(now, op, addr, len);
+                self.push_event(done, EventKind::IoDone, waiter);
+            }
+            Level::Ram => {
+                let done = now.saturating_add(self.ram.latency(len));
+                self.push_event(done, EventKind::IoDone, waiter);
+            }
+            Level::Slow => {
+                self.hdd_queue.submit(now, op, addr, len, class, u64::from(waiter));
+                self.wake_hdd(now);
+            }
+        }
+    }
+
+    /// Submits byte ranges (sorted) to `level`, merging contiguous ones up to the largest
+    /// request, as one bio or a plug would.
+    fn submit_runs(&mut self, now: Nanos, level: Level, op: DevOp, class: Class, waiter: u32) {
+        let runs = std::mem::take(&mut self.runs);
+        let mut cur: Option<(u64, u64)> = None;
+        for &(a, l) in &runs {
+            cur = match cur {
+                Some((ca, cl)) if ca + cl == a && cl + l <= self.max_request => Some((ca, cl + l)),
+                Some((ca, cl)) => {
+                    self.io(now, level, op, ca, cl, class, waiter);
+                    Some((a, l))
+                }
+                None => Some((a, l)),
+            };
+        }
+        if let Some((ca, cl)) = cur {
+            self.io(now, level, op, ca, cl, class, waiter);
+        }
+        self.runs = runs;
+    }
+
+    fn wake_hdd(&mut self, at: Nanos) {
+        if self.hdd_queue.busy() || self.hdd_wake.is_some_and(|w| w <= at) {
+            return;
+        }
+        self.hdd_wake = Some(at);
+        self.push_event(at, EventKind::HddWake, 0);
+    }
+
+    fn hdd_dispatch(&mut self, now: Nanos) {
+        match self.hdd_queue.dispatch(now, &mut self.hdd) {
+            Dispatch::Started(done) => self.push_event(done, EventKind::HddDone, 0),
+            Dispatch::WaitUntil(t) => self.wake_hdd(t),
+            Dispatch::Nothing => {}
+        }
+    }
+
+    fn work_addr(&self, w: &Work, level: Level) -> u64 {
+        let a = if level == Level::Slow { w.slow_addr } else { w.fast_addr };
+        if a == LOGICAL_ADDR { self.mapper.object_addr(w.obj) } else { a }
+    }
+
+    /// Issues the I/O of batch `slot` on `level` for `waiter`.
+    fn batch_io(&mut self, now: Nanos, slot: u32, level: Level, op: DevOp, waiter: u32) {
+        let mut runs = std::mem::take(&mut self.runs);
+        runs.clear();
+        let mut class = Class::Normal;
+        for w in &self.batches[slot as usize] {
+            runs.push((self.work_addr(w, level), w.bytes));
+            class = class_of(w.priority);
+        }
+        runs.sort_unstable();
+        self.runs = runs;
+        self.submit_runs(now, level, op, class, waiter);
+    }
+
+    /// Starts the work the engine queued, at `now`, in batches (one per direction and
+    /// priority): the source reads in address order, then the destination writes.
+    fn start_work(&mut self, engine: &mut Engine<ManualClock>, now: Nanos) {
+        if engine.pending_work().is_empty() {
+            return;
+        }
+        self.work_buf.extend(engine.drain_work());
+        for i in 0..self.work_buf.len() {
+            let w = &mut self.work_buf[i];
+            if w.kind == WorkKind::Copy
+                && w.from == Level::Slow
+                && self.pieces.iter().any(|(p, s, fill)| *fill && p.req.obj == w.obj && s.level == Level::Slow)
+            {
+                // The miss that caused this fill read the whole object already.
+                w.source_in_ram = true;
+            }
+        }
+        self.work_buf.retain(|w| w.kind != WorkKind::Invalidate);
+        let mut i = 0;
+        while i < self.work_buf.len() {
+            let w = self.work_buf[i];
+            if w.bytes > CHUNK_BYTES || w.min_duration > Nanos::ZERO {
+                self.work_buf.swap_remove(i);
+                self.start_chunked(w, now);
+            } else {
+                i += 1;
+            }
+        }
+        let key = |w: &Work| (w.from, w.to, w.source_in_ram || w.from == Level::Ram, w.priority);
+        self.work_buf.sort_by_key(key);
+        let mut start = 0;
+        while start < self.work_buf.len() {
+            let k = key(&self.work_buf[start]);
+            let mut end = start + 1;
+            while end < self.work_buf.len() && key(&self.work_buf[end]) == k {
+                end += 1;
+            }
+            let slot = match self.free_slots.pop() {
+                Some(s) => s,
+                None => {
+                    self.batches.push(Vec::new());
+                    (self.batches.len() - 1) as u32
+                }
+            };
+            let mut batch = std::mem::take(&mut self.batches[slot as usize]);
+            batch.extend_from_slice(&self.work_buf[start..end]);
+            self.batches[slot as usize] = batch;
+            let (from, to, in_ram, _) = k;
+            if in_ram {
+                let w = self.new_waiter(Purpose::BatchWrite(slot));
+                self.batch_io(now, slot, to, DevOp::Write, w);
+            } else {
+                let w = self.new_waiter(Purpose::BatchRead(slot));
+                self.batch_io(now, slot, from, DevOp::Read, w);
+            }
+            start = end;
+        }
+        self.work_buf.clear();
+    }
+
+    fn start_chunked(&mut self, work: Work, now: Nanos) {
+        let c = Chunked { work, started: now, chunks: work.bytes.div_ceil(CHUNK_BYTES).max(1), next: 0 };
+        let slot = match self.free_chunked.pop() {
+            Some(s) => {
+                self.chunked[s as usize] = Some(c);
+                s
+            }
+            None => {
+                self.chunked.push(Some(c));
+                (self.chunked.len() - 1) as u32
+            }
+        };
+        self.push_event(now, EventKind::ChunkStart, slot);
+    }
+
+    /// Issues the read (or, with the source in memory, the write) of a chunked move's next
+    /// chunk.
+    fn chunk_io(&mut self, now: Nanos, slot: u32, write: bool) {
+        let Some(c) = self.chunked[slot as usize] else { return };
+        let w = c.work;
+        let level = if write { w.to } else { w.from };
+        let off = c.next * CHUNK_BYTES;
+        let (addr, len) = (self.work_addr(&w, level) + off, (w.bytes - off).min(CHUNK_BYTES));
+        let (purpose, op) =
+            if write { (Purpose::ChunkWrite(slot), DevOp::Write) } else { (Purpose::ChunkRead(slot), DevOp::Read) };
+        let waiter = self.new_waiter(purpose);
+        self.io(now, level, op, addr, len, class_of(w.priority), waiter);
+    }
+
+    /// One I/O of `waiter` finished at `time`.
+    fn io_done(&mut self, engine: &mut Engine<ManualClock>, waiter: u32, time: Nanos) -> Result<(), SimError> {
+        let w = &mut self.waiters[waiter as usize];
+        w.outstanding -= 1;
+        if w.outstanding > 0 {
+            return Ok(());
+        }
+        let purpose = w.purpose;
+        self.free_waiters.push(waiter);
+        match purpose {
+            Purpose::Request(arrival) => {
+                self.hist.record(time.0.saturating_sub(arrival.0));
+                self.last_completion = self.last_completion.max(time);
+                self.in_flight -= 1;
+            }
+            Purpose::BatchRead(slot) => {
+                let to = self.batches[slot as usize].first().map(|w| w.to);
+                if let Some(to) = to {
+                    let w = self.new_waiter(Purpose::BatchWrite(slot));
+                    self.batch_io(time, slot, to, DevOp::Write, w);
+                }
+            }
+            Purpose::BatchWrite(slot) => {
+                let mut batch = std::mem::take(&mut self.batches[slot as usize]);
+                for w in batch.drain(..) {
+                    engine.complete(w.id, Outcome::Done).map_err(|e| SimError::Complete(e.to_string()))?;
+                }
+                self.batches[slot as usize] = batch;
+                self.free_slots.push(slot);
+                self.start_work(engine, time);
+            }
+            Purpose::ChunkRead(slot) => self.chunk_io(time, slot, true),
+            Purpose::ChunkWrite(slot) => {
+                let Some(mut c) = self.chunked[slot as usize] else { return Ok(()) };
+                c.next += 1;
+                if c.next < c.chunks {
+                    // Pacing: chunk i may not start before started + i * (min_duration / chunks).
+                    let due = c.started.saturating_add(Nanos(c.work.min_duration.0 / c.chunks * c.next));
+                    self.chunked[slot as usize] = Some(c);
+                    self.push_event(due.max(time), EventKind::ChunkStart, slot);
+                } else {
+                    self.chunked[slot as usize] = None;
+                    self.free_chunked.push(slot);
+                    engine.complete(c.work.id, Outcome::Done).map_err(|e| SimError::Complete(e.to_string()))?;
+                    self.start_work(engine, time);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn handle(&mut self, engine: &mut Engine<ManualClock>, ev: Event) -> Result<(), SimError> {
+        self.clock.set(ev.time);
+        match ev.kind {
+            EventKind::IoDone => self.io_done(engine, ev.id, ev.time)?,
+            EventKind::HddDone => {
+                let mut tokens = std::mem::take(&mut self.tokens);
+                tokens.clear();
+                tokens.extend_from_slice(self.hdd_queue.complete());
+                for &t in &tokens {
+                    self.io_done(engine, t as u32, ev.time)?;
+                }
+                self.tokens = tokens;
+                self.hdd_dispatch(ev.time);
+            }
+            EventKind::HddWake => {
+                if self.hdd_wake == Some(ev.time) {
+                    self.hdd_wake = None;
+                }
+                self.hdd_dispatch(ev.time);
+            }
+            EventKind::ChunkStart => {
+                let Some(c) = self.chunked[ev.id as usize] else { return Ok(()) };
+                let in_memory = c.work.source_in_ram || c.work.from == Level::Ram;
+                self.chunk_io(ev.time, ev.id, in_memory);
+            }
+        }
+        Ok(())
+    }
+
+    /// Processes background events and engine timers due up to `t`.
+    fn advance_to(&mut self, engine: &mut Engine<ManualClock>, t: Nanos) -> Result<(), SimError> {
+        loop {
+            let next_ev = self.events.peek().map(|Reverse(e)| e.time).filter(|&et| et <= t);
+            let next_tick = engine.next_deadline().filter(|&d| d <= t);
+            match (next_ev, next_tick) {
+                (Some(e), Some(d)) if d < e => self.tick(engine, d),
+                (Some(_), _) => {
+                    if let Some(Reverse(ev)) = self.events.pop() {
+                        self.handle(engine, ev)?;
+                    }
+                }
+                (None, Some(d)) => self.tick(engine, d),
+                (None, None) => break,
+            }
+        }
+        self.clock.set(t.max(self.clock.now()));
+        Ok(())
+    }
+
+    /// Processes events (and timers due before them) until fewer than `depth` requests are in
+    /// flight.
+    fn wait_for_slot(&mut self, engine: &mut Engine<ManualClock>, depth: u32) -> Result<(), SimError> {
+        while self.in_flight >= depth {
+            let Some(&Reverse(ev)) = self.events.peek() else {
+                return Err(SimError::Complete("the timed loop stalled with requests in flight".into()));
+            };
+            if let Some(d) = engine.next_deadline().filter(|&d| d < ev.time) {
+                self.tick(engine, d);
+                continue;
+            }
+            self.events.pop();
+            self.handle(engine, ev)?;
+        }
+        Ok(())
+    }
+
+    fn tick(&mut self, engine: &mut Engine<ManualClock>, at: Nanos) {
+        self.clock.set(at);
+        engine.tick();
+        self.start_work(engine, at);
+        if engine.next_deadline().is_some_and(|d| d <= at) {
+            // A timer that does not move forward would stall the simulation; the architecture
+            // contract forbids it.
+            debug_assert!(false, "engine deadline did not advance");
+        }
+    }
+
+    /// Starts one request arriving at `now`.
+    fn request(&mut self, engine: &mut Engine<ManualClock>, rec: &TraceRecord, now: Nanos, tally: &mut Tally) {
+        self.pieces.clear();
+        let pieces = &mut self.pieces;
+        let n = self.mapper.split(rec, |p| {
+            let served = engine.access(&p.req);
+            // A RAM-cache fill reads the whole object, like an SSD fill does.
+            pieces.push((p, served, served.keep_in_ram));
+        });
+        if n == 0 {
+            tally.dropped += 1;
+            return;
+        }
+        tally.accesses += u64::from(n);
+        let op = if rec.op == IoOp::Write { DevOp::Write } else { DevOp::Read };
+        let object_size = self.mapper.mode().object_size();
+        if op == DevOp::Read && !engine.pending_work().is_empty() {
+            for w in engine.pending_work() {
+                if w.kind == WorkKind::Copy && w.from == Level::Slow {
+                    for piece in self.pieces.iter_mut().filter(|(p, s, _)| p.req.obj == w.obj && s.level == Level::Slow)
+                    {
+                        piece.2 = true;
+                    }
+                }
+            }
+        }
+        let mut touched = Levels::NONE;
+        for (_, s, _) in &self.pieces {
+            touched = touched.union(s.touches);
+        }
+        if touched.contains(Level::Slow) {
+            tally.request_misses += 1;
+        } else {
+            tally.request_hits += 1;
+        }
+        let waiter = self.new_waiter(Purpose::Request(now));
+        self.in_flight += 1;
+        for level in touched.iter() {
+            let mut runs = std::mem::take(&mut self.runs);
+            runs.clear();
+            for &(p, s, fill) in &self.pieces {
+                if !s.touches.contains(level) {
+                    continue;
+                }
+                let (mut addr, mut len) = (Self::piece_addr(&p, &s, level), p.req.len);
+                if fill && object_size != 0 {
+                    // Read the whole block so the fill needs no second HDD read.
+                    addr -= p.req.offset;
+                    len = object_size;
+                }
+                runs.push((addr, len));
+            }
+            self.runs = runs;
+            self.submit_runs(now, level, op, Class::Normal, waiter);
+        }
+        if self.waiters[waiter as usize].outstanding == 0 {
+            // Served without device I/O.
+            self.waiters[waiter as usize].outstanding = 1;
+            self.push_event(now, EventKind::IoDone, waiter);
+        }
+        self.start_work(engine, now);
+        self.pieces.clear();
+    }
+
+    /// The device address of a piece on `level`.
+    #[inline]
+    fn piece_addr(p: &Piece, s: &Served, level: Level) -> u64 {
+        match level {
+            Level::Slow if s.slow_addr != LOGICAL_ADDR => s.slow_addr + p.req.offset,
+            Level::Fast if s.fast_addr != LOGICAL_ADDR => s.fast_addr + p.req.offset,
+            _ => p.addr,
+        }
+    }
+
+    fn drain(&mut self, engine: &mut Engine<ManualClock>) -> Result<(), SimError> {
+        while let Some(Reverse(ev)) = self.events.pop() {
+            self.handle(engine, ev)?;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn run(
+        mut self,
+        trace: &mut Trace,
+        cfg: &SimConfig,
+        engine: &mut Engine<ManualClock>,
+        progress: &mut dyn Progress,
+    ) -> Result<SimReport, SimError> {
+        let mut tally = Tally::default();
+        let limit = cfg.max_requests.unwrap_or(u64::MAX);
+        let mut first_time: Option<u64> = None;
+        let mut last_arrival = Nanos::ZERO;
+        let time_limit = cfg.max_time.unwrap_or(Nanos(u64::MAX));
+        let mapper = self.mapper;
+        let replayed = trace.for_each_ahead(limit, (8, 24), |rec, near, far| -> Result<(), SimError> {
+            if let Some(a) = far {
+                engine.prefetch(mapper.first_object(a), false);
+            }
+            if let Some(a) = near {
+                engine.prefetch(mapper.first_object(a), true);
+            }
+            let arrival = match self.timing {
+                Timing::Open { speedup } => {
+                    let t0 = *first_time.get_or_insert(rec.time_ns);
+                    // Rows out of time order (SYSTOR'17) arrive "now": the clock never goes back.
+                    Nanos((rec.time_ns.saturating_sub(t0) as f64 / speedup) as u64).max(last_arrival)
+                }
+                Timing::Closed { depth } => {
+                    self.wait_for_slot(engine, depth)?;
+                    self.clock.now().max(last_arrival)
+                }
+                Timing::None => last_arrival,
+            };
+            if arrival > time_limit {
+                return Err(SimError::TimeLimitReached);
+            }
+            last_arrival = arrival;
+            self.advance_to(engine, arrival)?;
+            tally.record(rec);
+            self.request(engine, rec, arrival, &mut tally);
+            if cfg.check_every > 0 && tally.requests % cfg.check_every == 0 {
+                engine
+                    .check_invariants()
+                    .map_err(|message| SimError::Invariant { request: tally.requests, message })?;
+            }
+            if tally.requests & 0xffff == 0 {
+                progress.update(tally.requests);
+            }
+            Ok(())
+        });
+        match replayed {
+            Ok(_) | Err(SimError::TimeLimitReached) => {}
+            Err(e) => return Err(e),
+        }
+        progress.update(tally.requests);
+        // Let requests and background work in flight finish (timers are not run past the last
+        // request).
+        self.drain(engine)?;
+        if cfg.flush_at_end {
+            let t = self.clock.now();
+            engine.flush();
+            self.start_work(engine, t);
+            self.drain(engine)?;
+        }
+        let end = self.clock.now().max(self.last_completion);
+        let mut hdd = self.hdd.finish(end);
+        hdd.merged = self.hdd_queue.merged();
+        let ssd = self.ssd.finish(end);
+        let mut report = SimReport::default();
+        fill_counts(&mut report, &tally, engine);
+        report.latency = self.hist.summary();
+        report.duration_s = self.last_completion.as_secs_f64();
+        if report.duration_s > 0.0 {
+            report.iops = tally.requests as f64 / report.duration_s;
+            report.mb_s = (tally.read_bytes + tally.write_bytes) as f64 / 1e6 / report.duration_s;
+        }
+        report.energy_j = hdd.energy_j + ssd.energy_j;
+        let elapsed = hdd.elapsed_ns.max(ssd.elapsed_ns) as f64 / 1e9;
+        report.mean_power_w = if elapsed > 0.0 { report.energy_j / elapsed } else { 0.0 };
+        report.endurance = endurance(cfg.read_weight, &hdd, &ssd);
+        report.cost = cost(
+            &cfg.arch,
+            cfg.ssd_bytes,
+            cfg.footprint_bytes,
+            report.iops,
+            self.ssd.usd_per_gb(),
+            self.hdd.usd_per_gb(),
+        );
+        report.hca = hca(&report, &hdd, &ssd, cfg);
+        report.hdd = hdd;
+        report.ssd = ssd;
+        Ok(report)
+    }
+}
