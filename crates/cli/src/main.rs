@@ -16,7 +16,7 @@ use tierwise_core::arch::ARCHITECTURES;
 use tierwise_core::collector::COLLECTORS;
 use tierwise_core::params::parse_duration;
 use tierwise_sim::compare::{CompareConfig, SsdSize, compare};
-use tierwise_sim::device::Presets;
+use tierwise_sim::device::{Presets, Scheduler};
 use tierwise_sim::mrc::{log_sizes, lru_mrc};
 use tierwise_sim::objects::{Mapper, ObjectMode};
 use tierwise_sim::sim::footprint;
@@ -153,6 +153,10 @@ struct ModelOpts {
     /// TOML file merged over the device presets.
     #[arg(long)]
     devices: Option<PathBuf>,
+    /// The HDD's I/O scheduler: mq-deadline (a stock Linux host: sorted dispatch, merging,
+    /// NCQ), none (merging, NCQ, arrival order) or fifo (the old model: one at a time).
+    #[arg(long, default_value = "mq-deadline")]
+    hdd_queue: String,
     /// Spin the HDD down after this idle time (the preset's 5 s when given without a value).
     #[arg(long, num_args = 0..=1, default_missing_value = "preset")]
     spin_down: Option<String>,
@@ -206,6 +210,7 @@ impl ModelOpts {
             None => None,
         };
         c.check_every = self.check_every;
+        c.hdd_queue.scheduler = Scheduler::parse(&self.hdd_queue).map_err(anyhow::Error::msg).context("--hdd-queue")?;
         Ok(c)
     }
 }

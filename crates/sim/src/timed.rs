@@ -421,10 +421,12 @@ impl Timed {
         Ok(())
     }
 
-    /// Processes background events and engine timers due up to `t`.
+    /// Processes background events before `t` and engine timers due up to `t`. Events at `t`
+    /// itself wait, so that requests arriving together are queued together (a plug) before
+    /// the disk picks one.
     fn advance_to(&mut self, engine: &mut Engine<ManualClock>, t: Nanos) -> Result<(), SimError> {
         loop {
-            let next_ev = self.events.peek().map(|Reverse(e)| e.time).filter(|&et| et <= t);
+            let next_ev = self.events.peek().map(|Reverse(e)| e.time).filter(|&et| et < t);
             let next_tick = engine.next_deadline().filter(|&d| d <= t);
             match (next_ev, next_tick) {
                 (Some(e), Some(d)) if d < e => self.tick(engine, d),
