@@ -56,6 +56,11 @@ impl Served {
         let level = touches.slowest().unwrap_or(Level::Slow);
         Served { level, touches, slow_addr: LOGICAL_ADDR, fast_addr: LOGICAL_ADDR, keep_in_ram: false, blocked: false }
     }
+    /// A read assembled from several levels (a partial block: its cached sectors from the
+    /// fast tier, the rest from the slow one); the slowest finishes it.
+    pub fn assembled(touches: Levels) -> Served {
+        Served::written_to(touches)
+    }
     /// Sets the slow-device address.
     pub fn at_slow(mut self, addr: u64) -> Served {
         self.slow_addr = addr;

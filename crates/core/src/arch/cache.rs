@@ -12,9 +12,14 @@
 //!   written back before it is dropped. Nothing dirty is ever dropped unless its object is deleted.
 //!
 //! A miss fills the cache with a `Copy` (its space reserved at once); the object becomes a hit
-//! when the copy completes. A partial write to an uncached object always goes around the cache
-//! (the SSD would otherwise hold a torn object), as dm-cache does. Objects larger than the cache
-//! or refused by the collector's admission rule are never cached.
+//! when the copy completes. A partial write to an uncached object goes around the cache in
+//! read-only and write-through modes, and in write-back with `partial-writes=around` (as
+//! dm-cache does: its blocks are 32 KiB or more). With `partial-writes=absorb` (the default) a
+//! write-back cache keeps it as a *partial* dirty block, as bcache (whose keys are sector
+//! extents) and Open CAS (per-sector valid bits) do: a later read of the block takes the cached
+//! sectors from the SSD and the rest from the HDD, until a whole-block write or a fill makes it
+//! whole. Objects larger than the cache or refused by the collector's admission rule are never
+//! cached.
 
 use super::{ArchBuild, Architecture, Placement, Setup, Usage};
 use crate::collector::{
@@ -53,6 +58,8 @@ const STALE: u8 = 8;
 const DELETED: u8 = 16;
 const IN_COLLECTOR: u8 = 32;
 const COLL_FAST: u8 = 64;
+/// Only some of the block's bytes are on the SSD (a partial write absorbed).
+const PARTIAL: u8 = 128;
 
 /// Per-object metadata (8 bytes).
 #[derive(Clone, Copy, Debug, Default)]
@@ -90,6 +97,7 @@ impl Linked for DirtyLink {
 pub struct Cache {
     mode: Mode,
     write_allocate: bool,
+    absorb_partial: bool,
     capacity: u64,
     object_size: u64,
     dirty_high: u64,
@@ -127,6 +135,11 @@ const PARAMS: &[ParamSpec] = &[
         help: "write-back: stop writing back below this share dirty (0..dirty-high)",
     },
     ParamSpec { name: "max-writebacks", default: "64", help: "write-back: write-backs in flight at most (1..=65536)" },
+    ParamSpec {
+        name: "partial-writes",
+        default: "absorb",
+        help: "write-back: a partial write to an uncached block is kept as a partial dirty block (absorb) or sent to the HDD (around)",
+    },
 ];
 
 impl ArchBuild for Cache {
@@ -145,6 +158,7 @@ impl ArchBuild for Cache {
         let write_allocate = p.bool("write-allocate", true)?;
         let (high, low) = p.watermarks(("dirty-high", 20.0), ("dirty-low", 10.0))?;
         let max_writebacks = p.u64("max-writebacks", 64, 1, 65_536)? as usize;
+        let absorb_partial = p.choice("partial-writes", 0, &["absorb", "around"])? == 0;
         if setup.fast_capacity == 0 {
             return Err(p.inconsistent("the SSD capacity must be above zero"));
         }
@@ -160,6 +174,7 @@ impl ArchBuild for Cache {
         Ok(Cache {
             mode,
             write_allocate,
+            absorb_partial,
             capacity,
             object_size: setup.object_size,
             dirty_high: (capacity as f64 * high) as u64,
@@ -482,6 +497,10 @@ impl Cache {
                 self.collector.touch(s, &t);
             }
             if m.cached() {
+                if m.flags & PARTIAL != 0 {
+                    // The cached sectors from the SSD, the rest from the HDD.
+                    return Served::assembled(Levels::one(Level::Fast).with(Level::Slow));
+                }
                 return Served::by(Level::Fast);
             }
             if m.state == FILLING {
@@ -517,7 +536,8 @@ impl Cache {
                     // A bypassed write drops a clean copy rather than update it (bcache).
                     return self.write_around(cx, s, m);
                 }
-                return self.write_hit(cx, s, m, &t);
+                let whole = req.offset == 0 && req.len >= u64::from(m.size);
+                return self.write_hit(cx, s, m, &t, whole);
             }
             if m.state == FILLING {
                 // The copy in flight was read before this write: it is stale.
@@ -538,7 +558,8 @@ impl Cache {
             other => other,
         };
         let whole = req.offset == 0 && req.len >= u64::from(size);
-        if !allocate || !whole || !admit {
+        let absorb = whole || (self.mode == Mode::WriteBack && self.absorb_partial);
+        if !allocate || !absorb || !admit {
             return Served::by(Level::Slow);
         }
         if let Some(s) = slot
@@ -559,6 +580,9 @@ impl Cache {
         self.used += u64::from(size);
         self.coll_enter_fast(s, &t);
         if self.mode == Mode::WriteBack {
+            if !whole {
+                self.table.meta_mut(s).flags |= PARTIAL;
+            }
             self.mark_dirty(s, cx.now);
             self.maybe_writeback(cx);
             Served::by(Level::Fast)
@@ -577,7 +601,7 @@ impl Cache {
         Served::by(Level::Slow)
     }
 
-    fn write_hit(&mut self, cx: &mut Ctx<'_>, s: Slot, m: CacheMeta, t: &Touch) -> Served {
+    fn write_hit(&mut self, cx: &mut Ctx<'_>, s: Slot, m: CacheMeta, t: &Touch, whole: bool) -> Served {
         match self.mode {
             Mode::ReadOnly => self.write_around(cx, s, m),
             Mode::WriteThrough => Served::written_to(Levels::one(Level::Fast).with(Level::Slow)),
@@ -587,6 +611,9 @@ impl Cache {
                     self.table.meta_mut(s).flags &= !EVICTING;
                     self.evicting_bytes -= u64::from(m.size);
                     self.coll_enter_fast(s, t);
+                }
+                if whole {
+                    self.table.meta_mut(s).flags &= !PARTIAL;
                 }
                 self.mark_dirty(s, cx.now);
                 self.maybe_writeback(cx);
@@ -682,6 +709,7 @@ impl Architecture for Cache {
             WorkKind::Copy => {
                 if outcome == Outcome::Done && m.flags & STALE == 0 {
                     self.table.meta_mut(s).state = CLEAN;
+                    self.table.meta_mut(s).flags &= !PARTIAL;
                     self.coll_enter_fast(s, &t);
                 } else {
                     if outcome == Outcome::Done {

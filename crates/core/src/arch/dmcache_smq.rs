@@ -94,6 +94,9 @@ impl ArchBuild for DmCacheSmq {
             ("dirty-high", "75%".to_string()),
             ("dirty-low", "74%".to_string()),
             ("max-writebacks", (migration_bytes / setup.object_size).max(1).to_string()),
+            // dm-cache cannot cache part of a block: a partial write to an uncached block goes
+            // to the origin device.
+            ("partial-writes", "around".to_string()),
             ("collector", collector),
         ];
         let cache = Cache::from_knobs(Self::NAME, &knobs, setup).map_err(|e| p.inconsistent(e.to_string()))?;

@@ -57,6 +57,10 @@ struct Devices {
     ram_written: std::collections::BTreeSet<u64>,
     /// Objects deleted since their last write: content undefined.
     deleted: std::collections::BTreeSet<u64>,
+    /// Fast copies that hold only the sectors a partial write wrote (a partial block absorbed
+    /// by a write-back cache), with the versions whose other sectors are the same: the slow
+    /// tier must hold one of these for the block to be read (assembled) or written back.
+    partial: BTreeMap<u64, std::collections::BTreeSet<u64>>,
     next_version: u64,
 }
 
@@ -70,6 +74,11 @@ impl Devices {
             Level::Ram => &mut self.ram,
             Level::Slow => &mut self.slow,
         }
+    }
+    /// Whether the slow tier holds the sectors a partial fast copy of `o` lacks.
+    fn partial_base_intact(&self, o: u64) -> bool {
+        let slow = self.slow.get(&o).copied().unwrap_or(0);
+        self.partial.get(&o).is_some_and(|lineage| lineage.contains(&slow))
     }
     /// What level `l` holds for object `o`.
     fn holds(&self, l: Level, o: u64) -> Option<u64> {
@@ -156,6 +165,7 @@ impl Harness {
                 {
                     self.dev.fast.remove(&w.obj.0);
                     self.dev.fast_at.remove(&w.obj.0);
+                    self.dev.partial.remove(&w.obj.0);
                 }
             } else {
                 if matches!(w.kind, WorkKind::Promote | WorkKind::Demote | WorkKind::Copy) && w.from != Level::Ram {
@@ -220,12 +230,14 @@ impl Harness {
                 if done && p.on_fast {
                     if let Some(v) = ram {
                         self.dev.fast.insert(o, v);
+                        self.dev.partial.remove(&o);
                     }
                     if w.kind == WorkKind::Promote && !p.on_slow {
                         self.dev.slow.insert(o, GARBAGE);
                     }
                 } else {
                     self.dev.fast.remove(&o);
+                    self.dev.partial.remove(&o);
                     if let Some(v) = ram {
                         self.dev.slow.insert(o, v);
                     }
@@ -234,6 +246,7 @@ impl Harness {
             WorkKind::Demote => {
                 if done && !p.on_fast {
                     self.dev.fast.remove(&o);
+                    self.dev.partial.remove(&o);
                     if let Some(v) = ram {
                         self.dev.slow.insert(o, v);
                     }
@@ -245,7 +258,15 @@ impl Harness {
                 }
             }
             WorkKind::Writeback if !done => {
-                self.dev.slow.insert(o, GARBAGE);
+                if let Some(lineage) = self.dev.partial.get_mut(&o) {
+                    // A failed write of a partial block tears only its cached sectors.
+                    self.dev.next_version += 1;
+                    let torn = self.dev.next_version;
+                    lineage.insert(torn);
+                    self.dev.slow.insert(o, torn);
+                } else {
+                    self.dev.slow.insert(o, GARBAGE);
+                }
             }
             _ => {}
         }
@@ -270,7 +291,17 @@ impl Harness {
                     // A read that touches RAM takes what RAM holds over the rest (a buffer of
                     // newer sectors merged with the source): the RAM copy must be the latest.
                     let level = if served.touches.contains(Level::Ram) { Level::Ram } else { served.level };
-                    let got = self.holds(level, o);
+                    let got = if self.dev.partial.contains_key(&o) {
+                        // A partial block: only a read assembled from both tiers is whole.
+                        let both = served.touches.contains(Level::Fast) && served.touches.contains(Level::Slow);
+                        match level {
+                            Level::Slow if both && self.dev.partial_base_intact(o) => self.holds(Level::Fast, o),
+                            Level::Slow => self.holds(Level::Slow, o),
+                            _ => Some(GARBAGE),
+                        }
+                    } else {
+                        self.holds(level, o)
+                    };
                     prop_assert_eq!(
                         got,
                         Some(want),
@@ -294,7 +325,18 @@ impl Harness {
                 prop_assert!(!served.touches.is_empty());
                 for l in served.touches.iter() {
                     let holds = self.holds(l, o);
-                    let new = if whole || (holds == Some(before) && !was_deleted) { v } else { GARBAGE };
+                    let mut new = if whole || (holds == Some(before) && !was_deleted) { v } else { GARBAGE };
+                    if l == Level::Fast && whole {
+                        self.dev.partial.remove(&o);
+                    } else if l == Level::Fast && holds.is_none() && !was_deleted {
+                        // A partial write absorbed into an uncached block: the SSD holds only
+                        // the written sectors; the rest are those of `before`, on the HDD.
+                        self.dev.partial.insert(o, [before, v].into_iter().collect());
+                        new = v;
+                    }
+                    if !whole && let Some(lineage) = self.dev.partial.get_mut(&o) {
+                        lineage.insert(v);
+                    }
                     self.dev.level(l).insert(o, new);
                     if l == Level::Ram {
                         self.dev.ram_written.insert(o);
@@ -334,9 +376,14 @@ impl Harness {
                             None => self.holds(Level::Slow, o).unwrap_or(0),
                         };
                         self.dev.fast.insert(o, v);
+                        self.dev.partial.remove(&o);
                     }
                     WorkKind::Writeback | WorkKind::Demote => {
-                        let v = self.dev.fast.get(&o).copied().unwrap_or(GARBAGE);
+                        let mut v = self.dev.fast.get(&o).copied().unwrap_or(GARBAGE);
+                        if self.dev.partial.contains_key(&o) && !self.dev.partial_base_intact(o) {
+                            // Only the cached sectors are written: the rest must already be right.
+                            v = GARBAGE;
+                        }
                         self.dev.slow.insert(o, v);
                     }
                     WorkKind::Invalidate => unreachable!(),
@@ -501,6 +548,30 @@ fn write_back_writes_back_above_the_high_mark() {
     assert_eq!(wb, 3, "5 dirty of 8: write back until at most 2 (25%) remain");
     assert_eq!(h.engine.usage().dirty_bytes, 5 * OBJ, "still dirty until the write-backs complete");
     h.settle().unwrap();
+}
+
+/// A write-back cache absorbs a partial write to an uncached block as a partial dirty block
+/// (bcache, Open CAS); reads of it are assembled from both tiers until a whole write; with
+/// `partial-writes=around` (dm-cache) it goes to the HDD.
+#[test]
+fn partial_writes_are_absorbed_or_sent_around() {
+    use crate::{Level, Levels};
+    let mut h = Harness::new("cache:mode=write-back", 8, false);
+    let w = h.engine.access(&Request::write(ObjectId(1), 512, 1024));
+    assert_eq!((w.level, w.touches), (Level::Fast, Levels::one(Level::Fast)), "absorbed");
+    assert_eq!(h.engine.usage().dirty_bytes, OBJ);
+    let r = h.engine.access(&Request::read(ObjectId(1), 0, OBJ));
+    assert_eq!((r.level, r.touches), (Level::Slow, Levels::one(Level::Fast).with(Level::Slow)), "assembled");
+    h.engine.access(&Request::write(ObjectId(1), 0, OBJ));
+    assert_eq!(h.engine.access(&Request::read(ObjectId(1), 0, OBJ)).touches, Levels::one(Level::Fast), "whole now");
+    let mut h = Harness::new("cache:mode=write-back,partial-writes=around", 8, false);
+    assert_eq!(h.engine.access(&Request::write(ObjectId(1), 512, 1024)).level, Level::Slow);
+    for spec in ["bcache-like:cache-mode=writeback", "open-cas-like:cache-mode=wb"] {
+        let mut h = Harness::new(spec, 8, false);
+        assert_eq!(h.engine.access(&Request::write(ObjectId(1), 512, 1024)).level, Level::Fast, "{spec}");
+    }
+    let mut h = Harness::new("dm-cache-smq-like", 8, false);
+    assert_eq!(h.engine.access(&Request::write(ObjectId(1), 512, 1024)).level, Level::Slow, "dm-cache");
 }
 
 #[test]
