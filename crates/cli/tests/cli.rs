@@ -209,7 +209,10 @@ fn bad_policies_and_knobs_list_the_valid_ones() {
         &["sim", &t, "--arch", "cache", "--ssd", "10%", "--timing", "sideways"],
         &["none, open[:SPEEDUP] or closed[:DEPTH]"],
     );
-    fails(&["sim", &t, "--arch", "cache", "--ssd", "10%", "--objects", "bricks"], &["blocks[:SIZE[@ANCHOR]], requests, lcs"]);
+    fails(
+        &["sim", &t, "--arch", "cache", "--ssd", "10%", "--objects", "bricks"],
+        &["blocks[:SIZE[@ANCHOR]], requests, lcs"],
+    );
     fails(
         &["sim", &t, "--arch", "cache", "--ssd", "10%", "--hdd", "floppy"],
         &["unknown hdd preset `floppy`", "wd5000aaks"],

@@ -289,7 +289,10 @@ mod tests {
             ObjectMode::parse("blocks:4KiB@3584").unwrap(),
             ObjectMode::Blocks { size: 4096, anchor: Anchor::At(3584) }
         );
-        assert_eq!(ObjectMode::parse("blocks:4k@7680").unwrap(), ObjectMode::Blocks { size: 4096, anchor: Anchor::At(3584) });
+        assert_eq!(
+            ObjectMode::parse("blocks:4k@7680").unwrap(),
+            ObjectMode::Blocks { size: 4096, anchor: Anchor::At(3584) }
+        );
         assert_eq!(ObjectMode::parse("blocks:4k@3584").unwrap().label(), "blocks:4KiB@3584");
         assert!(ObjectMode::parse("blocks:4k@100").unwrap_err().contains("multiple of 512"));
         assert!(ObjectMode::parse("blocks:4k@x").unwrap_err().contains("anchor"));

@@ -230,7 +230,11 @@ impl Tally {
     }
 }
 
-pub(crate) fn build_engine(cfg: &SimConfig, mapper: &Mapper, clock: &ManualClock) -> Result<Engine<ManualClock>, SimError> {
+pub(crate) fn build_engine(
+    cfg: &SimConfig,
+    mapper: &Mapper,
+    clock: &ManualClock,
+) -> Result<Engine<ManualClock>, SimError> {
     let setup = Setup { fast_capacity: cfg.ssd_bytes, slow_capacity: 0, object_size: mapper.mode().object_size() };
     Ok(Engine::new(build_arch(&cfg.arch, &setup)?, clock.clone()))
 }

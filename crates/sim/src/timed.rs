@@ -121,7 +121,12 @@ fn class_of(p: Priority) -> Class {
 }
 
 impl Timed {
-    pub(crate) fn new(cfg: &SimConfig, mapper: &Mapper, clock: &ManualClock, timing: Timing) -> Result<Timed, SimError> {
+    pub(crate) fn new(
+        cfg: &SimConfig,
+        mapper: &Mapper,
+        clock: &ManualClock,
+        timing: Timing,
+    ) -> Result<Timed, SimError> {
         let hdd =
             Hdd::new(&cfg.devices.hdd).map_err(|e| SimError::Device(format!("hdd {}: {e}", cfg.devices.hdd_name)))?;
         let ssd =

@@ -23,7 +23,14 @@ fn random_reads(n: u64) -> Arc<Vec<TraceRecord>> {
         (0..n)
             .map(|i| {
                 s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                TraceRecord { time_ns: i, op: IoOp::Read, volume: 0, offset: ((s >> 11) % blocks) * 4096, len: 4096, key: i }
+                TraceRecord {
+                    time_ns: i,
+                    op: IoOp::Read,
+                    volume: 0,
+                    offset: ((s >> 11) % blocks) * 4096,
+                    len: 4096,
+                    key: i,
+                }
             })
             .collect(),
     )
@@ -87,7 +94,11 @@ fn a_shifted_trace_gives_the_same_results() {
         assert_eq!(a.read_hit, b.read_hit, "{arch}");
         assert_eq!(a.access_hit, b.access_hit, "{arch}");
         assert_eq!(a.engine.done, b.engine.done, "{arch}");
-        assert_eq!((a.hdd.reads + a.hdd.merged, a.hdd.read_bytes), (b.hdd.reads + b.hdd.merged, b.hdd.read_bytes), "{arch}");
+        assert_eq!(
+            (a.hdd.reads + a.hdd.merged, a.hdd.read_bytes),
+            (b.hdd.reads + b.hdd.merged, b.hdd.read_bytes),
+            "{arch}"
+        );
         assert_eq!(a.hdd.write_bytes, b.hdd.write_bytes, "{arch}");
         assert!((a.iops / b.iops - 1.0).abs() < 0.05, "{arch}: {} vs {} IOPS", a.iops, b.iops);
     }

@@ -271,9 +271,9 @@ impl DiskQueue {
             },
             Scheduler::MqDeadline => {
                 let normal = !self.lanes[0][0].by_addr.is_empty() || !self.lanes[0][1].by_addr.is_empty();
-                let aged = [0, 1].into_iter().find_map(|w| {
-                    Self::expired(&mut self.lanes[1][w], now, self.cfg.prio_aging).map(|k| (1, w, k))
-                });
+                let aged = [0, 1]
+                    .into_iter()
+                    .find_map(|w| Self::expired(&mut self.lanes[1][w], now, self.cfg.prio_aging).map(|k| (1, w, k)));
                 let li = if normal { 0 } else { 1 };
                 if let Some(found) = aged {
                     found
