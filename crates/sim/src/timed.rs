@@ -183,7 +183,7 @@ impl Timed {
     }
 
     /// Starts one device I/O for `waiter`.
-    fn io(&mut self, now: Nanos, level: Level, op: DevOp, addr: u64, len: u64, class: Class, waiter: u32) {
+    fn io(&mut self, now: Nanos, level: Level, (op, addr, len): (DevOp, u64, u64), class: Class, waiter: u32) {
         self.waiters[waiter as usize].outstanding += 1;
         match level {
             Level::Fast => {
@@ -210,14 +210,14 @@ impl Timed {
             cur = match cur {
                 Some((ca, cl)) if ca + cl == a && cl + l <= self.max_request => Some((ca, cl + l)),
                 Some((ca, cl)) => {
-                    self.io(now, level, op, ca, cl, class, waiter);
+                    self.io(now, level, (op, ca, cl), class, waiter);
                     Some((a, l))
                 }
                 None => Some((a, l)),
             };
         }
         if let Some((ca, cl)) = cur {
-            self.io(now, level, op, ca, cl, class, waiter);
+            self.io(now, level, (op, ca, cl), class, waiter);
         }
         self.runs = runs;
     }
@@ -343,7 +343,7 @@ impl Timed {
         let (purpose, op) =
             if write { (Purpose::ChunkWrite(slot), DevOp::Write) } else { (Purpose::ChunkRead(slot), DevOp::Read) };
         let waiter = self.new_waiter(purpose);
-        self.io(now, level, op, addr, len, class_of(w.priority), waiter);
+        self.io(now, level, (op, addr, len), class_of(w.priority), waiter);
     }
 
     /// One I/O of `waiter` finished at `time`.

@@ -1,6 +1,8 @@
 //! The simulator's I/O path behaves like a real stack: NCQ reordering, block-layer merging,
 //! and block boundaries that follow the data's alignment.
 
+#![expect(clippy::unwrap_used, reason = "a failing setup should stop the test loudly")]
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 

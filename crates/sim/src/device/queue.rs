@@ -210,32 +210,33 @@ impl DiskQueue {
         let max = self.cfg.max_request_bytes;
         let lane = &mut self.lanes[li][wi];
         // Back merge: a request ending where this one starts.
-        if let Some((_, p)) = lane.by_addr.range_mut(..(addr, 0)).next_back() {
-            if p.addr + p.len == addr && p.len + len <= max {
-                p.len += len;
-                p.tokens.push(token);
-                return true;
-            }
+        if let Some((_, p)) = lane.by_addr.range_mut(..(addr, 0)).next_back()
+            && p.addr + p.len == addr
+            && p.len + len <= max
+        {
+            p.len += len;
+            p.tokens.push(token);
+            return true;
         }
         // Front merge: a request starting where this one ends (re-keyed at the new start).
         let end = addr + len;
         let key = lane.by_addr.range((end, 0)..(end + 1, 0)).next().map(|(k, _)| *k);
-        if let Some(k) = key {
-            if let Some(mut p) = lane.by_addr.remove(&k) {
-                if p.len + len <= max {
-                    p.addr = addr;
-                    p.len += len;
-                    p.tokens.push(token);
-                    let nk = (addr, k.1);
-                    lane.arrivals.push_back((p.arrival, nk));
-                    lane.by_addr.insert(nk, p);
-                    if let Some(o) = self.order.iter_mut().find(|o| (o.0, o.1) == k) {
-                        o.0 = addr;
-                    }
-                    return true;
+        if let Some(k) = key
+            && let Some(mut p) = lane.by_addr.remove(&k)
+        {
+            if p.len + len <= max {
+                p.addr = addr;
+                p.len += len;
+                p.tokens.push(token);
+                let nk = (addr, k.1);
+                lane.arrivals.push_back((p.arrival, nk));
+                lane.by_addr.insert(nk, p);
+                if let Some(o) = self.order.iter_mut().find(|o| (o.0, o.1) == k) {
+                    o.0 = addr;
                 }
-                lane.by_addr.insert(k, p);
+                return true;
             }
+            lane.by_addr.insert(k, p);
         }
         false
     }
