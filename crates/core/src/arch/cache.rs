@@ -8,8 +8,12 @@
 //!   object also places it on the SSD, otherwise writes never allocate ("write-through-update").
 //! - `write-back`: writes go to the SSD only and the object becomes dirty; dirty objects are
 //!   written back in the background once dirty bytes exceed `dirty-high`% of the cache, down to
-//!   `dirty-low`%, at most `max-writebacks` at a time, oldest-dirtied first. A dirty victim is
-//!   written back before it is dropped. Nothing dirty is ever dropped unless its object is deleted.
+//!   `dirty-low`%, at most `max-writebacks` at a time, in LBA order from where the last pass
+//!   stopped (`writeback-order=lba`, as bcache's writeback thread walks its keys and flashcache
+//!   sorts dirty blocks) or oldest-dirtied first (`age`). The cleaner's I/O has the idle
+//!   priority class (it yields to foreground I/O); a dirty victim's write-back, which the cache
+//!   waits on for space, has normal priority. A dirty victim is written back before it is
+//!   dropped. Nothing dirty is ever dropped unless its object is deleted.
 //!
 //! A miss fills the cache with a `Copy` (its space reserved at once); the object becomes a hit
 //! when the copy completes. A partial write to an uncached object goes around the cache in
@@ -31,7 +35,7 @@ use crate::engine::Ctx;
 use crate::list::{Link, Linked, List};
 use crate::object_table::ObjectTable;
 use crate::params::{ConfigError, ParamSpec, Params};
-use crate::{Level, Levels, Nanos, ObjectId, Op, Outcome, Request, Served, Slot, Tier, Work, WorkKind};
+use crate::{Level, Levels, Nanos, ObjectId, Op, Outcome, Priority, Request, Served, Slot, Tier, Work, WorkKind};
 
 /// Write policy of the cache.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -100,6 +104,10 @@ pub struct Cache {
     mode: Mode,
     write_allocate: bool,
     absorb_partial: bool,
+    /// Dirty objects not being written back, by id (LBA order), when the cleaner walks them so.
+    dirty_by_lba: Option<std::collections::BTreeSet<u64>>,
+    /// Where the LBA-order cleaner resumes.
+    lba_cursor: u64,
     capacity: u64,
     object_size: u64,
     dirty_high: u64,
@@ -138,6 +146,11 @@ const PARAMS: &[ParamSpec] = &[
     },
     ParamSpec { name: "max-writebacks", default: "64", help: "write-back: write-backs in flight at most (1..=65536)" },
     ParamSpec {
+        name: "writeback-order",
+        default: "lba",
+        help: "write-back: the cleaner walks dirty blocks in LBA order (lba) or oldest-dirtied first (age)",
+    },
+    ParamSpec {
         name: "partial-writes",
         default: "absorb",
         help: "write-back: a partial write to an uncached block is kept as a partial dirty block (absorb) or sent to the HDD (around)",
@@ -161,6 +174,7 @@ impl ArchBuild for Cache {
         let (high, low) = p.watermarks(("dirty-high", 20.0), ("dirty-low", 10.0))?;
         let max_writebacks = p.u64("max-writebacks", 64, 1, 65_536)? as usize;
         let absorb_partial = p.choice("partial-writes", 0, &["absorb", "around"])? == 0;
+        let lba_order = p.choice("writeback-order", 0, &["lba", "age"])? == 0;
         if setup.fast_capacity == 0 {
             return Err(p.inconsistent("the SSD capacity must be above zero"));
         }
@@ -177,6 +191,8 @@ impl ArchBuild for Cache {
             mode,
             write_allocate,
             absorb_partial,
+            dirty_by_lba: (lba_order && setup.object_size != 0).then(std::collections::BTreeSet::new),
+            lba_cursor: 0,
             capacity,
             object_size: setup.object_size,
             dirty_high: (capacity as f64 * high) as u64,
@@ -277,7 +293,7 @@ impl Cache {
             if self.dirty_links[s as usize].since > cutoff {
                 break;
             }
-            self.issue_writeback(cx, Slot(s));
+            self.issue_writeback(cx, Slot(s), Priority::Idle(Nanos::ZERO));
             n += 1;
         }
         n
@@ -361,10 +377,28 @@ impl Cache {
         ensure_slot(&mut self.dirty_links, s, DirtyLink::default());
         self.dirty_links[s.idx()].since = now;
         self.dirty_order.push_back(&mut self.dirty_links, s.0);
+        if let Some(set) = &mut self.dirty_by_lba {
+            set.insert(self.table.id(s).0);
+        }
     }
 
     fn dirty_unlink(&mut self, s: Slot) {
         self.dirty_order.unlink(&mut self.dirty_links, s.0);
+        if let Some(set) = &mut self.dirty_by_lba {
+            set.remove(&self.table.id(s).0);
+        }
+    }
+
+    /// The next dirty object the cleaner writes back.
+    fn next_to_clean(&mut self) -> Option<Slot> {
+        match &self.dirty_by_lba {
+            Some(set) => {
+                let id = set.range(self.lba_cursor..).next().or_else(|| set.iter().next()).copied()?;
+                self.lba_cursor = id.wrapping_add(1);
+                self.table.get(ObjectId(id))
+            }
+            None => self.dirty_order.front().map(Slot),
+        }
     }
 
     fn mark_dirty(&mut self, s: Slot, now: Nanos) {
@@ -385,7 +419,7 @@ impl Cache {
         }
     }
 
-    fn issue_writeback(&mut self, cx: &mut Ctx<'_>, s: Slot) {
+    fn issue_writeback(&mut self, cx: &mut Ctx<'_>, s: Slot, priority: Priority) {
         let m = *self.table.meta(s);
         debug_assert!(m.state == DIRTY && m.flags & WRITING_BACK == 0);
         self.dirty_unlink(s);
@@ -393,7 +427,10 @@ impl Cache {
         self.writing_back_bytes += u64::from(m.size);
         self.writebacks_in_flight += 1;
         let id = self.table.id(s);
-        Self::issue(cx, WorkKind::Writeback, id, s, u64::from(m.size), false);
+        let w = Work::new(WorkKind::Writeback, id, Level::Fast, Level::Slow, u64::from(m.size))
+            .with_tag(u64::from(s.0))
+            .with_priority(priority);
+        cx.issue(w);
     }
 
     fn maybe_writeback(&mut self, cx: &mut Ctx<'_>) {
@@ -403,10 +440,10 @@ impl Cache {
         while self.dirty_bytes.saturating_sub(self.writing_back_bytes) > self.dirty_low
             && self.writebacks_in_flight < self.max_writebacks
         {
-            let Some(s) = self.dirty_order.front() else {
+            let Some(s) = self.next_to_clean() else {
                 break;
             };
-            self.issue_writeback(cx, Slot(s));
+            self.issue_writeback(cx, s, Priority::Idle(Nanos::ZERO));
         }
     }
 
@@ -422,7 +459,8 @@ impl Cache {
             self.table.meta_mut(s).flags |= EVICTING;
             self.evicting_bytes += size;
             if m.flags & WRITING_BACK == 0 {
-                self.issue_writeback(cx, s);
+                // The cache waits on this one for space: not an idle-time job.
+                self.issue_writeback(cx, s, Priority::Normal);
             }
         } else {
             let id = self.table.id(s);
@@ -758,7 +796,7 @@ impl Architecture for Cache {
 
     fn flush(&mut self, cx: &mut Ctx<'_>) {
         while let Some(s) = self.dirty_order.front() {
-            self.issue_writeback(cx, Slot(s));
+            self.issue_writeback(cx, Slot(s), Priority::Normal);
         }
     }
 
@@ -825,5 +863,7 @@ impl Architecture for Cache {
         self.table.memory_bytes()
             + self.collector.memory_bytes()
             + self.dirty_links.capacity() * std::mem::size_of::<DirtyLink>()
+            // A B-tree set of u64 costs about 16 bytes per key with its node overhead.
+            + self.dirty_by_lba.as_ref().map_or(0, |set| set.len() * 16)
     }
 }

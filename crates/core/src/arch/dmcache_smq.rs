@@ -97,6 +97,8 @@ impl ArchBuild for DmCacheSmq {
             // dm-cache cannot cache part of a block: a partial write to an uncached block goes
             // to the origin device.
             ("partial-writes", "around".to_string()),
+            // smq writes back from its dirty queue, least recently used first.
+            ("writeback-order", "age".to_string()),
             ("collector", collector),
         ];
         let cache = Cache::from_knobs(Self::NAME, &knobs, setup).map_err(|e| p.inconsistent(e.to_string()))?;

@@ -132,6 +132,8 @@ impl ArchBuild for OpenCas {
             // Only the cleaning policy and eviction write back.
             ("dirty-high", "100%".to_string()),
             ("dirty-low", "99%".to_string()),
+            // ALRU cleans the oldest dirty lines.
+            ("writeback-order", "age".to_string()),
             ("collector", collector),
         ];
         let knobs: Vec<_> = knobs.into_iter().filter(|(k, _)| mode == 1 || !k.starts_with("dirty")).collect();

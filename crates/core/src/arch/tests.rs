@@ -550,6 +550,33 @@ fn write_back_writes_back_above_the_high_mark() {
     h.settle().unwrap();
 }
 
+/// The cleaner walks dirty blocks in LBA order at idle priority (`age`: oldest first); a dirty
+/// victim's write-back, which the cache waits on, has normal priority.
+#[test]
+fn the_cleaner_walks_lba_order_at_idle_priority() {
+    use crate::Priority;
+    for (order, want) in [("lba", [1, 3, 5, 7]), ("age", [7, 5, 3, 1])] {
+        let mut h =
+            Harness::new(&format!("cache:mode=write-back,dirty-high=40,dirty-low=0,writeback-order={order}"), 8, false);
+        for o in [7, 5, 3, 1] {
+            h.step(&Step::Write(o, true)).unwrap();
+        }
+        h.step(&Step::Write(9, true)).unwrap();
+        let got: Vec<u64> =
+            h.queued.iter().filter(|w| w.kind == WorkKind::Writeback).map(|w| w.obj.0).take(4).collect();
+        assert_eq!(got, want, "{order}");
+        assert!(h.queued.iter().all(|w| w.priority == Priority::Idle(Nanos::ZERO)));
+        h.settle().unwrap();
+    }
+    let mut h = Harness::new("cache:mode=write-back,dirty-high=100,dirty-low=99", 2, false);
+    for o in 0..3 {
+        h.step(&Step::Write(o, true)).unwrap();
+    }
+    let victim = h.queued.iter().find(|w| w.kind == WorkKind::Writeback).expect("a dirty victim is written back");
+    assert_eq!(victim.priority, Priority::Normal);
+    h.settle().unwrap();
+}
+
 /// A write-back cache absorbs a partial write to an uncached block as a partial dirty block
 /// (bcache, Open CAS); reads of it are assembled from both tiers until a whole write; with
 /// `partial-writes=around` (dm-cache) it goes to the HDD.

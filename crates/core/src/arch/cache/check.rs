@@ -92,6 +92,11 @@ impl Cache {
         if listed != expected {
             return Err(format!("dirty list holds {listed}, expected {expected}"));
         }
+        if let Some(set) = &self.dirty_by_lba
+            && set.len() != expected
+        {
+            return Err(format!("LBA-ordered dirty set holds {}, expected {expected}", set.len()));
+        }
         if coll_fast != self.collector.len(Tier::Fast) {
             return Err(format!(
                 "collector ranks {} on the SSD, table says {coll_fast}",
