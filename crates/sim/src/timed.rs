@@ -266,11 +266,11 @@ impl Timed {
         self.work_buf.extend(engine.drain_work());
         for i in 0..self.work_buf.len() {
             let w = &mut self.work_buf[i];
-            if w.kind == WorkKind::Copy
+            if matches!(w.kind, WorkKind::Copy | WorkKind::Promote)
                 && w.from == Level::Slow
                 && self.pieces.iter().any(|(p, s, fill)| *fill && p.req.obj == w.obj && s.level == Level::Slow)
             {
-                // The miss that caused this fill read the whole object already.
+                // The miss that caused this fill or promotion read the whole object already.
                 w.source_in_ram = true;
             }
         }
@@ -494,7 +494,7 @@ impl Timed {
         let object_size = self.mapper.mode().object_size();
         if op == DevOp::Read && !engine.pending_work().is_empty() {
             for w in engine.pending_work() {
-                if w.kind == WorkKind::Copy && w.from == Level::Slow {
+                if matches!(w.kind, WorkKind::Copy | WorkKind::Promote) && w.from == Level::Slow {
                     for piece in self.pieces.iter_mut().filter(|(p, s, _)| p.req.obj == w.obj && s.level == Level::Slow)
                     {
                         piece.2 = true;

@@ -83,7 +83,11 @@ struct Counters {
 }
 
 const PARAMS: &[ParamSpec] = &[
-    ParamSpec { name: "es", default: "(the block size)", help: "extent size, a multiple of 4 KiB" },
+    ParamSpec {
+        name: "es",
+        default: "64KiB",
+        help: "extent size, a multiple of 4 KiB; front ends split requests at ES (paper: 64 KiB beat 4 KiB)",
+    },
     ParamSpec { name: "pt", default: "1", help: "prefetch threshold: misses within TW (1..=255)" },
     ParamSpec { name: "tw", default: "60s", help: "time window between misses that count together (1s..=9h)" },
     ParamSpec { name: "mcml", default: "16", help: "maximum concurrent prefetches and evictions (1..=4096)" },

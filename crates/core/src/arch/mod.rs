@@ -308,10 +308,17 @@ pub fn arch_info(name: &str) -> Result<&'static ArchInfo, ConfigError> {
 }
 
 /// The extent size a spec asks for through its `es` (GreenDM) or `sub-lun` (OTF-AST, static
-/// tiering) knob, when it names one; front ends split requests at this size.
+/// tiering) knob, or the default that knob documents as a size; front ends split requests at
+/// this size.
 pub fn extent_size_of(spec: &str) -> Option<u64> {
-    let (_, params) = Params::parse(spec).ok()?;
-    ["es", "sub-lun"].iter().find_map(|k| params.peek(k)).and_then(|v| crate::params::parse_size(v).ok())
+    let (name, params) = Params::parse(spec).ok()?;
+    let knobs = ["es", "sub-lun"];
+    if let Some(v) = knobs.iter().find_map(|k| params.peek(k)) {
+        return crate::params::parse_size(v).ok();
+    }
+    // Not given: the architecture's own default, where it names a size.
+    let info = arch_info(&name).ok()?;
+    info.params.iter().filter(|p| knobs.contains(&p.name)).find_map(|p| crate::params::parse_size(p.default).ok())
 }
 
 /// Builds an architecture from a spec such as `cache:mode=write-back,collector=lfu`. Every knob

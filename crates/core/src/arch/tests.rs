@@ -124,6 +124,11 @@ impl Harness {
         }
     }
 
+    /// Moves the clock forward (timers are not run).
+    pub(super) fn clock_advance_secs(&mut self, s: u64) {
+        self.clock.advance(Nanos::from_secs(s));
+    }
+
     fn size_of(&self, _o: u64) -> u64 {
         OBJ
     }
@@ -463,6 +468,7 @@ fn specs() -> Vec<String> {
     v.push("greendm-tiering".into());
     v.push("greendm-tiering:pt=2,mcml=1,reserved=0,md-flush=1s,md-flush-time=30s".into());
     v.push("greendm-tiering:mcml=3,lt=0,ht=1,window=1s".into());
+    v.push("greendm-tiering:scanned=true,mcml=2,lt=0,ht=1".into());
     v.push("greendm-caching".into());
     v.push("greendm-caching:pt=2,mcml=1,wb-queue=1,md-flush=1s,md-flush-time=30s".into());
     v.push("greendm-caching:lt=0,ht=1,wb-queue=2,window=1s".into());

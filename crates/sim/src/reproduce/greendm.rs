@@ -66,7 +66,9 @@ pub(super) fn run(
         for kind in ["tiering", "caching"] {
             for pt in WEB_PT {
                 for mcml in WEB_MCML {
-                    let arch = format!("greendm-{kind}:es=1MiB,pt={pt},mcml={mcml}");
+                    // The paper scanned the drive first ("to fill the mapping table").
+                    let scanned = if kind == "tiering" { ",scanned=true" } else { "" };
+                    let arch = format!("greendm-{kind}:es=1MiB,pt={pt},mcml={mcml}{scanned}");
                     jobs.push(job(0, format!("{kind} PT={pt} MCML={mcml} @{ratio}"), arch, ssd, mb, web_drive, frac));
                 }
             }
@@ -75,7 +77,8 @@ pub(super) fn run(
         jobs.extend(baseline_jobs(1, FIU_ONLINE_DRIVE, ssd, 4096, ratio, frac));
         for kind in ["tiering", "caching"] {
             for es in FIU_ES {
-                let arch = format!("greendm-{kind}:es={es},pt=1,mcml=16");
+                let scanned = if kind == "tiering" { ",scanned=true" } else { "" };
+                let arch = format!("greendm-{kind}:es={es},pt=1,mcml=16{scanned}");
                 let label = format!("{kind} ES={} @{ratio}", es_label(es));
                 jobs.push(job(1, label, arch, ssd, es, FIU_ONLINE_DRIVE, frac));
             }
