@@ -138,8 +138,9 @@ struct ModelOpts {
     /// How requests become objects: blocks[:SIZE[@ANCHOR]] (default 4KiB@auto: anchored at the dominant request offset), requests, lcs, lcs:ignore-size.
     #[arg(long, default_value = "blocks:4KiB")]
     objects: String,
-    /// none (hit counting), open[:SPEEDUP] (trace timestamps) or closed[:DEPTH].
-    #[arg(long, default_value = "open")]
+    /// none (hit counting), open[:SPEEDUP] (trace timestamps), closed[:DEPTH], or auto: open
+    /// for sim; for compare, a closed-loop throughput table and an open-loop latency table.
+    #[arg(long, default_value = "auto")]
     timing: String,
     /// HDD preset.
     #[arg(long, default_value = "wd5000aaks")]
@@ -180,7 +181,8 @@ struct ModelOpts {
 impl ModelOpts {
     fn base(&self) -> Result<SimConfig> {
         let objects = ObjectMode::parse(&self.objects).map_err(anyhow::Error::msg).context("--objects")?;
-        let timing = Timing::parse(&self.timing).map_err(anyhow::Error::msg).context("--timing")?;
+        let timing_text = if self.timing == "auto" { "open" } else { self.timing.as_str() };
+        let timing = Timing::parse(timing_text).map_err(anyhow::Error::msg).context("--timing")?;
         let presets = match &self.devices {
             Some(p) => {
                 let text = fs::read_to_string(p).with_context(|| format!("--devices {}", p.display()))?;
@@ -255,6 +257,9 @@ const DEFAULT_ARCHS: &[&str] = &[
     "cache:mode=write-through",
     "cache:mode=write-back",
     "cache:mode=write-back,collector=arc",
+    "bcache-like:cache-mode=writeback",
+    "dm-cache-smq-like",
+    "greendm-tiering",
     "ssd-only",
 ];
 
@@ -609,20 +614,79 @@ fn cmd_compare(a: CompareArgs, bars: &Bars) -> Result<()> {
     let archs: Vec<String> = if a.archs.is_empty() {
         let probe = a.trace_opts.open(&a.trace)?;
         let fixed = Mapper::new(base.objects, probe.info().object_trace).mode().object_size() != 0;
-        DEFAULT_ARCHS.iter().filter(|s| fixed || **s != "linear").map(|s| s.to_string()).collect()
+        // Linear and GreenDM map fixed-size extents: not for object traces.
+        DEFAULT_ARCHS
+            .iter()
+            .filter(|s| fixed || !matches!(**s, "linear" | "greendm-tiering"))
+            .map(|s| s.to_string())
+            .collect()
     } else {
         a.archs.clone()
     };
     let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
-    let cfg = CompareConfig { archs, sizes, base, threads, allow_oversize: a.allow_oversize };
-    let c = compare(&a.trace, &a.trace_opts.options(), &cfg, bars)?;
-    bars.clear();
-    print!("{}", report::comparison_table(&c));
+    let auto = a.model.timing == "auto";
+    let mut cfg = CompareConfig { archs, sizes, base, threads, allow_oversize: a.allow_oversize };
     fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
-    let (json, csv, png) = (a.out.join("compare.json"), a.out.join("compare.csv"), a.out.join("compare.png"));
-    write_file(&json, serde_json::to_string_pretty(&c)?.as_bytes())?;
-    write_file(&csv, report::comparison_csv(&c).as_bytes())?;
-    plot::comparison_chart(&c, &png).map_err(anyhow::Error::msg)?;
+    if !auto {
+        let c = compare(&a.trace, &a.trace_opts.options(), &cfg, bars)?;
+        bars.clear();
+        print!("{}", report::comparison_table(&c));
+        return write_comparison(&c, &a.out, "compare");
+    }
+    // The main job: throughput with the disk kept busy, then latency at a load HDD-only can
+    // carry, then a verdict per size.
+    let hdd_missing = !cfg.archs.iter().any(|s| s.split(':').next() == Some("hdd-only"));
+    if hdd_missing {
+        cfg.archs.insert(0, "hdd-only".into());
+    }
+    cfg.base.timing = Timing::Closed { depth: CLOSED_DEPTH };
+    let closed = compare(&a.trace, &a.trace_opts.options(), &cfg, bars)?;
+    bars.clear();
+    println!("THROUGHPUT: closed loop, {CLOSED_DEPTH} requests outstanding (as fast as the devices allow)");
+    print!("{}", report::comparison_table(&closed));
+    write_comparison(&closed, &a.out, "compare")?;
+    let mut probe = a.trace_opts.open(&a.trace)?;
+    let burst = tierwise_sim::verdict::busiest(&mut probe, cfg.base.objects)?;
+    let hdd_iops = closed
+        .rows
+        .iter()
+        .filter(|r| r.report.arch.split(':').next() == Some("hdd-only"))
+        .map(|r| r.report.iops)
+        .fold(0.0, f64::max);
+    if burst.timed {
+        let speedup = tierwise_sim::verdict::unsaturated_speedup(&burst, hdd_iops);
+        cfg.base.timing = Timing::Open { speedup };
+        let open = compare(&a.trace, &a.trace_opts.options(), &cfg, bars)?;
+        bars.clear();
+        println!();
+        println!(
+            "LATENCY: open loop, the trace's timestamps at x{speedup} speed: its busiest 10 s offer {:.0} requests/s, \
+             {:.0} at this speed, {:.0}% of what HDD-only sustains closed-loop ({hdd_iops:.0} IOPS), so the disk is not \
+             saturated; IOPS here is the offered load",
+            burst.peak_iops,
+            burst.peak_iops * speedup,
+            burst.peak_iops * speedup / hdd_iops.max(1e-9) * 100.0
+        );
+        print!("{}", report::comparison_table(&open));
+        write_comparison(&open, &a.out, "compare-latency")?;
+    }
+    println!();
+    println!("VERDICT (closed loop)");
+    for line in tierwise_sim::verdict::verdicts(&closed, &burst) {
+        println!("  {line}");
+    }
+    Ok(())
+}
+
+/// Outstanding requests of the main job's throughput table (a SATA disk's NCQ depth).
+const CLOSED_DEPTH: u32 = 32;
+
+fn write_comparison(c: &tierwise_sim::compare::Comparison, out: &Path, stem: &str) -> Result<()> {
+    let (json, csv, png) =
+        (out.join(format!("{stem}.json")), out.join(format!("{stem}.csv")), out.join(format!("{stem}.png")));
+    write_file(&json, serde_json::to_string_pretty(c)?.as_bytes())?;
+    write_file(&csv, report::comparison_csv(c).as_bytes())?;
+    plot::comparison_chart(c, &png).map_err(anyhow::Error::msg)?;
     println!("wrote {}, {}, {}", json.display(), csv.display(), png.display());
     Ok(())
 }

@@ -46,11 +46,32 @@ fn compare_writes_table_json_csv_and_png() {
     assert!(s.contains("10% (") && s.contains("50% ("), "{s}");
     let json: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.path().join("compare.json")).unwrap()).unwrap();
-    assert_eq!(json["rows"].as_array().unwrap().len(), 2 * 7);
+    assert_eq!(json["rows"].as_array().unwrap().len(), 2 * 10);
     let csv = std::fs::read_to_string(out.path().join("compare.csv")).unwrap();
-    assert_eq!(csv.lines().count(), 1 + 14);
+    assert_eq!(csv.lines().count(), 1 + 20);
     let png = std::fs::read(out.path().join("compare.png")).unwrap();
     assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    // The main job: a closed-loop throughput table, an open-loop latency table at a stated
+    // speed with the offered load labelled, and a verdict per size.
+    for want in ["THROUGHPUT: closed loop, 32", "LATENCY: open loop", "offered IOPS", "VERDICT", "SSD 10%:", "SSD 50%:"]
+    {
+        assert!(s.contains(want), "{want}: {s}");
+    }
+    assert!(out.path().join("compare-latency.json").exists());
+    // An explicit timing gives one table.
+    let one = ok(&["compare", &trace("msr_hm_0.excerpt1000.csv"), "--ssd", "10%", "--timing", "none", "--out", &dir]);
+    assert!(!one.contains("LATENCY") && !one.contains("VERDICT"), "{one}");
+}
+
+/// On the bundled CloudPhysics trace, every SSD size has a hybrid ahead of HDD-only.
+#[test]
+fn the_main_job_finds_hybrids_ahead_on_cloudphysics() {
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().display().to_string();
+    let s = ok(&["compare", &trace("cloudphysics_libcachesim.sample.vscsi.gz"), "--out", &dir]);
+    let verdicts: Vec<&str> = s.lines().filter(|l| l.starts_with("  SSD ")).collect();
+    assert_eq!(verdicts.len(), 4, "{s}");
+    assert!(verdicts.iter().all(|l| l.contains("x HDD-only") && !l.contains("no hybrid")), "{s}");
 }
 
 #[test]

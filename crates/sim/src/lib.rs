@@ -17,5 +17,6 @@ pub mod stat;
 pub mod synth;
 mod timed;
 pub mod trace;
+pub mod verdict;
 
 pub use sim::{SimConfig, SimError, Timing, simulate};

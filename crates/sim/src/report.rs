@@ -116,7 +116,7 @@ pub fn comparison_table(c: &Comparison) -> String {
             "mean ms",
             "p50 ms",
             "p99 ms",
-            "IOPS",
+            if c.rows.first().is_some_and(|r| r.report.timing.starts_with("open")) { "offered IOPS" } else { "IOPS" },
             "MB/s",
             "up",
             "down",

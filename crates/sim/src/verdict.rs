@@ -1,0 +1,123 @@
+//! What the main job concludes: the trace's busiest stretch (to pick an open-loop replay speed
+//! at which HDD-only is not saturated), and a one-line verdict per SSD size.
+
+use std::collections::VecDeque;
+
+use serde::{Deserialize, Serialize};
+
+use crate::compare::Comparison;
+use crate::objects::{Mapper, ObjectMode};
+use crate::sim::FoldHash;
+use crate::trace::{Trace, TraceError};
+
+/// Window for the peak request rate.
+pub const RATE_WINDOW_NS: u64 = 10_000_000_000;
+/// Window for the burst footprint.
+pub const BURST_WINDOW_NS: u64 = 60_000_000_000;
+/// Share of HDD-only's closed-loop throughput the open-loop replay may offer at its peak.
+pub const TARGET_LOAD: f64 = 0.7;
+
+/// The busiest stretches of a trace.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Burst {
+    /// Highest request rate over any 10-second window, requests per second.
+    pub peak_iops: f64,
+    /// Most distinct bytes touched within one minute.
+    pub minute_bytes: u64,
+    /// Whether the trace has timestamps.
+    pub timed: bool,
+}
+
+/// One pass over `trace`: its peak 10-second request rate and the distinct bytes of its
+/// busiest minute (windows start at each minute boundary of the trace's own clock).
+pub fn busiest(trace: &mut Trace, mode: ObjectMode) -> Result<Burst, TraceError> {
+    let mapper = Mapper::new(mode, trace.info().object_trace);
+    let fixed = mapper.mode().object_size();
+    let mut b = Burst { timed: trace.info().has_time, ..Burst::default() };
+    let mut recent: VecDeque<u64> = VecDeque::new();
+    let mut minute: Option<u64> = None;
+    let mut seen: hashbrown::HashMap<u64, u64, FoldHash> = hashbrown::HashMap::with_hasher(FoldHash);
+    trace.for_each(u64::MAX, |rec| -> Result<(), TraceError> {
+        let t = rec.time_ns;
+        recent.push_back(t);
+        while recent.front().is_some_and(|&f| f + RATE_WINDOW_NS <= t) {
+            recent.pop_front();
+        }
+        b.peak_iops = b.peak_iops.max(recent.len() as f64 / (RATE_WINDOW_NS as f64 / 1e9));
+        let m = t / BURST_WINDOW_NS;
+        if minute != Some(m) {
+            b.minute_bytes = b.minute_bytes.max(seen.values().sum());
+            seen.clear();
+            minute = Some(m);
+        }
+        mapper.split(rec, |p| {
+            seen.entry(p.req.obj.0).or_insert(if fixed != 0 { fixed } else { p.req.len });
+        });
+        Ok(())
+    })?;
+    b.minute_bytes = b.minute_bytes.max(seen.values().sum());
+    Ok(b)
+}
+
+/// The open-loop speed-up at which the busiest 10 seconds offer at most [`TARGET_LOAD`] of
+/// what HDD-only sustains closed-loop (1 if the trace is already that light).
+pub fn unsaturated_speedup(burst: &Burst, hdd_only_iops: f64) -> f64 {
+    if burst.peak_iops <= 0.0 || hdd_only_iops <= 0.0 {
+        return 1.0;
+    }
+    let s = (TARGET_LOAD * hdd_only_iops / burst.peak_iops).min(1.0);
+    // Two significant digits: a speed a person can type back.
+    let digits = 10f64.powi(1 - s.log10().floor() as i32);
+    ((s * digits).floor() / digits).max(1e-6)
+}
+
+/// One line per SSD size of a closed-loop comparison: the best architecture and its gain over
+/// HDD-only, or why no hybrid gains.
+pub fn verdicts(c: &Comparison, burst: &Burst) -> Vec<String> {
+    let mut sizes: Vec<&str> = Vec::new();
+    for r in &c.rows {
+        if !sizes.contains(&r.size_label.as_str()) {
+            sizes.push(&r.size_label);
+        }
+    }
+    let base = |arch: &str| arch.split(':').next().unwrap_or("").to_string();
+    sizes
+        .into_iter()
+        .map(|size| {
+            let rows: Vec<_> = c.rows.iter().filter(|r| r.size_label == size).collect();
+            let hdd = rows.iter().find(|r| base(&r.report.arch) == "hdd-only").map(|r| r.report.iops);
+            let best = rows
+                .iter()
+                .filter(|r| !matches!(base(&r.report.arch).as_str(), "hdd-only" | "ssd-only"))
+                .max_by(|a, b| a.report.iops.total_cmp(&b.report.iops));
+            let ssd_bytes = rows.first().map_or(0, |r| r.report.ssd_bytes);
+            match (best, hdd) {
+                (Some(b), Some(h)) if h > 0.0 && b.report.iops > h => format!(
+                    "SSD {size}: best {} at {:.0} IOPS, {:.2}x HDD-only ({:.0} IOPS)",
+                    b.report.arch,
+                    b.report.iops,
+                    b.report.iops / h,
+                    h
+                ),
+                (Some(b), Some(h)) if h > 0.0 => {
+                    let why = if ssd_bytes < burst.minute_bytes {
+                        format!(
+                            "the busiest minute touches {}, more than the SSD holds ({})",
+                            tierwise_core::Bytes(burst.minute_bytes),
+                            tierwise_core::Bytes(ssd_bytes)
+                        )
+                    } else {
+                        "the moves into the SSD cost the HDD more than the hits save".to_string()
+                    };
+                    format!(
+                        "SSD {size}: no hybrid beats HDD-only ({:.0} IOPS); the best, {}, reaches {:.2}x: {why}",
+                        h,
+                        b.report.arch,
+                        b.report.iops / h
+                    )
+                }
+                _ => format!("SSD {size}: no HDD-only row to compare with"),
+            }
+        })
+        .collect()
+}
