@@ -44,6 +44,11 @@ const DEMOTING: u8 = 8;
 const STALE: u8 = 16;
 const REFERENCED: u8 = 32;
 const TOUCHED: u8 = 64;
+/// The extent's home on the HDD (`v - scanned_below`) is free: a demotion goes back there.
+const HOME_FREE: u8 = 128;
+
+/// HDD extents from here on are the reserved spares (past any address a trace uses).
+const SPARE_BASE: u64 = 1 << 40;
 
 /// One mapping-table entry (8 bytes).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -72,7 +77,10 @@ pub struct GreenDmTiering {
     /// Virtual extent per SSD logical extent, FREE when free.
     owner: Vec<u64>,
     ssd: SsdBitmap,
-    hdd_free: std::collections::BTreeSet<u64>,
+    /// Free HDD extents, last freed first. An entry below [`SPARE_BASE`] is the home of
+    /// extent `h + scanned_below` and is free only while that extent has [`HOME_FREE`] (a
+    /// demotion back home takes it without searching this list).
+    hdd_free: Vec<u64>,
     /// Virtual extents below this start on the SSD (the scanned start); 0 when empty.
     scanned_below: u64,
     relocated: Vec<u64>,
@@ -147,12 +155,12 @@ impl ArchBuild for GreenDmTiering {
             // Scanned start: SSD extent i holds virtual extent i.
             owner: if scanned { (0..u64::from(ssd_extents)).collect() } else { vec![FREE; ssd_extents as usize] },
             ssd: SsdBitmap::new(ssd_extents, scanned),
-            hdd_free: std::collections::BTreeSet::new(),
+            hdd_free: Vec::new(),
             scanned_below: if scanned { u64::from(ssd_extents) } else { 0 },
             relocated: Vec::new(),
             relocated_free: Vec::new(),
             // Reserved spares sit past any address a trace uses (the HDD model wraps addresses).
-            reserved_next: 1 << 40,
+            reserved_next: SPARE_BASE,
             reserved_left: reserved,
             moves: 0,
             demotions_in_flight: 0,
@@ -282,18 +290,23 @@ impl GreenDmTiering {
         self.owner[le as usize] = FREE;
     }
 
-    /// A free HDD extent for a demotion of `v`: the one nearest its home.
+    /// A free HDD extent for a demotion of `v`: its own home when that is free, else the
+    /// last one freed.
     fn alloc_hdd(&mut self, v: u64) -> Option<u64> {
-        let home = v.saturating_sub(self.scanned_below);
-        let above = self.hdd_free.range(home..).next().copied();
-        let below = self.hdd_free.range(..home).next_back().copied();
-        let nearest = match (above, below) {
-            (Some(a), Some(b)) => Some(if a - home <= home - b { a } else { b }),
-            (a, b) => a.or(b),
-        };
-        if let Some(le) = nearest {
-            self.hdd_free.remove(&le);
-            return Some(le);
+        if v >= self.scanned_below && self.entry(v).flags & HOME_FREE != 0 {
+            self.entry_mut(v).flags &= !HOME_FREE;
+            return Some(v - self.scanned_below);
+        }
+        while let Some(h) = self.hdd_free.pop() {
+            if h >= SPARE_BASE {
+                return Some(h);
+            }
+            let owner = h + self.scanned_below;
+            if self.entry(owner).flags & HOME_FREE != 0 {
+                self.entry_mut(owner).flags &= !HOME_FREE;
+                return Some(h);
+            }
+            // Taken already by its own extent's demotion back home.
         }
         if self.reserved_left > 0 {
             self.reserved_left -= 1;
@@ -301,6 +314,15 @@ impl GreenDmTiering {
             return Some(self.reserved_next - 1);
         }
         None
+    }
+
+    /// HDD extent `h` is free again.
+    fn release_hdd(&mut self, h: u64) {
+        self.hdd_free.push(h);
+        if h < SPARE_BASE {
+            let owner = h + self.scanned_below;
+            self.entry_mut(owner).flags |= HOME_FREE;
+        }
     }
 
     fn flushing(&self, now: Nanos) -> bool {
@@ -482,13 +504,13 @@ impl Architecture for GreenDmTiering {
                     if e.flags & RELOCATED != 0 {
                         self.relocated_free.push(e.le);
                     }
-                    self.hdd_free.insert(old);
                     let now = cx.now;
                     let ent = self.entry_mut(v);
                     ent.flags = (ent.flags | ON_SSD | REFERENCED) & !(PROMOTING | RELOCATED | STALE);
                     ent.le = le;
                     ent.miss.reset();
                     ent.miss.touch_at(now);
+                    self.release_hdd(old);
                     self.ssd_residents += 1;
                 } else {
                     self.free_ssd_le(le);
@@ -510,7 +532,7 @@ impl Architecture for GreenDmTiering {
                 } else {
                     // Accessed meanwhile (or failed): it stays on the SSD.
                     self.counters.demotion_cancelled += 1;
-                    self.hdd_free.insert(hdd);
+                    self.release_hdd(hdd);
                     self.entry_mut(v).flags &= !(DEMOTING | STALE);
                 }
             }
@@ -601,6 +623,11 @@ impl Architecture for GreenDmTiering {
                 }
             }
         }
+        for (v, e) in self.map.iter() {
+            if e.flags & HOME_FREE != 0 && (v < self.scanned_below || homes.contains(&(v - self.scanned_below))) {
+                return Err(format!("{v:#x}'s home is marked free but holds an extent (or it has none)"));
+            }
+        }
         Ok(())
     }
 
@@ -608,7 +635,7 @@ impl Architecture for GreenDmTiering {
         self.map.memory_bytes()
             + self.owner.capacity() * 8
             + self.ssd.memory_bytes()
-            + self.hdd_free.len() * 16
+            + self.hdd_free.capacity() * 8
             + self.relocated.capacity() * 8
             + self.relocated_free.capacity() * 4
     }

@@ -153,6 +153,8 @@ pub struct Hdd {
     /// Where the last media transfer ended, and when.
     head: u64,
     head_free: Nanos,
+    /// Platter phase that puts byte `head` under the head at `head_free` (in rotations).
+    phase: f64,
     /// The read-ahead buffer: `[buffer_start, head + readahead)` once the drive has had time
     /// to read it; `None` after a write.
     buffer_start: Option<u64>,
@@ -184,6 +186,7 @@ impl Hdd {
             ns_per_byte_write: 1e3 / spec.write_mb_s,
             head: 0,
             head_free: Nanos::ZERO,
+            phase: 0.0,
             buffer_start: None,
             readahead: (spec.readahead_kb * 1024.0) as u64,
             ncq_depth: spec.ncq_depth,
@@ -229,11 +232,7 @@ impl Hdd {
         let arrive = now.0 as f64 + seek;
         let angle_now = (arrive / self.rotation_ns).fract();
         let target = (addr % self.track_bytes) as f64 / self.track_bytes as f64;
-        let head_angle_at_free = (self.head_free.0 as f64 / self.rotation_ns).fract();
-        let head_angle = (self.head % self.track_bytes) as f64 / self.track_bytes as f64;
-        // Phase so that the head was over `head` when the last transfer ended.
-        let phase = head_angle - head_angle_at_free;
-        let wait = (target - angle_now - phase).rem_euclid(1.0);
+        let wait = (target - angle_now - self.phase).rem_euclid(1.0);
         seek + wait * self.rotation_ns
     }
 }
@@ -250,6 +249,9 @@ impl Model for Hdd {
         let t = Nanos((self.media_positioning(start, op, addr) + len as f64 * per_byte) as u64);
         self.head = (addr + len) % self.capacity;
         self.head_free = start.saturating_add(t);
+        // The phase that puts `head` under the head when this transfer ends.
+        let head_angle = (self.head % self.track_bytes) as f64 / self.track_bytes as f64;
+        self.phase = head_angle - (self.head_free.0 as f64 / self.rotation_ns).fract();
         self.buffer_start = (op == DevOp::Read).then_some(addr);
         Service { occupancy: t, latency: t }
     }

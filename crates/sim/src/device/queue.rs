@@ -103,7 +103,15 @@ struct Pending {
     len: u64,
     arrival: Nanos,
     idle_after: Option<Nanos>,
-    tokens: Vec<u64>,
+    /// The first request's token, and those merged into it (no allocation for one).
+    token: u64,
+    merged: Vec<u64>,
+}
+
+impl Pending {
+    fn requests(&self) -> u64 {
+        1 + self.merged.len() as u64
+    }
 }
 
 /// What [`DiskQueue::dispatch`] did.
@@ -196,7 +204,7 @@ impl DiskQueue {
             return;
         }
         self.seq += 1;
-        let p = Pending { op, addr, len, arrival: now, idle_after, tokens: vec![token] };
+        let p = Pending { op, addr, len, arrival: now, idle_after, token, merged: Vec::new() };
         let lane = &mut self.lanes[li][wi];
         lane.arrivals.push_back((now, (addr, self.seq)));
         lane.by_addr.insert((addr, self.seq), p);
@@ -215,7 +223,7 @@ impl DiskQueue {
             && p.len + len <= max
         {
             p.len += len;
-            p.tokens.push(token);
+            p.merged.push(token);
             return true;
         }
         // Front merge: a request starting where this one ends (re-keyed at the new start).
@@ -227,7 +235,7 @@ impl DiskQueue {
             if p.len + len <= max {
                 p.addr = addr;
                 p.len += len;
-                p.tokens.push(token);
+                p.merged.push(token);
                 let nk = (addr, k.1);
                 lane.arrivals.push_back((p.arrival, nk));
                 lane.by_addr.insert(nk, p);
@@ -349,24 +357,27 @@ impl DiskQueue {
             return wait.map_or(Dispatch::Nothing, Dispatch::WaitUntil);
         }
         let starving = now.saturating_sub(self.cfg.ncq_starvation);
-        let pick = self
-            .ncq
-            .iter()
-            .enumerate()
-            .filter(|(_, p)| p.arrival <= starving)
-            .min_by_key(|(_, p)| p.arrival)
-            .map(|(i, _)| i)
-            .unwrap_or_else(|| {
-                self.ncq
-                    .iter()
-                    .enumerate()
-                    .min_by_key(|(_, p)| device.positioning(now, p.op, p.addr, p.len))
-                    .map_or(0, |(i, _)| i)
-            });
+        let pick = if self.ncq.len() == 1 {
+            0
+        } else {
+            self.ncq
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| p.arrival <= starving)
+                .min_by_key(|(_, p)| p.arrival)
+                .map(|(i, _)| i)
+                .unwrap_or_else(|| {
+                    self.ncq
+                        .iter()
+                        .enumerate()
+                        .min_by_key(|(_, p)| device.positioning(now, p.op, p.addr, p.len))
+                        .map_or(0, |(i, _)| i)
+                })
+        };
         let p = self.ncq.swap_remove(pick);
         let done = device.submit(now, p.op, p.addr, p.len);
         let waited = now.0.saturating_sub(p.arrival.0);
-        device.add_queueing(waited.saturating_mul(p.tokens.len() as u64));
+        device.add_queueing(waited.saturating_mul(p.requests()));
         if p.idle_after.is_none() {
             self.last_normal = self.last_normal.max(done);
         }
@@ -378,7 +389,8 @@ impl DiskQueue {
     pub fn complete(&mut self) -> &[u64] {
         self.done_tokens.clear();
         if let Some(p) = self.in_service.take() {
-            self.done_tokens.extend_from_slice(&p.tokens);
+            self.done_tokens.push(p.token);
+            self.done_tokens.extend_from_slice(&p.merged);
         }
         &self.done_tokens
     }
