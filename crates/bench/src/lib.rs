@@ -500,7 +500,7 @@ fn block_architectures(o: &BenchOpts, out: &mut Vec<BenchResult>, log: &mut dyn 
         Ok((start.elapsed().as_secs_f64(), r))
     };
     let cases: [(&str, &str, u64, f64); 3] = [
-        ("GreenDM tiering (ES 4 KiB, PT 1, MCML 16)", "greendm-tiering:es=4KiB", 4096, 3e6),
+        ("GreenDM tiering (ES 4 KiB, PT 1, MCML 16, scanned)", "greendm-tiering:es=4KiB,scanned=true", 4096, 3e6),
         ("OTF-AST (64 MiB sub-LUNs)", "otf-ast:sub-lun=64MiB", 64 << 20, 2e6),
         ("HCA (L1 64 MiB, TB 64 KiB)", "hca:l1=64MiB", 4096, 2e6),
     ];

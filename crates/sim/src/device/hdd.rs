@@ -153,8 +153,13 @@ pub struct Hdd {
     /// Where the last media transfer ended, and when.
     head: u64,
     head_free: Nanos,
-    /// Platter phase that puts byte `head` under the head at `head_free` (in rotations).
+    /// Platter phase, in rotations, that puts byte `head` under the head at `head_free`.
     phase: f64,
+    /// Reciprocals, so that positioning (run for every queued command at every dispatch)
+    /// needs no division.
+    per_rotation_ns: f64,
+    per_track_byte: f64,
+    per_capacity_byte: f64,
     /// The read-ahead buffer: `[buffer_start, head + readahead)` once the drive has had time
     /// to read it; `None` after a write.
     buffer_start: Option<u64>,
@@ -187,6 +192,9 @@ impl Hdd {
             head: 0,
             head_free: Nanos::ZERO,
             phase: 0.0,
+            per_rotation_ns: 1.0 / (rotation * 1e9),
+            per_capacity_byte: 1.0 / capacity as f64,
+            per_track_byte: 1.0 / ((spec.read_mb_s * 1e6 * rotation) as u64).max(512) as f64,
             buffer_start: None,
             readahead: (spec.readahead_kb * 1024.0) as u64,
             ncq_depth: spec.ncq_depth,
@@ -219,6 +227,12 @@ impl Hdd {
         addr >= start && addr + len <= end
     }
 
+    /// Where byte `addr` sits on its track, as a fraction of a rotation.
+    #[inline]
+    fn angle(&self, addr: u64) -> f64 {
+        fraction(addr as i64 as f64 * self.per_track_byte)
+    }
+
     /// Seek plus rotational wait for a media access at `addr` starting at `now`, in ns.
     fn media_positioning(&self, now: Nanos, op: DevOp, addr: u64) -> f64 {
         let dist = addr.abs_diff(self.head);
@@ -226,15 +240,21 @@ impl Hdd {
             0.0
         } else {
             let k = if op == DevOp::Read { self.k_read } else { self.k_write };
-            self.t2t_ns + k * (dist as f64 / self.capacity as f64).sqrt()
+            self.t2t_ns + k * (dist as i64 as f64 * self.per_capacity_byte).sqrt()
         };
         // The platter turns continuously; byte x passes under the head at angle x / track.
-        let arrive = now.0 as f64 + seek;
-        let angle_now = (arrive / self.rotation_ns).fract();
-        let target = (addr % self.track_bytes) as f64 / self.track_bytes as f64;
-        let wait = (target - angle_now - self.phase).rem_euclid(1.0);
+        let angle_now = fraction((now.0 as i64 as f64 + seek) * self.per_rotation_ns);
+        // Each term is in [0, 1): adding 2 keeps the difference positive for `fraction`.
+        let wait = fraction(self.angle(addr) - angle_now - self.phase + 2.0);
         seek + wait * self.rotation_ns
     }
+}
+
+/// The fractional part of a non-negative number (a truncating cast: no libm call).
+#[inline]
+fn fraction(x: f64) -> f64 {
+    // Signed conversions are single instructions on x86-64; unsigned ones are sequences.
+    x - (x as i64) as f64
 }
 
 impl Model for Hdd {
@@ -250,13 +270,12 @@ impl Model for Hdd {
         self.head = (addr + len) % self.capacity;
         self.head_free = start.saturating_add(t);
         // The phase that puts `head` under the head when this transfer ends.
-        let head_angle = (self.head % self.track_bytes) as f64 / self.track_bytes as f64;
-        self.phase = head_angle - (self.head_free.0 as f64 / self.rotation_ns).fract();
+        self.phase = fraction(self.angle(self.head) - fraction(self.head_free.0 as f64 * self.per_rotation_ns) + 1.0);
         self.buffer_start = (op == DevOp::Read).then_some(addr);
         Service { occupancy: t, latency: t }
     }
     fn positioning(&self, start: Nanos, op: DevOp, addr: u64, len: u64) -> Nanos {
-        let addr = addr % self.capacity;
+        let addr = if addr < self.capacity { addr } else { addr % self.capacity };
         if op == DevOp::Read && self.buffered(start, addr, len) {
             return Nanos(BUFFER_HIT_NS as u64);
         }
