@@ -56,4 +56,19 @@ cargo clippy --workspace --all-targets --release --locked -- -D warnings
 say "tests (release build: the differential and property tests replay real traces)"
 cargo test --workspace --release --locked
 
+say "collectors against libCacheSim (PyPI libcachesim, every bundled trace, object and byte mode)"
+# In a virtual environment of its own: Debian's system Python refuses pip installs (PEP 668).
+venv=target/py-venv
+if [ ! -x "$venv/bin/python" ]; then
+  if ! python3 -m venv "$venv" >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3-venv
+    rm -rf "$venv"
+    python3 -m venv "$venv"
+  fi
+fi
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check 'libcachesim==0.3.5'
+"$venv/bin/python" scripts/libcachesim_diff.py target/release/tierwise | tail -1
+
 say "all tests passed"

@@ -5,7 +5,11 @@
 //! id in B1 grows the target size `p` of T1, one in B2 shrinks it; the victim comes from T1 when
 //! T1 is above target, otherwise from T2. Ghost lists are trimmed so that |T1|+|B1| <= c and
 //! |T1|+|T2|+|B1|+|B2| <= 2c (c = fast-tier capacity). With unit sizes this is exactly the
-//! paper's algorithm (a reference implementation in the tests checks it hit for hit).
+//! paper's algorithm (a reference implementation in the tests checks it hit for hit). The
+//! target `p` is real-valued, as in the paper's Figure 4: a ghost hit moves it by the ratio
+//! |B2|/|B1| (or |B1|/|B2|), unrounded. Rounding the ratio down, as libCacheSim's C `ARC.c`
+//! of 2020 does, adapts more slowly (1.7 % more misses at 10,000 objects on the bundled
+//! CloudPhysics trace); libCacheSim 0.3.5 on PyPI matches the paper and us.
 //!
 //! The slow tier has no ARC order; its most recently accessed object ranks hottest.
 
@@ -85,8 +89,8 @@ pub struct Arc {
     ghost_index: HashTable<u32>,
     ghost_lists: [List; 2],
     ghost_bytes: [u64; 2],
-    /// Target size of T1 in bytes.
-    p: u64,
+    /// Target size of T1 in bytes (real-valued, as the paper's).
+    p: f64,
     c: u64,
     pending: Option<Pending>,
 }
@@ -113,7 +117,7 @@ impl Arc {
             ghost_index: HashTable::new(),
             ghost_lists: [List::default(); 2],
             ghost_bytes: [0; 2],
-            p: 0,
+            p: 0.0,
             c: capacity,
             pending: None,
         }
@@ -121,7 +125,7 @@ impl Arc {
 
     /// The current target size of T1 in bytes.
     pub fn target_t1(&self) -> u64 {
-        self.p
+        self.p as u64
     }
 
     /// Bytes in T1, T2, B1, B2.
@@ -172,15 +176,15 @@ impl Arc {
         match self.find_ghost(id) {
             Some(g) if self.ghosts[g as usize].list == B1 => {
                 let (b1, b2) = (self.ghost_bytes[0].max(1), self.ghost_bytes[1]);
-                let delta = if b1 >= b2 { size } else { size.saturating_mul(b2 / b1) };
-                self.p = self.p.saturating_add(delta).min(self.c);
+                let ratio = if b1 >= b2 { 1.0 } else { b2 as f64 / b1 as f64 };
+                self.p = (self.p + size as f64 * ratio).min(self.c as f64);
                 self.drop_ghost(g);
                 Pending { id, to_t2: true, was_in_b2: false }
             }
             Some(g) => {
                 let (b1, b2) = (self.ghost_bytes[0], self.ghost_bytes[1].max(1));
-                let delta = if b2 >= b1 { size } else { size.saturating_mul(b1 / b2) };
-                self.p = self.p.saturating_sub(delta);
+                let ratio = if b2 >= b1 { 1.0 } else { b1 as f64 / b2 as f64 };
+                self.p = (self.p - size as f64 * ratio).max(0.0);
                 self.drop_ghost(g);
                 Pending { id, to_t2: true, was_in_b2: true }
             }
@@ -294,7 +298,7 @@ impl Collector for Arc {
 
     fn coldest_fast(&mut self, _now: Nanos) -> Option<Slot> {
         let in_b2 = self.pending.is_some_and(|p| p.was_in_b2);
-        let t1 = self.bytes[T1 as usize];
+        let t1 = self.bytes[T1 as usize] as f64;
         let from_t1 = !self.lists[T1 as usize].is_empty()
             && (t1 > self.p || (in_b2 && t1 == self.p) || self.lists[T2 as usize].is_empty());
         let list = if from_t1 { T1 } else { T2 };

@@ -78,11 +78,13 @@ impl NaiveFifoCache {
     }
 }
 
-/// ARC exactly as in Megiddo and Modha's Figure 4 (unit-size pages, capacity `c` pages).
+/// ARC exactly as in Megiddo and Modha's Figure 4 (unit-size pages, capacity `c` pages). The
+/// target `p` is real-valued: the adaptation steps are ratios |B2|/|B1| and |B1|/|B2|, not
+/// rounded (libCacheSim 0.3.5's ARC gives the same hits).
 #[derive(Clone, Debug)]
 pub struct NaiveArc {
     c: usize,
-    p: usize,
+    p: f64,
     /// Each list holds the most recent page first.
     t1: VecDeque<u64>,
     t2: VecDeque<u64>,
@@ -102,12 +104,13 @@ fn take(l: &mut VecDeque<u64>, x: u64) -> bool {
 impl NaiveArc {
     /// ARC over `c` pages.
     pub fn new(c: usize) -> Self {
-        NaiveArc { c, p: 0, t1: VecDeque::new(), t2: VecDeque::new(), b1: VecDeque::new(), b2: VecDeque::new() }
+        NaiveArc { c, p: 0.0, t1: VecDeque::new(), t2: VecDeque::new(), b1: VecDeque::new(), b2: VecDeque::new() }
     }
 
     fn replace(&mut self, x_in_b2: bool) {
         let t1 = self.t1.len();
-        if t1 >= 1 && ((x_in_b2 && t1 == self.p) || t1 > self.p) {
+        let t1 = t1 as f64;
+        if t1 >= 1.0 && ((x_in_b2 && t1 == self.p) || t1 > self.p) {
             if let Some(v) = self.t1.pop_back() {
                 self.b1.push_front(v);
             }
@@ -123,16 +126,16 @@ impl NaiveArc {
             return true;
         }
         if self.b1.contains(&x) {
-            let d = if self.b1.len() >= self.b2.len() { 1 } else { self.b2.len() / self.b1.len() };
-            self.p = (self.p + d).min(self.c);
+            let d = if self.b1.len() >= self.b2.len() { 1.0 } else { self.b2.len() as f64 / self.b1.len() as f64 };
+            self.p = (self.p + d).min(self.c as f64);
             self.replace(false);
             take(&mut self.b1, x);
             self.t2.push_front(x);
             return false;
         }
         if self.b2.contains(&x) {
-            let d = if self.b2.len() >= self.b1.len() { 1 } else { self.b1.len() / self.b2.len() };
-            self.p = self.p.saturating_sub(d);
+            let d = if self.b2.len() >= self.b1.len() { 1.0 } else { self.b1.len() as f64 / self.b2.len() as f64 };
+            self.p = (self.p - d).max(0.0);
             self.replace(true);
             take(&mut self.b2, x);
             self.t2.push_front(x);
