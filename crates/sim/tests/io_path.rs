@@ -82,26 +82,26 @@ fn a_shifted_trace_gives_the_same_results() {
     })
     .unwrap();
     let shifted: Vec<TraceRecord> = recs.iter().map(|r| TraceRecord { offset: r.offset + 512, ..*r }).collect();
-    let run = |recs: Vec<TraceRecord>, arch: &str| {
+    let run = |recs: Vec<TraceRecord>, arch: &str, timing: Timing| {
         let recs = Arc::new(recs);
         let (objects, _) =
             resolve_anchor(&mut memory_trace(recs.clone(), "mem", true), ObjectMode::blocks(4096)).unwrap();
         let mut cfg = SimConfig::new(arch, 64 << 20);
         cfg.objects = objects;
-        cfg.timing = Timing::Closed { depth: 32 };
+        cfg.timing = timing;
         simulate(&mut memory_trace(recs, "mem", true), &cfg, &mut NoProgress).unwrap()
     };
     for arch in ["cache:mode=write-back", "bcache-like:cache-mode=writeback", "dm-cache-smq-like"] {
-        let (a, b) = (run(recs.clone(), arch), run(shifted.clone(), arch));
-        assert_eq!(a.read_hit, b.read_hit, "{arch}");
-        assert_eq!(a.access_hit, b.access_hit, "{arch}");
+        // Hit counting: exactly the same decisions.
+        let (a, b) = (run(recs.clone(), arch, Timing::None), run(shifted.clone(), arch, Timing::None));
+        assert_eq!((a.read_hit, a.access_hit), (b.read_hit, b.access_hit), "{arch}");
         assert_eq!(a.engine.done, b.engine.done, "{arch}");
-        assert_eq!(
-            (a.hdd.reads + a.hdd.merged, a.hdd.read_bytes),
-            (b.hdd.reads + b.hdd.merged, b.hdd.read_bytes),
-            "{arch}"
-        );
-        assert_eq!(a.hdd.write_bytes, b.hdd.write_bytes, "{arch}");
+        // Device timing: the addresses differ by 512 B, so the platter angles differ and a policy
+        // that depends on timing (dm-cache cleans when idle) decides a few things differently.
+        let closed = Timing::Closed { depth: 32 };
+        let (a, b) = (run(recs.clone(), arch, closed), run(shifted.clone(), arch, closed));
+        assert!((a.read_hit.ssd - b.read_hit.ssd).abs() < 0.01, "{arch}: {:?} vs {:?}", a.read_hit, b.read_hit);
+        assert!((a.hdd.write_bytes as f64 / b.hdd.write_bytes as f64 - 1.0).abs() < 0.02, "{arch}");
         assert!((a.iops / b.iops - 1.0).abs() < 0.05, "{arch}: {} vs {} IOPS", a.iops, b.iops);
     }
 }

@@ -233,15 +233,27 @@ impl Hdd {
         fraction(addr as i64 as f64 * self.per_track_byte)
     }
 
-    /// Seek plus rotational wait for a media access at `addr` starting at `now`, in ns.
-    fn media_positioning(&self, now: Nanos, op: DevOp, addr: u64) -> f64 {
+    /// The seek to `addr`, in ns.
+    #[inline]
+    fn seek(&self, op: DevOp, addr: u64) -> f64 {
         let dist = addr.abs_diff(self.head);
-        let seek = if dist <= self.track_bytes {
+        if dist <= self.track_bytes {
             0.0
         } else {
             let k = if op == DevOp::Read { self.k_read } else { self.k_write };
             self.t2t_ns + k * (dist as i64 as f64 * self.per_capacity_byte).sqrt()
-        };
+        }
+    }
+
+    /// Seek plus rotational wait for a media access at `addr` starting at `now`, in ns.
+    fn media_positioning(&self, now: Nanos, op: DevOp, addr: u64) -> f64 {
+        let seek = self.seek(op, addr);
+        self.rotate(now, seek, addr)
+    }
+
+    /// `seek` plus the rotational wait after it for `addr`, in ns.
+    #[inline]
+    fn rotate(&self, now: Nanos, seek: f64, addr: u64) -> f64 {
         // The platter turns continuously; byte x passes under the head at angle x / track.
         let angle_now = fraction((now.0 as i64 as f64 + seek) * self.per_rotation_ns);
         // Each term is in [0, 1): adding 2 keeps the difference positive for `fraction`.
@@ -283,6 +295,26 @@ impl Model for Hdd {
     }
     fn queue_depth(&self) -> u32 {
         self.ncq_depth
+    }
+    fn shortest_positioning(&self, start: Nanos, queued: &[(DevOp, u64, u64)]) -> usize {
+        let mut best = (f64::INFINITY, 0);
+        for (i, &(op, addr, len)) in queued.iter().enumerate() {
+            let addr = if addr < self.capacity { addr } else { addr % self.capacity };
+            let t = if op == DevOp::Read && self.buffered(start, addr, len) {
+                BUFFER_HIT_NS
+            } else {
+                let seek = self.seek(op, addr);
+                // The rotational wait only adds: a seek already too long cannot win.
+                if seek >= best.0 {
+                    continue;
+                }
+                self.rotate(start, seek, addr)
+            };
+            if t < best.0 {
+                best = (t, i);
+            }
+        }
+        best.1
     }
     fn power(&self) -> Power {
         self.power

@@ -66,6 +66,19 @@ pub trait Model: Send {
     fn queue_depth(&self) -> u32 {
         1
     }
+    /// The index of the command in `queued` that the device would start first at `start`: the
+    /// shortest positioning time, the earliest on ties. One call per dispatch, so that a model
+    /// can prune (an HDD skips the rotational part of commands whose seek alone is too long).
+    fn shortest_positioning(&self, start: Nanos, queued: &[(DevOp, u64, u64)]) -> usize {
+        let mut best = (Nanos(u64::MAX), 0);
+        for (i, &(op, addr, len)) in queued.iter().enumerate() {
+            let t = self.positioning(start, op, addr, len);
+            if t < best.0 {
+                best = (t, i);
+            }
+        }
+        best.1
+    }
     /// Power figures.
     fn power(&self) -> Power;
     /// Price in US dollars per (decimal) GB.
@@ -187,6 +200,11 @@ impl Device {
     /// How long the model would position before transferring this request at `start`.
     pub fn positioning(&self, start: Nanos, op: DevOp, addr: u64, len: u64) -> Nanos {
         self.model.positioning(start, op, addr, len)
+    }
+
+    /// The index of the command in `queued` the model would start first at `start`.
+    pub fn shortest_positioning(&self, start: Nanos, queued: &[(DevOp, u64, u64)]) -> usize {
+        self.model.shortest_positioning(start, queued)
     }
 
     /// Commands the model accepts at once and may reorder.

@@ -150,6 +150,7 @@ pub struct DiskQueue {
     queued: usize,
     merged: u64,
     done_tokens: Vec<u64>,
+    candidates: Vec<(DevOp, u64, u64)>,
 }
 
 impl DiskQueue {
@@ -169,6 +170,7 @@ impl DiskQueue {
             queued: 0,
             merged: 0,
             done_tokens: Vec::new(),
+            candidates: Vec::with_capacity(depth),
         }
     }
 
@@ -367,11 +369,9 @@ impl DiskQueue {
                 .min_by_key(|(_, p)| p.arrival)
                 .map(|(i, _)| i)
                 .unwrap_or_else(|| {
-                    self.ncq
-                        .iter()
-                        .enumerate()
-                        .min_by_key(|(_, p)| device.positioning(now, p.op, p.addr, p.len))
-                        .map_or(0, |(i, _)| i)
+                    self.candidates.clear();
+                    self.candidates.extend(self.ncq.iter().map(|p| (p.op, p.addr, p.len)));
+                    device.shortest_positioning(now, &self.candidates)
                 })
         };
         let p = self.ncq.swap_remove(pick);
