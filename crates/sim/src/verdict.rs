@@ -121,3 +121,45 @@ pub fn verdicts(c: &Comparison, burst: &Burst) -> Vec<String> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compare::CompareRow;
+    use crate::metrics::SimReport;
+
+    fn row(size: &str, arch: &str, iops: f64) -> CompareRow {
+        let report = SimReport { arch: arch.into(), iops, ssd_bytes: 64 << 20, ..SimReport::default() };
+        CompareRow { size_label: size.into(), size_fraction: 0.1, report }
+    }
+
+    #[test]
+    fn a_verdict_names_the_best_hybrid_or_says_why_none_gains() {
+        let c = Comparison {
+            trace: "t".into(),
+            objects: 1,
+            footprint_bytes: 1,
+            rows: vec![
+                row("10%", "hdd-only", 100.0),
+                row("10%", "cache:mode=write-back", 250.0),
+                row("10%", "ssd-only", 9000.0),
+                row("50%", "hdd-only", 100.0),
+                row("50%", "cache:mode=read-only", 90.0),
+            ],
+            notes: Vec::new(),
+        };
+        let burst = Burst { peak_iops: 900.0, minute_bytes: 1 << 30, timed: true };
+        let v = verdicts(&c, &burst);
+        assert_eq!(v[0], "SSD 10%: best cache:mode=write-back at 250 IOPS, 2.50x HDD-only (100 IOPS)");
+        assert!(v[1].contains("no hybrid beats HDD-only") && v[1].contains("busiest minute touches 1GiB"), "{}", v[1]);
+        let calm = Burst { minute_bytes: 1, ..burst };
+        assert!(verdicts(&c, &calm)[1].contains("moves into the SSD cost"));
+    }
+
+    #[test]
+    fn the_replay_speed_keeps_hdd_only_at_seventy_percent() {
+        let b = Burst { peak_iops: 888.0, minute_bytes: 0, timed: true };
+        assert_eq!(unsaturated_speedup(&b, 867.0), 0.68);
+        assert_eq!(unsaturated_speedup(&Burst { peak_iops: 10.0, ..b }, 867.0), 1.0);
+    }
+}
