@@ -590,8 +590,16 @@ fn cmd_sim_files(a: SimArgs, bars: &Bars) -> Result<()> {
             tierwise_sim::sim::Progress::update(&mut spinner, sim.ops());
         }
     }
-    let r = sim.finish()?;
+    let mut r = sim.finish()?;
     spinner.done();
+    if base.timing != Timing::None {
+        // Said, not silent: the file simulator has not moved to the device queue yet.
+        r.notes.push(
+            "the file simulator's HDD serves requests first come, first served (no merging, scheduler or NCQ; \
+             --hdd-queue applies to block traces)"
+                .into(),
+        );
+    }
     print!("{}", report::report_text(&r));
     if let Some(p) = a.json {
         write_file(&p, serde_json::to_string_pretty(&r)?.as_bytes())?;
