@@ -570,6 +570,8 @@ fn cmd_sim_files(a: SimArgs, bars: &Bars) -> Result<()> {
         ram_bytes: ram,
         timing: base.timing,
         devices: base.devices.clone(),
+        hdd_queue: base.hdd_queue,
+        movers: 0,
         dirs: !a.no_dirs,
         spin_down: base.spin_down,
         read_weight: base.read_weight,
@@ -590,16 +592,8 @@ fn cmd_sim_files(a: SimArgs, bars: &Bars) -> Result<()> {
             tierwise_sim::sim::Progress::update(&mut spinner, sim.ops());
         }
     }
-    let mut r = sim.finish()?;
+    let r = sim.finish()?;
     spinner.done();
-    if base.timing != Timing::None {
-        // Said, not silent: the file simulator has not moved to the device queue yet.
-        r.notes.push(
-            "the file simulator's HDD serves requests first come, first served (no merging, scheduler or NCQ; \
-             --hdd-queue applies to block traces)"
-                .into(),
-        );
-    }
     print!("{}", report::report_text(&r));
     if let Some(p) = a.json {
         write_file(&p, serde_json::to_string_pretty(&r)?.as_bytes())?;

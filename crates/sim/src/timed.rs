@@ -19,7 +19,7 @@ use tierwise_core::{
     Clock, Engine, LOGICAL_ADDR, Level, Levels, ManualClock, Nanos, Outcome, Priority, Served, Work, WorkKind,
 };
 
-use crate::device::{Class, DevOp, Device, DiskQueue, Dispatch, Hdd, Ram, Ssd};
+use crate::device::{Class, DevOp, Device, DiskEvent, Hdd, QueuedDisk, Ram, Ssd};
 use crate::metrics::{Histogram, SimReport};
 use crate::objects::{Mapper, Piece};
 use crate::sim::{Progress, SimConfig, SimError, Tally, Timing, cost, endurance, fill_counts, hca};
@@ -86,10 +86,7 @@ pub(crate) struct Timed {
     clock: ManualClock,
     mapper: Mapper,
     timing: Timing,
-    hdd: Device,
-    hdd_queue: DiskQueue,
-    /// The earliest HddWake event pending, if any.
-    hdd_wake: Option<Nanos>,
+    hdd: QueuedDisk,
     ssd: Device,
     ram: Ram,
     max_request: u64,
@@ -113,7 +110,7 @@ pub(crate) struct Timed {
     in_flight: u32,
 }
 
-fn class_of(p: Priority) -> Class {
+pub(crate) fn class_of(p: Priority) -> Class {
     match p {
         Priority::Normal => Class::Normal,
         Priority::Idle(after) => Class::Idle { after },
@@ -133,15 +130,12 @@ impl Timed {
             Ssd::new(&cfg.devices.ssd).map_err(|e| SimError::Device(format!("ssd {}: {e}", cfg.devices.ssd_name)))?;
         let ram =
             Ram::new(&cfg.devices.ram).map_err(|e| SimError::Device(format!("ram {}: {e}", cfg.devices.ram_name)))?;
-        let hdd = Device::new(Box::new(hdd), cfg.spin_down);
-        let hdd_queue = DiskQueue::new(cfg.hdd_queue, &hdd);
+        let hdd = QueuedDisk::new(Device::new(Box::new(hdd), cfg.spin_down), cfg.hdd_queue);
         Ok(Timed {
             clock: clock.clone(),
             mapper: *mapper,
             timing,
             hdd,
-            hdd_queue,
-            hdd_wake: None,
             ssd: Device::new(Box::new(ssd), None),
             ram,
             max_request: cfg.hdd_queue.max_request_bytes.max(4096),
@@ -195,8 +189,8 @@ impl Timed {
                 self.push_event(done, EventKind::IoDone, waiter);
             }
             Level::Slow => {
-                self.hdd_queue.submit(now, op, addr, len, class, u64::from(waiter));
-                self.wake_hdd(now);
+                let e = self.hdd.submit(now, (op, addr, len), class, u64::from(waiter));
+                self.disk_event(e);
             }
         }
     }
@@ -222,19 +216,11 @@ impl Timed {
         self.runs = runs;
     }
 
-    fn wake_hdd(&mut self, at: Nanos) {
-        if self.hdd_queue.busy() || self.hdd_wake.is_some_and(|w| w <= at) {
-            return;
-        }
-        self.hdd_wake = Some(at);
-        self.push_event(at, EventKind::HddWake, 0);
-    }
-
-    fn hdd_dispatch(&mut self, now: Nanos) {
-        match self.hdd_queue.dispatch(now, &mut self.hdd) {
-            Dispatch::Started(done) => self.push_event(done, EventKind::HddDone, 0),
-            Dispatch::WaitUntil(t) => self.wake_hdd(t),
-            Dispatch::Nothing => {}
+    fn disk_event(&mut self, e: Option<DiskEvent>) {
+        match e {
+            Some(DiskEvent::Done(t)) => self.push_event(t, EventKind::HddDone, 0),
+            Some(DiskEvent::Wake(t)) => self.push_event(t, EventKind::HddWake, 0),
+            None => {}
         }
     }
 
@@ -404,18 +390,17 @@ impl Timed {
             EventKind::HddDone => {
                 let mut tokens = std::mem::take(&mut self.tokens);
                 tokens.clear();
-                tokens.extend_from_slice(self.hdd_queue.complete());
+                tokens.extend_from_slice(self.hdd.complete());
                 for &t in &tokens {
                     self.io_done(engine, t as u32, ev.time)?;
                 }
                 self.tokens = tokens;
-                self.hdd_dispatch(ev.time);
+                let e = self.hdd.dispatch(ev.time);
+                self.disk_event(e);
             }
             EventKind::HddWake => {
-                if self.hdd_wake == Some(ev.time) {
-                    self.hdd_wake = None;
-                }
-                self.hdd_dispatch(ev.time);
+                let e = self.hdd.woke(ev.time);
+                self.disk_event(e);
             }
             EventKind::ChunkStart => {
                 let Some(c) = self.chunked[ev.id as usize] else { return Ok(()) };
@@ -621,8 +606,7 @@ impl Timed {
             self.drain(engine)?;
         }
         let end = self.clock.now().max(self.last_completion);
-        let mut hdd = self.hdd.finish(end);
-        hdd.merged = self.hdd_queue.merged();
+        let hdd = self.hdd.finish(end);
         let ssd = self.ssd.finish(end);
         let mut report = SimReport::default();
         fill_counts(&mut report, &tally, engine);
@@ -642,7 +626,7 @@ impl Timed {
             cfg.footprint_bytes,
             report.iops,
             self.ssd.usd_per_gb(),
-            self.hdd.usd_per_gb(),
+            self.hdd.device.usd_per_gb(),
         );
         report.hca = hca(&report, &hdd, &ssd, cfg);
         report.hdd = hdd;

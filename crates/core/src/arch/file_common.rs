@@ -433,7 +433,17 @@ impl FileCore {
     /// when it has or is getting an SSD copy and is not leaving.
     fn coll_wanted(&self, m: &FileMeta) -> (bool, bool) {
         let fast = (m.has(ON_FAST) || m.has(MOVING)) && !m.has(LEAVING);
+        if fast && self.keeps_namespace(m) {
+            // HyCache kept the whole namespace on the SSD: its directories are never ranked,
+            // so never evicted.
+            return (false, true);
+        }
         (!m.has(DELETED) && !self.sieved(m.size()) && (self.tracks_slow || fast), fast)
+    }
+
+    /// Whether `m` is a directory HyCache keeps on the SSD for good.
+    fn keeps_namespace(&self, m: &FileMeta) -> bool {
+        m.has(META) && self.mode_of(m.volume()) == FileMode::HyCache
     }
 
     fn sync_coll(&mut self, s: Slot, t: &Touch) {
@@ -487,6 +497,12 @@ impl FileCore {
         let mut flags = ON_SLOW;
         if req.class.kind == ObjectKind::Meta {
             flags |= META;
+            if self.mode_of(req.class.volume) == FileMode::HyCache && self.fast_used + size <= self.capacity {
+                // A directory that existed before joins HyCache's SSD namespace (its entries
+                // are small).
+                flags = META | ON_FAST;
+                self.fast_used += size;
+            }
         }
         let s = self.table.insert(req.obj, FileMeta::new(size, flags, req.class.volume));
         self.sync_coll(s, &Self::touch_of(cx, req));

@@ -7,6 +7,7 @@
 pub mod hdd;
 pub mod presets;
 pub mod queue;
+pub mod queued;
 pub mod ram;
 pub mod ssd;
 
@@ -16,6 +17,7 @@ use tierwise_core::Nanos;
 pub use hdd::{Hdd, HddSpec};
 pub use presets::{DeviceSet, PresetError, Presets};
 pub use queue::{Class, DiskQueue, Dispatch, QueueConfig, Scheduler};
+pub use queued::{DiskEvent, QueuedDisk};
 pub use ram::{Ram, RamSpec};
 pub use ssd::{Ssd, SsdSpec};
 

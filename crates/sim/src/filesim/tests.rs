@@ -5,7 +5,9 @@
 
 use super::*;
 use crate::filetrace::generate::{FILE_WORKLOADS, FileWorkload};
+use crate::device::Scheduler;
 use crate::sim::NoProgress;
+use tierwise_core::WorkKind;
 
 fn op(kind: FileOpKind, path: &str, offset: u64, length: u64) -> FileOp {
     FileOp::new(0, kind, path).range(offset, length)
@@ -224,4 +226,64 @@ fn the_working_set_is_the_peak_of_live_bytes() {
     let ws = WorkingSet::of(&ops);
     assert_eq!(ws.peak_bytes, 1500 + 2 * DIR_ENTRY);
     assert_eq!(ws.created, 3);
+}
+
+#[test]
+fn hycache_keeps_directories_on_the_ssd() {
+    // HyCache kept the whole namespace on the SSD (a swapped file leaves a symlink there): its
+    // directories are never evicted, however cold, while files come and go. Files far larger
+    // than the SSD cycle through it here; every directory, created or adopted, stays.
+    let mut ops = vec![op(FileOpKind::Mkdir, "/a", 0, 0), op(FileOpKind::Mkdir, "/b", 0, 0)];
+    for i in 0..200 {
+        let dir = if i % 2 == 0 { "/a" } else { "/b" };
+        let path = format!("{dir}/f{i}");
+        ops.push(op(FileOpKind::Create, &path, 0, 0));
+        ops.push(op(FileOpKind::Write, &path, 0, 64 * 1024));
+    }
+    // A directory that existed before the trace (adopted on first use) joins the namespace.
+    ops.push(op(FileOpKind::Read, "/old/x", 0, 4096));
+    for i in 0..200 {
+        let dir = if i % 2 == 0 { "/a" } else { "/b" };
+        ops.push(op(FileOpKind::Read, &format!("{dir}/f{i}"), 0, 64 * 1024));
+    }
+    let cfg = untimed("hycache", 1 << 20, 0);
+    let mut sim = FileSim::new(&cfg, "t").unwrap();
+    for o in &ops {
+        sim.op(o).unwrap();
+    }
+    for dir in ["/", "/a", "/b", "/old"] {
+        let id = sim.id_of(dir).unwrap_or_else(|| panic!("{dir} exists"));
+        assert!(sim.engine().placement(id).on_fast, "{dir} is on the SSD");
+    }
+    let stats = sim.engine().stats();
+    assert!(stats.done(WorkKind::Demote) > 100, "files were evicted: {}", stats.done(WorkKind::Demote));
+    // The same run with the other file-level tiering keeps nothing special: its directories
+    // are ranked like files.
+    let r = run(&untimed("dynamic-cold-dst", 1 << 20, 0), &ops);
+    assert!(r.engine.done(WorkKind::Demote) > 0);
+}
+
+#[test]
+fn reads_go_before_a_write_back_backlog_as_mq_deadline_sends_them() {
+    // 32 MiB written through a 1 MiB buffer cache queue ~0.3 s of write-backs on the HDD; the
+    // reads that follow go first under mq-deadline, and wait behind all of it under the old
+    // first-come-first-served queue.
+    let mut ops = vec![op(FileOpKind::Create, "/big", 0, 0)];
+    for i in 0..32u64 {
+        ops.push(op(FileOpKind::Write, "/big", i << 20, 1 << 20));
+    }
+    for i in 0..20u64 {
+        ops.push(op(FileOpKind::Read, "/old", i * (1 << 20), 4096));
+    }
+    let duration = |scheduler| {
+        let mut cfg = FileSimConfig::new("hdd-only", 1 << 20);
+        cfg.ram_bytes = 1 << 20;
+        cfg.dirs = false;
+        cfg.hdd_queue.scheduler = scheduler;
+        let r = run(&cfg, &ops);
+        assert!(r.engine.write_bytes_by_level[Level::Slow.index()] >= 31 << 20, "the write-backs ran");
+        r.duration_s
+    };
+    let (mq, fifo) = (duration(Scheduler::MqDeadline), duration(Scheduler::Fifo));
+    assert!(mq * 2.0 < fifo, "mq-deadline {mq:.3} s, fifo {fifo:.3} s");
 }
