@@ -6,7 +6,12 @@ cd "$(dirname "$0")/.."
 secs=${1:-60}
 rustup toolchain list | grep -q nightly || rustup toolchain install nightly --profile minimal
 command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked
-seed() { mkdir -p "fuzz/corpus/$1"; [ -e "fuzz/corpus/$1/seed" ] || cat > "fuzz/corpus/$1/seed"; }
+# A seed already there is kept; its input is still read to the end, or the writer would die of
+# SIGPIPE and end the script (a second run used to stop here silently).
+seed() {
+  mkdir -p "fuzz/corpus/$1"
+  if [ -e "fuzz/corpus/$1/seed" ]; then cat > /dev/null; else cat > "fuzz/corpus/$1/seed"; fi
+}
 # The start of a file, compressed or not. The reader is cut off once head has enough, and dies
 # of SIGPIPE (status 141): under pipefail that would end the script, so its status is ignored.
 start() { { zcat -f "$1" 2>/dev/null || true; } | head "${@:2}"; }
