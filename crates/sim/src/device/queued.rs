@@ -34,7 +34,13 @@ impl QueuedDisk {
 
     /// Queues a request at `now`; `token` comes back from [`QueuedDisk::complete`].
     #[must_use]
-    pub fn submit(&mut self, now: Nanos, (op, addr, len): (DevOp, u64, u64), class: Class, token: u64) -> Option<DiskEvent> {
+    pub fn submit(
+        &mut self,
+        now: Nanos,
+        (op, addr, len): (DevOp, u64, u64),
+        class: Class,
+        token: u64,
+    ) -> Option<DiskEvent> {
         self.queue.submit(now, op, addr, len, class, token);
         self.wake_at(now)
     }

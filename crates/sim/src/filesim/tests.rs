@@ -4,8 +4,8 @@
 //! operation.
 
 use super::*;
-use crate::filetrace::generate::{FILE_WORKLOADS, FileWorkload};
 use crate::device::Scheduler;
+use crate::filetrace::generate::{FILE_WORKLOADS, FileWorkload};
 use crate::sim::NoProgress;
 use tierwise_core::WorkKind;
 
