@@ -143,6 +143,15 @@ impl<M> ObjectTable<M> {
         if i + 1 == self.index.len() { 0 } else { i + 1 }
     }
 
+    /// Whether prefetching pays: a table that fits in a core's L2 cache (1 MiB here, half of
+    /// a typical modern L2) is mostly cached already, and the second stage's own loads then
+    /// cost more than they hide (measured: LRU hit counting over 10,000 cached objects went
+    /// from 21.5M to 23.4M requests/s without them).
+    #[inline]
+    pub fn worth_prefetching(&self) -> bool {
+        self.index.len() * 8 + self.entries.len() * std::mem::size_of::<Entry<M>>() > 1 << 20
+    }
+
     /// Prefetches the index bucket of `id` (call a few accesses ahead of the lookup).
     #[inline]
     pub fn prefetch(&self, id: ObjectId) {

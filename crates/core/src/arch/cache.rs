@@ -852,6 +852,9 @@ impl Architecture for Cache {
 
     #[inline]
     fn prefetch(&self, obj: ObjectId, deep: bool) {
+        if !self.table.worth_prefetching() {
+            return;
+        }
         if !deep {
             self.table.prefetch(obj);
         } else if let Some(s) = self.table.prefetch_entry(obj) {
