@@ -453,10 +453,23 @@ fn main() {
         return;
     }
     let cli = Cli::parse();
+    if !matches!(cli.command, Command::Mount(_) | Command::Replay(_)) {
+        quiet_broken_pipe();
+    }
     if let Err(e) = run(cli) {
         eprintln!("error: {e:#}");
         std::process::exit(1);
     }
+}
+
+/// A report piped into `head` ends quietly, as `cat` would, instead of panicking in `println!`.
+/// Not for the daemons (`mount`, and `replay`, which runs its workers against a mount): a
+/// client that hangs up on the control socket must not kill them.
+fn quiet_broken_pipe() {
+    use nix::sys::signal::{SigHandler, Signal, signal};
+    #[expect(unsafe_code, reason = "restoring SIGPIPE's default action; no handler runs")]
+    // SAFETY: SigDfl installs no Rust handler, so no code runs in signal context.
+    let _ = unsafe { signal(Signal::SIGPIPE, SigHandler::SigDfl) };
 }
 
 fn run(cli: Cli) -> Result<()> {
@@ -1001,6 +1014,7 @@ fn cmd_list(what: Option<&str>) -> Result<()> {
         println!("Architectures (--arch NAME[:knob=value,...]):");
         for a in ARCHITECTURES {
             println!("  {:<18} v{}  {}", a.name, a.version, a.help);
+            println!("      {:<21} {}", "capabilities", a.caps.describe());
             for p in a.params.iter().chain(a.extra_params) {
                 println!("      {:<21} default {:<14} {}", p.name, p.default, p.help);
             }

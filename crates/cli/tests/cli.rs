@@ -207,7 +207,13 @@ fn list_shows_every_registry() {
         format!("{head}\n{}", knobs.join("\n"))
     };
     let knobs = |section: &str| -> Vec<String> {
-        section.lines().skip(1).filter_map(|l| l.split_whitespace().next()).map(String::from).collect()
+        section
+            .lines()
+            .skip(1)
+            .filter_map(|l| l.split_whitespace().next())
+            .filter(|w| *w != "capabilities")
+            .map(String::from)
+            .collect()
     };
     let hot = section("dynamic-hot-dst");
     assert_eq!(knobs(&hot), ["sieve", "collector"], "{hot}");
@@ -215,6 +221,31 @@ fn list_shows_every_registry() {
     let hy = section("hycache");
     assert!(hy.contains("threshold") && !hy.contains("dirty-high") && hy.contains("default lru"), "{hy}");
     assert!(section("file-write-back").contains("dirty-high") && section("interval-caching").contains("interval"));
+    // Capabilities come from the registry.
+    assert!(section("cache").contains("block, SSD holds copies, sees every I/O, passthrough no"));
+    assert!(section("hycache").contains("file, one copy, told at open/close, passthrough allowed"));
+    assert!(section("on-demand-caching").contains("file, SSD holds copies"));
+    assert!(section("hdd-only").contains("block or file") && section("hdd-only").contains("buys HDDs only"));
+}
+
+#[test]
+fn a_report_piped_into_head_ends_quietly() {
+    use std::io::Read;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tierwise"))
+        .args(["list"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Read one byte, then hang up, as `head -c1` would.
+    let mut out = child.stdout.take().unwrap();
+    let mut byte = [0u8; 1];
+    out.read_exact(&mut byte).unwrap();
+    drop(out);
+    let mut err = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    child.wait().unwrap();
+    assert!(!err.contains("panicked"), "{err}");
 }
 
 #[test]

@@ -65,6 +65,7 @@ pub use mover::MoverStats;
 use shared::{Shared, lock};
 use state::StateError;
 pub use tiers::{TierError, Tiers};
+use tierwise_core::arch::CostClass;
 use tierwise_core::arch::type_aware::{file_volumes, volume_archs};
 use tierwise_core::{Clock, ConfigError, Engine, Nanos, Setup, build_arch};
 
@@ -205,8 +206,8 @@ impl Layout {
     pub fn of(policy: &str) -> Result<Layout, ConfigError> {
         let archs = volume_archs(policy)?;
         Ok(match archs.as_slice() {
-            [one] if one == "hdd-only" => Layout::HddOnly,
-            [one] if one == "ssd-only" => Layout::SsdOnly,
+            [one] if cost_of(one) == Some(CostClass::HddOnly) => Layout::HddOnly,
+            [one] if cost_of(one) == Some(CostClass::SsdOnly) => Layout::SsdOnly,
             _ if archs.iter().any(|a| !passthrough_allowed(a)) => Layout::Caching,
             _ => Layout::Tiering,
         })
@@ -356,13 +357,15 @@ pub fn file_level_architectures() -> String {
 }
 
 fn file_level_names() -> Vec<String> {
-    let mut names: Vec<String> = tierwise_core::ARCHITECTURES
-        .iter()
-        .filter(|a| a.file_level || matches!(a.name, "hdd-only" | "ssd-only"))
-        .map(|a| a.name.to_string())
-        .collect();
+    let mut names: Vec<String> =
+        tierwise_core::ARCHITECTURES.iter().filter(|a| a.caps.runs_on_files()).map(|a| a.name.to_string()).collect();
     names.sort_unstable();
     names
+}
+
+/// The cost class of the architecture named in `spec`, from the registry.
+fn cost_of(spec: &str) -> Option<CostClass> {
+    tierwise_core::arch_info(spec.split(':').next().unwrap_or("")).ok().map(|i| i.caps.cost)
 }
 
 /// Checks that `spec` is a valid policy a mount can run: a file-level architecture (or a
@@ -379,21 +382,20 @@ pub fn check_policy(spec: &str) -> Result<(), MountError> {
             }));
         }
     };
-    if !info.file_level && !matches!(info.name, "hdd-only" | "ssd-only") {
+    if !info.caps.runs_on_files() {
         return Err(MountError::NotFileLevel(info.name.to_string(), file_level_architectures()));
     }
     build_arch(spec, &Setup { fast_capacity: 1 << 30, slow_capacity: 0, object_size: 0 })?;
     Ok(())
 }
 
-/// Whether passthrough is offered for the architecture `policy`: DST policies (one copy per
-/// file) and the single-device baselines. Caching policies keep two copies in step, which
-/// passthrough I/O would bypass (and a write-back policy under passthrough hung in testing;
-/// see DESIGN.md).
+/// Whether passthrough is offered for the architecture `policy`, as its registry capabilities
+/// say: DST policies (one copy per file) and the single-device baselines. Caching policies keep
+/// two copies in step, which passthrough I/O would bypass (and a write-back policy under
+/// passthrough hung in testing; see DESIGN.md).
 pub fn passthrough_allowed(policy: &str) -> bool {
     let name = policy.split(':').next().unwrap_or("");
-    tierwise_core::arch_info(name)
-        .is_ok_and(|i| i.help.starts_with("file DST") || matches!(i.name, "hdd-only" | "ssd-only"))
+    tierwise_core::arch_info(name).is_ok_and(|i| i.caps.passthrough)
 }
 
 /// How a mount serves file data.

@@ -13,6 +13,7 @@
 
 use std::time::Instant;
 
+use tierwise_core::arch::CostClass;
 use tierwise_core::{
     Clock, ConfigError, Engine, Level, ManualClock, Nanos, Outcome, Setup, Work, build_arch, extent_size_of,
 };
@@ -243,7 +244,7 @@ pub(crate) fn build_engine(
 pub fn simulate(trace: &mut Trace, cfg: &SimConfig, progress: &mut dyn Progress) -> Result<SimReport, SimError> {
     let wall = Instant::now();
     let name = cfg.arch.split(':').next().unwrap_or("");
-    if tierwise_core::arch_info(name).is_ok_and(|a| a.file_level) {
+    if tierwise_core::arch_info(name).is_ok_and(|a| !a.caps.runs_on_blocks()) {
         return Err(SimError::Unsupported(format!(
             "`{name}` is a file-level architecture: it places whole files whose sizes change, and a block \
              trace has none; run it on a file trace (`tierwise trace gen-files`, docs/FILE_TRACES.md)"
@@ -438,10 +439,11 @@ pub(crate) fn endurance(
 pub(crate) fn cost(arch: &str, ssd_bytes: u64, footprint: Option<u64>, iops: f64, ssd_usd: f64, hdd_usd: f64) -> Cost {
     let data = footprint.unwrap_or(0) as f64 / 1e9;
     let name = arch.split(':').next().unwrap_or("");
-    let (ssd_gb, hdd_gb) = match name {
-        "ssd-only" => (data, 0.0),
-        "hdd-only" => (0.0, data),
-        _ => (ssd_bytes as f64 / 1e9, data),
+    let class = tierwise_core::arch_info(name).map_or(CostClass::Hybrid, |i| i.caps.cost);
+    let (ssd_gb, hdd_gb) = match class {
+        CostClass::SsdOnly => (data, 0.0),
+        CostClass::HddOnly => (0.0, data),
+        CostClass::Hybrid => (ssd_bytes as f64 / 1e9, data),
     };
     let capex = ssd_gb * ssd_usd + hdd_gb * hdd_usd;
     Cost { capex_usd: capex, usd_per_iops: if iops > 0.0 { capex / iops } else { 0.0 } }

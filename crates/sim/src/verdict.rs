@@ -4,6 +4,7 @@
 use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
+use tierwise_core::arch::CostClass;
 
 use crate::compare::Comparison;
 use crate::objects::{Mapper, ObjectMode};
@@ -80,15 +81,17 @@ pub fn verdicts(c: &Comparison, burst: &Burst) -> Vec<String> {
             sizes.push(&r.size_label);
         }
     }
-    let base = |arch: &str| arch.split(':').next().unwrap_or("").to_string();
+    let cost = |arch: &str| {
+        tierwise_core::arch_info(arch.split(':').next().unwrap_or("")).map_or(CostClass::Hybrid, |i| i.caps.cost)
+    };
     sizes
         .into_iter()
         .map(|size| {
             let rows: Vec<_> = c.rows.iter().filter(|r| r.size_label == size).collect();
-            let hdd = rows.iter().find(|r| base(&r.report.arch) == "hdd-only").map(|r| r.report.iops);
+            let hdd = rows.iter().find(|r| cost(&r.report.arch) == CostClass::HddOnly).map(|r| r.report.iops);
             let best = rows
                 .iter()
-                .filter(|r| !matches!(base(&r.report.arch).as_str(), "hdd-only" | "ssd-only"))
+                .filter(|r| cost(&r.report.arch) == CostClass::Hybrid)
                 .max_by(|a, b| a.report.iops.total_cmp(&b.report.iops));
             let ssd_bytes = rows.first().map_or(0, |r| r.report.ssd_bytes);
             match (best, hdd) {

@@ -58,6 +58,7 @@ const PARAMS: &[ParamSpec] = &[
 
 impl ArchBuild for Bcache {
     const NAME: &'static str = "bcache-like";
+    const CAPS: crate::arch::Capabilities = crate::arch::Capabilities::BLOCK_CACHING;
     const VERSION: u32 = 1;
     const HELP: &'static str =
         "bcache-like: writethrough/writeback/writearound cache with sequential cutoff and writeback_percent";

@@ -159,6 +159,7 @@ const PARAMS: &[ParamSpec] = &[
 
 impl ArchBuild for Cache {
     const NAME: &'static str = "cache";
+    const CAPS: crate::arch::Capabilities = crate::arch::Capabilities::BLOCK_CACHING;
     const VERSION: u32 = 1;
     const HELP: &'static str = "SSD caching of HDD objects: read-only, write-through or write-back, any collector";
     const PARAMS: &'static [ParamSpec] = PARAMS;

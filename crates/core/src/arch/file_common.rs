@@ -108,7 +108,7 @@ impl FileMode {
         FileMode::ALL.into_iter().find(|m| m.name() == name)
     }
     /// Caching: the SSD holds copies (else DST: one copy, moved).
-    pub fn copies(self) -> bool {
+    pub const fn copies(self) -> bool {
         matches!(
             self,
             FileMode::OnDemandCaching
@@ -117,6 +117,10 @@ impl FileMode {
                 | FileMode::WriteThroughAll
                 | FileMode::WriteBack
         )
+    }
+    /// What front ends may assume of this mode run alone.
+    pub const fn capabilities(self) -> super::Capabilities {
+        if self.copies() { super::Capabilities::FILE_CACHING } else { super::Capabilities::FILE_TIERING }
     }
     /// New files are created on the SSD.
     pub fn allocates_on_ssd(self) -> bool {
@@ -1403,6 +1407,8 @@ pub trait FileArchKind {
     const SHARED_PARAMS: &'static [ParamSpec] = FILE_PARAMS;
     /// The collector used when none is named.
     const DEFAULT_COLLECTOR: &'static str = "inverse-bitmap";
+    /// What front ends may assume of it.
+    const CAPS: super::Capabilities;
     /// The mode per volume (index 0 = everything not in a listed volume).
     fn modes(p: &mut Params) -> Result<Vec<FileMode>, ConfigError>;
 }
@@ -1429,7 +1435,7 @@ impl<K: FileArchKind> super::ArchBuild for FileArch<K> {
     const EXTRA_PARAMS: &'static [ParamSpec] = K::SHARED_PARAMS;
     const USES_COLLECTOR: bool = true;
     const DEFAULT_COLLECTOR: &'static str = K::DEFAULT_COLLECTOR;
-    const FILE_LEVEL: bool = true;
+    const CAPS: super::Capabilities = K::CAPS;
     fn build(p: &mut Params, setup: &Setup) -> Result<Self, ConfigError> {
         let modes = K::modes(p)?;
         Ok(FileArch { core: FileCore::build(p, setup, modes)?, _kind: std::marker::PhantomData })
@@ -1494,6 +1500,7 @@ macro_rules! single_mode_file_arch {
             const HELP: &'static str = $help;
             const SHARED_PARAMS: &'static [$crate::params::ParamSpec] = $mode.shared_params();
             const DEFAULT_COLLECTOR: &'static str = $mode.default_collector();
+            const CAPS: $crate::arch::Capabilities = $mode.capabilities();
             fn modes(
                 _p: &mut $crate::params::Params,
             ) -> Result<Vec<$crate::arch::file_common::FileMode>, $crate::params::ConfigError> {

@@ -388,6 +388,13 @@ fn specs() -> Vec<String> {
     v.push("type-aware:volumes=/a=file-write-through-all;/b=interval-hot-dst,sieve=2048,interval=3s".into());
     v.push("type-aware:volumes=/a=file-write-back;/b=dynamic-cold-dst,default=on-demand-caching,sieve=2048".into());
     v.push("file-write-back:sieve=2048,dirty-high=20%,dirty-low=5%,max-writebacks=2".into());
+    // Every registered file-level architecture is tested: a new one with its defaults (and a
+    // small sieve) when the list above does not name it.
+    for a in super::ARCHITECTURES.iter().filter(|a| a.caps.granularity == super::Granularity::File) {
+        if !v.iter().any(|s| s.split(':').next() == Some(a.name)) {
+            v.push(format!("{}:sieve=2048", a.name));
+        }
+    }
     v
 }
 

@@ -11,6 +11,7 @@ pub struct HddOnly;
 
 impl ArchBuild for HddOnly {
     const NAME: &'static str = "hdd-only";
+    const CAPS: crate::arch::Capabilities = crate::arch::Capabilities::baseline(crate::arch::CostClass::HddOnly);
     const VERSION: u32 = 1;
     const HELP: &'static str = "baseline: everything on the HDD, SSD unused";
     const PARAMS: &'static [ParamSpec] = &[];

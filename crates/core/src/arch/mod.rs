@@ -17,6 +17,7 @@
 
 pub mod bcache;
 pub mod cache;
+pub mod caps;
 pub mod dmcache_smq;
 pub mod file_common;
 pub mod file_read_only_cache;
@@ -46,6 +47,7 @@ pub mod ssd_only;
 pub mod static_tiering;
 pub mod type_aware;
 
+pub use caps::{Capabilities, Copies, CostClass, Granularity};
 use serde::{Deserialize, Serialize};
 
 use crate::collector::{COLLECTORS, collector_info};
@@ -159,8 +161,8 @@ pub trait ArchBuild: Architecture + Sized {
     const USES_COLLECTOR: bool;
     /// The collector it uses when none is named (with `USES_COLLECTOR`).
     const DEFAULT_COLLECTOR: &'static str = "lru";
-    /// Whether it places whole files (file traces, the FUSE front end) rather than blocks.
-    const FILE_LEVEL: bool = false;
+    /// What front ends may assume of it (declared, never inferred from its name).
+    const CAPS: Capabilities;
     /// Builds from parameters (validated here, once).
     fn build(params: &mut Params, setup: &Setup) -> Result<Self, ConfigError>;
 }
@@ -182,8 +184,8 @@ pub struct ArchInfo {
     pub uses_collector: bool,
     /// The collector used when none is named.
     pub default_collector: &'static str,
-    /// Whether it is a file-level architecture.
-    pub file_level: bool,
+    /// What front ends may assume of it.
+    pub caps: Capabilities,
     /// Constructor.
     pub create: fn(&mut Params, &Setup) -> Result<AnyArch, ConfigError>,
 }
@@ -209,7 +211,7 @@ macro_rules! architectures {
                 extra_params: <$module::$ty as ArchBuild>::EXTRA_PARAMS,
                 uses_collector: <$module::$ty as ArchBuild>::USES_COLLECTOR,
                 default_collector: <$module::$ty as ArchBuild>::DEFAULT_COLLECTOR,
-                file_level: <$module::$ty as ArchBuild>::FILE_LEVEL,
+                caps: <$module::$ty as ArchBuild>::CAPS,
                 create: |p, s| Ok(AnyArch::$variant(<$module::$ty as ArchBuild>::build(p, s)?)),
             }),+
         ];

@@ -13,6 +13,7 @@ pub struct SsdOnly {
 
 impl ArchBuild for SsdOnly {
     const NAME: &'static str = "ssd-only";
+    const CAPS: crate::arch::Capabilities = crate::arch::Capabilities::baseline(crate::arch::CostClass::SsdOnly);
     const VERSION: u32 = 1;
     const HELP: &'static str = "baseline: everything on the SSD (assumed large enough)";
     const PARAMS: &'static [ParamSpec] = &[];

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use proptest::prelude::*;
 
 use crate::collector::COLLECTORS;
-use crate::{Engine, Level, ManualClock, Nanos, ObjectId, Outcome, Request, Setup, Work, WorkKind, build_arch};
+use crate::{Clock, Engine, Level, ManualClock, Nanos, ObjectId, Outcome, Request, Setup, Work, WorkKind, build_arch};
 
 const GARBAGE: u64 = u64::MAX;
 pub(super) const OBJ: u64 = 4096;
@@ -494,7 +494,73 @@ fn specs() -> Vec<String> {
     v.push("open-cas-like:cache-mode=wb,cleaning=acp".into());
     v.push("open-cas-like:cache-mode=wa".into());
     v.push("open-cas-like:cache-mode=pt".into());
+    // Every registered block architecture is tested, with its defaults when the list above
+    // does not name it: a new one needs no line here.
+    for a in super::ARCHITECTURES.iter().filter(|a| a.caps.runs_on_blocks()) {
+        if !v.iter().any(|s| s.split(':').next() == Some(a.name)) {
+            v.push(a.name.to_string());
+        }
+    }
     v
+}
+
+/// The copies an architecture declares in the registry are the copies it keeps: a single-copy
+/// architecture never holds an object on both tiers, a cache never holds the only copy of a
+/// clean object on the SSD, and each baseline keeps everything on its device.
+#[test]
+fn declared_capabilities_match_the_placements_kept() {
+    use super::{Copies, CostClass};
+    for a in super::ARCHITECTURES.iter().filter(|a| a.caps.runs_on_blocks()) {
+        let clock = ManualClock::new();
+        let setup = Setup { fast_capacity: 16 * OBJ, slow_capacity: 0, object_size: OBJ };
+        let mut e =
+            Engine::new(build_arch(a.name, &setup).unwrap_or_else(|err| panic!("{}: {err}", a.name)), clock.clone());
+        e.set_instant(true);
+        let mut on_fast_seen = false;
+        for round in 0..200u64 {
+            for i in 0..24u64 {
+                // Hot objects 0..8 every round, the rest now and then; a write in ten.
+                if i >= 8 && (round + i) % 5 != 0 {
+                    continue;
+                }
+                clock.advance(Nanos::from_secs(1));
+                while e.next_deadline().is_some_and(|d| d <= clock.now()) {
+                    e.tick();
+                }
+                let req = if (round + i) % 10 == 0 {
+                    Request::write(ObjectId(i), 0, OBJ)
+                } else {
+                    Request::read(ObjectId(i), 0, OBJ)
+                };
+                e.access(&req);
+                for obj in 0..24u64 {
+                    let p = e.placement(ObjectId(obj));
+                    if p.moving {
+                        continue;
+                    }
+                    // HCA and the L2ARC-like cache hold hot objects in their RAM level first (64 MiB
+                    // by default: all of these).
+                    on_fast_seen |= p.on_fast || p.in_ram;
+                    let both = p.on_fast && p.on_slow;
+                    match (a.caps.copies, a.caps.cost) {
+                        (_, CostClass::SsdOnly) => assert!(p.on_fast && !p.on_slow, "{}: {obj} {p:?}", a.name),
+                        (_, CostClass::HddOnly) => assert!(p.on_slow && !p.on_fast, "{}: {obj} {p:?}", a.name),
+                        (Copies::One, _) => assert!(!both, "{} declares one copy: object {obj} {p:?}", a.name),
+                        (Copies::SsdCopies, _) => assert!(
+                            p.on_slow || p.dirty || !p.on_fast,
+                            "{} declares SSD copies: object {obj} only on the SSD and clean {p:?}",
+                            a.name
+                        ),
+                        (Copies::PerVolume, _) => {}
+                    }
+                }
+            }
+        }
+        if a.caps.copies == Copies::SsdCopies {
+            // A cache copies hot objects (tiering may wait for its period: static tiering's is 24 h).
+            assert!(on_fast_seen, "{}: nothing ever reached the SSD", a.name);
+        }
+    }
 }
 
 proptest! {

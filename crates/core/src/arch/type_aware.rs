@@ -62,6 +62,13 @@ impl FileArchKind for TypeAwareKind {
     const VERSION: u32 = 1;
     const HELP: &'static str = "file (Loris): a file-level architecture per volume (directory prefix), one shared SSD";
     const PARAMS: &'static [ParamSpec] = PARAMS;
+    /// Copies or not, passthrough or not: per volume, from the architectures it names.
+    const CAPS: crate::arch::Capabilities = crate::arch::Capabilities {
+        copies: crate::arch::Copies::PerVolume,
+        per_io_bytes: true,
+        passthrough: false,
+        ..crate::arch::Capabilities::FILE_TIERING
+    };
     fn modes(p: &mut Params) -> Result<Vec<FileMode>, ConfigError> {
         let default = p.string("default", "dynamic-hot-dst");
         let volumes = p.string("volumes", "");

@@ -116,14 +116,11 @@ impl FileSimConfig {
 pub fn file_arch_allowed(spec: &str) -> Result<(), SimError> {
     let name = spec.split(':').next().unwrap_or("");
     let info = arch_info(name)?;
-    if info.file_level || matches!(info.name, "ssd-only" | "hdd-only") {
+    if info.caps.runs_on_files() {
         return Ok(());
     }
-    let allowed: Vec<&str> = tierwise_core::ARCHITECTURES
-        .iter()
-        .filter(|a| a.file_level || matches!(a.name, "ssd-only" | "hdd-only"))
-        .map(|a| a.name)
-        .collect();
+    let allowed: Vec<&str> =
+        tierwise_core::ARCHITECTURES.iter().filter(|a| a.caps.runs_on_files()).map(|a| a.name).collect();
     Err(SimError::Unsupported(format!(
         "`{}` is a block-level architecture; a file trace runs on a file-level one: {}",
         info.name,

@@ -133,7 +133,7 @@ fn block_architectures_are_refused_by_name() {
 fn every_arch() -> Vec<String> {
     let mut v: Vec<String> = tierwise_core::ARCHITECTURES
         .iter()
-        .filter(|a| a.file_level && a.name != "type-aware")
+        .filter(|a| a.caps.granularity == tierwise_core::arch::Granularity::File && a.name != "type-aware")
         .map(|a| a.name.to_string())
         .collect();
     v.push("type-aware:volumes=/web=on-demand-caching;/files=dynamic-hot-dst;/fileserver=dynamic-cold-dst".into());

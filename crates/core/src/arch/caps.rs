@@ -1,0 +1,127 @@
+//! What front ends may assume of an architecture, declared once per architecture and read from
+//! the registry wherever code would otherwise match names or help text: which traces and front
+//! ends it runs on, whether the SSD holds copies, whether it must see every I/O, whether a
+//! mount may serve its files by passthrough, and which devices a deployment of it buys.
+
+/// What an architecture places.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Granularity {
+    /// Blocks or extents of a block device (block traces, the NBD front end).
+    Block,
+    /// Whole files (file traces, the FUSE front end).
+    File,
+    /// Everything on one device: runs at any granularity (the single-device baselines).
+    Device,
+}
+
+/// How many copies of an object the tiers hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Copies {
+    /// One copy, which moves (tiering, and the baselines).
+    One,
+    /// The HDD holds everything; the SSD holds copies (caching).
+    SsdCopies,
+    /// Decided per volume by the architectures the spec names (type-aware).
+    PerVolume,
+}
+
+/// Which devices a deployment buys (cost figures).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CostClass {
+    /// The whole data set on SSDs.
+    SsdOnly,
+    /// The whole data set on HDDs.
+    HddOnly,
+    /// The HDD holds the data set, plus an SSD of the configured size.
+    Hybrid,
+}
+
+/// An architecture's capabilities.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Capabilities {
+    /// What it places.
+    pub granularity: Granularity,
+    /// Copies or a single copy.
+    pub copies: Copies,
+    /// It must be told every I/O with its offset and length; otherwise opens, closes and
+    /// namespace operations are enough (a front end may then serve data without telling it).
+    pub per_io_bytes: bool,
+    /// A file front end may serve its files by passthrough (the kernel does the I/O on the
+    /// tier file): only where one copy exists, so no second copy can go stale behind it.
+    pub passthrough: bool,
+    /// Which devices a deployment buys.
+    pub cost: CostClass,
+}
+
+impl Capabilities {
+    /// A block-level tiering architecture.
+    pub const BLOCK_TIERING: Capabilities = Capabilities {
+        granularity: Granularity::Block,
+        copies: Copies::One,
+        per_io_bytes: true,
+        passthrough: false,
+        cost: CostClass::Hybrid,
+    };
+    /// A block-level cache.
+    pub const BLOCK_CACHING: Capabilities = Capabilities { copies: Copies::SsdCopies, ..Capabilities::BLOCK_TIERING };
+    /// A file-level architecture that moves files (one copy): told at open and close, so a
+    /// mount may pass its data through.
+    pub const FILE_TIERING: Capabilities = Capabilities {
+        granularity: Granularity::File,
+        copies: Copies::One,
+        per_io_bytes: false,
+        passthrough: true,
+        cost: CostClass::Hybrid,
+    };
+    /// A file-level cache: two copies kept in step, so every write must be seen.
+    pub const FILE_CACHING: Capabilities = Capabilities {
+        copies: Copies::SsdCopies,
+        per_io_bytes: true,
+        passthrough: false,
+        ..Capabilities::FILE_TIERING
+    };
+    /// A single-device baseline.
+    pub const fn baseline(cost: CostClass) -> Capabilities {
+        Capabilities {
+            granularity: Granularity::Device,
+            copies: Copies::One,
+            per_io_bytes: false,
+            passthrough: true,
+            cost,
+        }
+    }
+
+    /// Whether it runs on file traces and the file front end.
+    pub const fn runs_on_files(&self) -> bool {
+        matches!(self.granularity, Granularity::File | Granularity::Device)
+    }
+
+    /// Whether it runs on block traces and the block front end.
+    pub const fn runs_on_blocks(&self) -> bool {
+        matches!(self.granularity, Granularity::Block | Granularity::Device)
+    }
+
+    /// One line for `tierwise list`.
+    pub fn describe(&self) -> String {
+        let granularity = match self.granularity {
+            Granularity::Block => "block",
+            Granularity::File => "file",
+            Granularity::Device => "block or file",
+        };
+        let copies = match self.copies {
+            Copies::One => "one copy",
+            Copies::SsdCopies => "SSD holds copies",
+            Copies::PerVolume => "copies per volume",
+        };
+        let cost = match self.cost {
+            CostClass::SsdOnly => "SSDs only",
+            CostClass::HddOnly => "HDDs only",
+            CostClass::Hybrid => "HDD + SSD",
+        };
+        format!(
+            "{granularity}, {copies}, {}, passthrough {}, buys {cost}",
+            if self.per_io_bytes { "sees every I/O" } else { "told at open/close" },
+            if self.passthrough { "allowed" } else { "no" },
+        )
+    }
+}
