@@ -152,6 +152,9 @@ pub struct Ctx<'a> {
     /// Whether invalidations are queued for the front end (a simulator without a physical SSD
     /// layout has nothing to do with them).
     report_invalidations: bool,
+    /// The access is one told before and asked again after a wait ([`Engine::access_again`]):
+    /// the architecture MUST NOT count it again towards its ranking.
+    pub repeat: bool,
 }
 
 impl Ctx<'_> {
@@ -199,6 +202,21 @@ pub struct Engine<C: Clock = ManualClock> {
     instant: bool,
     deferred: Vec<Work>,
     report_invalidations: bool,
+    /// Accesses told, when recording (front-end differential tests).
+    calls: Option<Vec<Call>>,
+}
+
+/// One access as the engine was told it (see [`Engine::record_calls`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Call {
+    /// The operation.
+    pub op: Op,
+    /// The object.
+    pub obj: ObjectId,
+    /// Its byte range.
+    pub offset: u64,
+    /// Its length.
+    pub len: u64,
 }
 
 impl<C: Clock> Engine<C> {
@@ -214,7 +232,19 @@ impl<C: Clock> Engine<C> {
             instant: false,
             deferred: Vec::with_capacity(64),
             report_invalidations: true,
+            calls: None,
         }
+    }
+
+    /// Records every access from now on (or stops): two front ends fed the same operations
+    /// must tell the engine the same things, and tests compare the records.
+    pub fn record_calls(&mut self, on: bool) {
+        self.calls = if on { Some(self.calls.take().unwrap_or_default()) } else { None };
+    }
+
+    /// The accesses recorded since [`Engine::record_calls`].
+    pub fn calls(&self) -> &[Call] {
+        self.calls.as_deref().unwrap_or_default()
     }
 
     /// Whether invalidations are queued for [`Engine::drain_work`] (default: yes). A front end
@@ -243,6 +273,7 @@ impl<C: Clock> Engine<C> {
             stats: &mut self.stats,
             deferred,
             report_invalidations,
+            repeat: false,
         };
         (cx, &mut self.arch)
     }
@@ -266,6 +297,9 @@ impl<C: Clock> Engine<C> {
     #[inline]
     pub fn access(&mut self, req: &Request) -> Served {
         self.seq += 1;
+        if let Some(calls) = self.calls.as_mut() {
+            calls.push(Call { op: req.op, obj: req.obj, offset: req.offset, len: req.len });
+        }
         let (mut cx, arch) = self.ctx();
         let served = arch.access(&mut cx, req);
         if cx.deferred.as_ref().is_some_and(|d| !d.is_empty()) {
@@ -286,6 +320,22 @@ impl<C: Clock> Engine<C> {
                 }
             }
             _ => st.metadata_ops += 1,
+        }
+        served
+    }
+
+    /// Asks again about an access told before with [`Engine::access`], which had to wait
+    /// (it was `blocked`) and whose first answer other work has since made unsafe to act on
+    /// (see [`crate::driver::still_valid`]). The architecture decides afresh and may issue
+    /// work, but the access is not counted again: not in the statistics, not in the call
+    /// record, not in the ranking (a front end that asks twice must rank as one that asks once).
+    pub fn access_again(&mut self, req: &Request) -> Served {
+        self.seq += 1;
+        let (mut cx, arch) = self.ctx();
+        cx.repeat = true;
+        let served = arch.access(&mut cx, req);
+        if cx.deferred.as_ref().is_some_and(|d| !d.is_empty()) {
+            Self::run_deferred(&mut cx, arch);
         }
         served
     }

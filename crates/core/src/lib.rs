@@ -14,6 +14,7 @@ pub mod arch;
 mod clock;
 pub mod collector;
 mod decision;
+pub mod driver;
 pub mod engine;
 pub mod extent_map;
 pub mod list;
@@ -25,7 +26,7 @@ mod types;
 pub use arch::{ARCHITECTURES, AnyArch, Architecture, Placement, Setup, Usage, arch_info, build_arch, extent_size_of};
 pub use clock::{Clock, ManualClock};
 pub use decision::{LOGICAL_ADDR, Outcome, Priority, Served, Work, WorkKind};
-pub use engine::{CompleteError, Engine, EngineStats};
+pub use engine::{Call, CompleteError, Engine, EngineStats};
 pub use params::ConfigError;
 pub use types::{Bytes, Level, Levels, Nanos, ObjectClass, ObjectId, ObjectKind, Op, Request, Slot, Tier, WorkId};
 

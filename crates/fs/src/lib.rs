@@ -214,6 +214,16 @@ impl Layout {
     }
 }
 
+/// Reads the accesses a mount told its engine (see [`HybridFs::record_calls`]).
+pub struct CallRecorder(Arc<Shared>);
+
+impl CallRecorder {
+    /// The accesses recorded so far, in the order the engine was told them.
+    pub fn calls(&self) -> Vec<tierwise_core::Call> {
+        lock(&self.0.engine).calls().to_vec()
+    }
+}
+
 /// The hybrid file system; see the crate docs.
 pub struct HybridFs {
     shared: Arc<Shared>,
@@ -296,6 +306,13 @@ impl HybridFs {
             Some(std::thread::Builder::new().name("tierwise-mover".into()).spawn(move || s.mover())?)
         };
         Ok(HybridFs { shared, mover })
+    }
+
+    /// Starts recording every access the mount tells the engine, and returns a handle that
+    /// reads the record while the mount runs (differential tests against the file simulator).
+    pub fn record_calls(&self) -> CallRecorder {
+        lock(&self.shared.engine).record_calls(true);
+        CallRecorder(Arc::clone(&self.shared))
     }
 
     /// Where the file at `rel` (relative to the mount) is: `ssd`, `hdd` or `ssd+hdd`.

@@ -694,7 +694,9 @@ impl FileCore {
         let s = self.lookup_or_adopt(cx, req, req.offset.saturating_add(req.len));
         let m = *self.table.meta(s);
         if m.has(IN_COLL) {
-            self.collector.touch(s, &t);
+            if !cx.repeat {
+                self.collector.touch(s, &t);
+            }
         }
         if m.has(ON_FAST) {
             if m.has(LEAVING) && m.has(STALE) {
@@ -715,7 +717,9 @@ impl FileCore {
         let s = self.lookup_or_adopt(cx, req, 0);
         let m = *self.table.meta(s);
         if m.has(IN_COLL) {
-            self.collector.touch(s, &t);
+            if !cx.repeat {
+                self.collector.touch(s, &t);
+            }
         }
         let new_size = m.size().max(end);
         let mode = self.mode_of(m.volume());
@@ -922,7 +926,9 @@ impl FileCore {
         if mode.promotes_on_open() {
             let t = Self::touch_of(cx, req);
             if self.table.meta(s).has(IN_COLL) {
-                self.collector.touch(s, &t);
+                if !cx.repeat {
+                    self.collector.touch(s, &t);
+                }
             }
             self.promote(cx, s, true, &t);
         }

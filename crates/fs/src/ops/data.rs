@@ -3,6 +3,7 @@
 use std::os::unix::fs::FileExt;
 
 use fuser::Errno;
+use tierwise_core::driver::still_valid;
 use tierwise_core::{Level, ObjectId, Op, Placement, Request, Served, Tier};
 
 use crate::inodes::Node;
@@ -12,9 +13,11 @@ use crate::tiers;
 impl Shared {
     /// Runs a data access: tells the engine (under the file's shared lock), and gives `io` the
     /// engine's answer and where the file was when it decided. A blocked access releases the
-    /// lock, waits for the work it issued and the work on its file, and is told again: between
-    /// the wait and the I/O other work on the file may have run (a write-back that did not
-    /// contain this write, say), so only a fresh answer under the lock is safe to act on.
+    /// lock, waits for the work it issued and the work on its file, and then runs on the
+    /// engine's first answer — the engine is told once, as the simulator tells it, so its
+    /// statistics and rankings count the access once. Only when other work changed the file
+    /// meanwhile so that the first answer would leave a valid copy stale (a write that would
+    /// miss a copy made since) is the engine asked again.
     /// A file outside the policy (pinned, unlinked while open, open by passthrough, any file of
     /// a read-only mount) is served where it is, and `io` gets no placement.
     pub(crate) fn data_op<T>(
@@ -24,6 +27,9 @@ impl Shared {
         io: impl Fn(&Self, &Served, &Node, Option<&Placement>) -> Result<T, Errno>,
     ) -> Result<T, Errno> {
         let file_lock = self.file_lock(ino);
+        // The answer of an access that had to wait: acted on after the wait.
+        let mut waited: Option<(Placement, Served)> = None;
+        let mut again = false;
         for attempt in 0.. {
             let guard = self.access_lock(ino, &file_lock);
             if let Some(tier) = self.fixed_tier(ino) {
@@ -42,12 +48,26 @@ impl Shared {
                 }
                 return r;
             }
+            if let Some((before, served)) = waited.take() {
+                let now = lock(&self.engine).placement(ObjectId(ino));
+                if still_valid(&req, &served, &now) {
+                    let node = self.node(ino)?;
+                    let r = io(self, &served, &node, Some(&before));
+                    drop(guard);
+                    return r;
+                }
+                self.note(ino, || {
+                    format!("{:?} {}+{}: the file changed while waiting; asked again", req.op, req.offset, req.len)
+                });
+                again = true;
+            }
             let (before, served, issued) = {
                 let mut e = lock(&self.engine);
                 let before = e.placement(ObjectId(ino));
                 // The engine appends what an access issues to its queue.
                 let queued = e.pending_work().len();
-                let served = e.access(&req);
+                // Told once: asked again after a wait, the access is not counted twice.
+                let served = if again { e.access_again(&req) } else { e.access(&req) };
                 let issued: Vec<u64> = if served.blocked {
                     e.pending_work().get(queued..).unwrap_or_default().iter().map(|w| w.id.0).collect()
                 } else {
@@ -69,6 +89,7 @@ impl Shared {
             }
             drop(guard);
             self.wait_for(ino, &issued);
+            waited = Some((before, served));
         }
         Err(Errno::EIO)
     }

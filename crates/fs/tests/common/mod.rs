@@ -54,6 +54,19 @@ pub fn mount_with(ssd: &Path, hdd: &Path, mnt: &Path, cfg: &MountConfig) -> Moun
     Mounted { session: Some(session), mnt: mnt.to_path_buf() }
 }
 
+/// [`mount_with`], recording every access the mount tells its engine.
+pub fn mount_recording(ssd: &Path, hdd: &Path, mnt: &Path, cfg: &MountConfig) -> (Mounted, tierwise_fs::CallRecorder) {
+    let tiers = Tiers::open(ssd, hdd, mnt).unwrap();
+    let cfg = MountConfig { mountpoint: Some(mnt.to_path_buf()), ..cfg.clone() };
+    let fs = HybridFs::new(tiers, &cfg).unwrap();
+    let recorder = fs.record_calls();
+    let mut fcfg = fuser::Config::default();
+    fcfg.mount_options = mount_options("tierwise");
+    fcfg.n_threads = Some(4);
+    let session = tierwise_fs::session::mount_session(fs, mnt, &fcfg).unwrap().spawn().unwrap();
+    (Mounted { session: Some(session), mnt: mnt.to_path_buf() }, recorder)
+}
+
 /// Mounts with a policy and quota, the debug event log on.
 pub fn mount(ssd: &Path, hdd: &Path, mnt: &Path, policy: &str, quota: u64) -> Mounted {
     mount_with(ssd, hdd, mnt, &MountConfig { debug_events: true, ..MountConfig::new(policy, quota) })

@@ -7,8 +7,11 @@
 //!   every object carries its volume (type-aware policy) and kind. Directories are objects too
 //!   (Loris saw them pinned hot): a create, delete or rename writes a 64-byte entry into the
 //!   parent directory, and the first operation of a session on a path (a run of operations on
-//!   the same path, as between open and close) reads the parent directory (a lookup) and tells
-//!   the engine the file was opened (HyCache promotes on open).
+//!   the same path, as between open and close; begun by a create, read, write, append or
+//!   truncate, ended by an operation on another path) reads the parent directory (a lookup)
+//!   and tells the engine the file was opened (HyCache promotes on open). A stat tells the
+//!   engine nothing. The mount, fed the same operations this way, makes exactly the same engine
+//!   calls (`crates/fs/tests/engine_calls.rs`).
 //! - **RAM buffer cache** ([`page_cache`]; Loris ran with a 64 MB data cache). Reads that hit it
 //!   never reach the tiers. Writes are buffered and reach the tiers when evicted (clustered per
 //!   file) or at the final sync; a write that covers part of a page that is not cached and lies
@@ -307,6 +310,11 @@ impl FileSim {
         &self.engine
     }
 
+    /// Records every access told to the engine from now on ([`Engine::calls`]).
+    pub fn record_calls(&mut self) {
+        self.engine.record_calls(true);
+    }
+
     /// The size the simulator's namespace gives `path` (tests).
     pub fn size_of(&self, path: &str) -> Option<u64> {
         self.ns.get(path).map(|id| self.ns.nodes[id as usize].size)
@@ -347,10 +355,18 @@ impl FileSim {
             self.cur_op = t.op_waiter(arrival, measured);
         }
         self.op_level = None;
+        // A session is a run of operations on one open file: an operation on another path ends
+        // it, and only those that open a file start one (a stat, delete or rename opens
+        // nothing, as on the mount).
         let session = op.path != self.prev_path;
         if session {
             self.prev_path.clear();
-            self.prev_path.push_str(&op.path);
+            if matches!(
+                op.kind,
+                FileOpKind::Create | FileOpKind::Read | FileOpKind::Write | FileOpKind::Append | FileOpKind::Truncate
+            ) {
+                self.prev_path.push_str(&op.path);
+            }
         }
         self.dispatch(op, session)?;
         if measured {
@@ -454,14 +470,13 @@ impl FileSim {
                 None => self.unknown_paths += 1,
             },
             FileOpKind::Rename => self.rename(&op.path, &op.path2),
-            FileOpKind::Stat => match self.ns.get(&op.path) {
-                Some(id) => {
-                    self.open_session(id, &op.path, session);
-                    let class = self.ns.class(id);
-                    self.engine.access(&Request::op(ObjectId(id), Op::Stat).with_class(class));
+            // A stat reads attributes the front end keeps itself: the engine is not told (the
+            // mount does not tell it either, and a stat must not count as an open).
+            FileOpKind::Stat => {
+                if self.ns.get(&op.path).is_none() {
+                    self.unknown_paths += 1;
                 }
-                None => self.unknown_paths += 1,
-            },
+            }
         }
         Ok(())
     }
@@ -527,6 +542,11 @@ impl FileSim {
     }
 
     fn remove(&mut self, id: u64, path: &str) {
+        if self.ns.nodes[id as usize].dir && !self.cfg.dirs {
+            // Directories are not objects in this run: the engine never heard of this one.
+            self.ns.paths.remove(path);
+            return;
+        }
         let size = self.ns.nodes[id as usize].size;
         self.cache.drop_pages(id, 0, size.div_ceil(PAGE));
         let class = self.ns.class(id);
