@@ -13,6 +13,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
 use hashbrown::HashMap;
+use tierwise_core::driver::still_valid;
 use tierwise_core::{Clock, Level, Nanos, Op, Outcome, Request, Served, Work, WorkKind};
 
 use super::FileSim;
@@ -70,12 +71,15 @@ struct Running {
     gates: Vec<u32>,
 }
 
-/// A blocked access's device I/O, held until the work it waits for is done.
-#[derive(Clone, Debug, Default)]
+/// A blocked access's device I/O, held until the work it waits for is done; with the access
+/// and the engine's first answer, which may need asking again then (as the mount does).
+#[derive(Clone, Debug)]
 struct Deferred {
     deps: u32,
     waiter: u32,
     ios: Vec<(Level, DevOp, u64, u64)>,
+    req: Request,
+    served: Served,
 }
 
 /// Devices, events and work in flight of a timed run.
@@ -265,7 +269,7 @@ impl FileSim {
             deps.sort_unstable();
             deps.dedup();
             if !deps.is_empty() {
-                let d = Deferred { deps: deps.len() as u32, waiter, ios: ios.clone() };
+                let d = Deferred { deps: deps.len() as u32, waiter, ios: ios.clone(), req, served };
                 let id = match t.free_deferred.pop() {
                     Some(i) => {
                         t.deferred[i as usize] = d;
@@ -389,8 +393,18 @@ impl FileSim {
         }
         for id in released {
             let Some(t) = self.timed.as_mut() else { return Ok(()) };
-            let d = std::mem::take(&mut t.deferred[id as usize]);
+            let mut d = t.deferred[id as usize].clone();
             t.free_deferred.push(id);
+            if !still_valid(&d.req, &d.served, &self.engine.placement(d.req.obj)) {
+                // Work that ran meanwhile made the first answer unsafe (a write would leave a
+                // copy stale): ask again, as the mount does, without counting the access twice.
+                let again = self.engine.access_again(&d.req);
+                let (op, addr, len) = d.ios.first().map_or((DevOp::Write, 0, d.req.len), |&(_, o, a, l)| (o, a, l));
+                d.ios.clear();
+                d.ios.extend(again.touches.iter().map(|level| (level, op, addr, len)));
+                self.work_buf.extend(self.engine.drain_work());
+            }
+            let Some(t) = self.timed.as_mut() else { return Ok(()) };
             for &io in &d.ios {
                 t.io(time, io, Class::Normal, d.waiter);
             }
