@@ -584,6 +584,7 @@ fn cmd_sim_files(a: SimArgs, bars: &Bars) -> Result<()> {
         timing: base.timing,
         devices: base.devices.clone(),
         hdd_queue: base.hdd_queue,
+        region_bytes: 0,
         movers: 0,
         dirs: !a.no_dirs,
         spin_down: base.spin_down,

@@ -9,10 +9,11 @@ use serde::Serialize;
 use tierwise_bench::replay::{ReplayReport, replay_dir};
 use tierwise_core::Bytes;
 use tierwise_fs::{Counters, Snapshot};
+use tierwise_sim::Timing;
+use tierwise_sim::device::{Presets, Scheduler};
 use tierwise_sim::filesim::{FileSim, FileSimConfig, file_arch_allowed};
 use tierwise_sim::filetrace::{FileOp, FileTraceReader};
 use tierwise_sim::metrics::SimReport;
-use tierwise_sim::{Timing, device::Presets};
 
 use crate::progress::Bars;
 
@@ -181,6 +182,15 @@ fn simulate(
     cfg.dirs = false;
     cfg.timing = Timing::Closed { depth: a.workers as u32 };
     cfg.measure_from = setup as u64;
+    // The mount's mover runs one move at a time; accesses meanwhile find files where they were.
+    cfg.movers = 1;
+    let emulated = snap.is_some_and(|s| s.emulate_hdd.is_some());
+    if emulated {
+        // Predict the device the mount has: its HDD emulation serves one request at a time in
+        // arrival order and gives each file a 64 MiB region.
+        cfg.hdd_queue.scheduler = Scheduler::Fifo;
+        cfg.region_bytes = 64 << 20;
+    }
     let spinner = crate::progress::Spinner::new(bars, &format!("simulating {arch}"));
     let mut sim = FileSim::new(&cfg, &a.trace.display().to_string())?;
     for op in ops {
@@ -188,7 +198,17 @@ fn simulate(
     }
     let mut r = sim.finish()?;
     spinner.done();
-    r.notes.push(format!("devices: hdd {hdd}, ssd {ssd}; closed loop of {}", a.workers));
+    r.notes.push(format!(
+        "devices: hdd {hdd}, ssd {ssd}; closed loop of {}; one move at a time, as the mount's mover",
+        a.workers
+    ));
+    if emulated {
+        r.notes.push(
+            "the mount emulates its HDD first come, first served with 64 MiB per file: simulated the same \
+             (--hdd-queue fifo)"
+                .into(),
+        );
+    }
     Ok(r)
 }
 

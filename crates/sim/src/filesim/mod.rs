@@ -65,6 +65,10 @@ pub struct FileSimConfig {
     pub devices: DeviceSet,
     /// The HDD's queue (scheduler, merging).
     pub hdd_queue: QueueConfig,
+    /// Bytes of device address space per file (0: the file's size rounded up to a power of
+    /// two, at least 1 MiB, files laid out in the order first touched). The mount's HDD
+    /// emulation gives each file 64 MiB; a prediction of an emulated mount uses the same.
+    pub region_bytes: u64,
     /// Background work items executed at once; 0: all as soon as issued (the default, as the
     /// block simulator does). The mount's mover runs one at a time, but with one mover the
     /// file-level caches stall: a cold file whose copy is still queued is the coldest SSD file,
@@ -101,6 +105,7 @@ impl FileSimConfig {
             timing: Timing::Closed { depth: 1 },
             devices: DeviceSet::default(),
             hdd_queue: QueueConfig::default(),
+            region_bytes: 0,
             movers: 0,
             dirs: true,
             spin_down: None,
@@ -705,9 +710,10 @@ impl FileSim {
 
     fn addr(&mut self, obj: u64, end: u64) -> u64 {
         let next = &mut self.next_addr;
+        let region = self.cfg.region_bytes;
         *self.addrs.entry(obj).or_insert_with(|| {
             let a = *next;
-            *next += end.max(1 << 20).next_power_of_two();
+            *next += if region > 0 { region } else { end.max(1 << 20).next_power_of_two() };
             a
         })
     }
