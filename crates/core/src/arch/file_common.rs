@@ -693,10 +693,8 @@ impl FileCore {
         let t = Self::touch_of(cx, req);
         let s = self.lookup_or_adopt(cx, req, req.offset.saturating_add(req.len));
         let m = *self.table.meta(s);
-        if m.has(IN_COLL) {
-            if !cx.repeat {
-                self.collector.touch(s, &t);
-            }
+        if m.has(IN_COLL) && !cx.repeat {
+            self.collector.touch(s, &t);
         }
         if m.has(ON_FAST) {
             if m.has(LEAVING) && m.has(STALE) {
@@ -716,10 +714,8 @@ impl FileCore {
         let end = req.offset.saturating_add(req.len);
         let s = self.lookup_or_adopt(cx, req, 0);
         let m = *self.table.meta(s);
-        if m.has(IN_COLL) {
-            if !cx.repeat {
-                self.collector.touch(s, &t);
-            }
+        if m.has(IN_COLL) && !cx.repeat {
+            self.collector.touch(s, &t);
         }
         let new_size = m.size().max(end);
         let mode = self.mode_of(m.volume());
@@ -925,10 +921,8 @@ impl FileCore {
         let mode = self.mode(s);
         if mode.promotes_on_open() {
             let t = Self::touch_of(cx, req);
-            if self.table.meta(s).has(IN_COLL) {
-                if !cx.repeat {
-                    self.collector.touch(s, &t);
-                }
+            if self.table.meta(s).has(IN_COLL) && !cx.repeat {
+                self.collector.touch(s, &t);
             }
             self.promote(cx, s, true, &t);
         }
