@@ -1,0 +1,416 @@
+//! The command line: every command's arguments (clap derive), and the options several commands share.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Parser, Subcommand};
+use tierwise_core::Nanos;
+use tierwise_core::params::parse_duration;
+use tierwise_sim::device::{Presets, Scheduler};
+use tierwise_sim::objects::ObjectMode;
+use tierwise_sim::trace::{OpenOptions, Trace, open_trace};
+use tierwise_sim::{SimConfig, Timing};
+
+/// Hybrid SSD/HDD storage: one policy engine; compare architectures on real traces.
+#[derive(Parser)]
+#[command(name = "tierwise", version, about, long_about = None)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Command,
+    /// No progress bars.
+    #[arg(long, short, global = true)]
+    pub(crate) quiet: bool,
+}
+
+#[derive(Subcommand)]
+pub(crate) enum Command {
+    /// Simulate one architecture on a trace.
+    Sim(SimArgs),
+    /// Architectures × SSD sizes on one trace, side by side (table, JSON, CSV, PNG).
+    Compare(CompareArgs),
+    /// LRU miss-ratio curve for many cache sizes in one pass.
+    Mrc(MrcArgs),
+    /// Inspect, convert or generate traces.
+    #[command(subcommand)]
+    Trace(TraceCommand),
+    /// Run a seed paper's experiments (greendm, otf-ast, hca, loris, hycache) and print ours beside the paper's numbers.
+    Reproduce(ReproduceArgs),
+    /// Measure the speed and memory targets (generates seeded workloads once, then reuses them).
+    Bench(BenchArgs),
+    /// Mount a hybrid file system (FUSE) over an SSD directory and an HDD directory.
+    #[command(after_long_help = crate::mount::LONG_HELP)]
+    Mount(crate::mount::MountArgs),
+    /// Where files on a tierwise mount are: ssd, hdd or ssd+hdd (the user.tierwise.tier xattr).
+    WhichTier {
+        /// Files on a tierwise mount.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+    },
+    /// Unmount a tierwise mount.
+    Umount {
+        /// The mountpoint.
+        mountpoint: PathBuf,
+    },
+    /// A tierwise mount's configuration, space, queue and move in progress.
+    Status {
+        /// The mountpoint.
+        mountpoint: PathBuf,
+    },
+    /// A tierwise mount's counters: hits and misses per tier, moves, bytes moved, dirty bytes.
+    Stats {
+        /// The mountpoint.
+        mountpoint: PathBuf,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Pin files on a tierwise mount to a tier (out of the policy until unpinned).
+    Pin {
+        /// ssd or hdd.
+        #[arg(value_parser = ["ssd", "hdd"])]
+        tier: String,
+        /// Files on a tierwise mount.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+    },
+    /// Give pinned files back to the policy.
+    Unpin {
+        /// Files on a tierwise mount.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+    },
+    /// Write back every dirty file of a tierwise mount, with progress, and wait until done.
+    Flush {
+        /// The mountpoint.
+        mountpoint: PathBuf,
+    },
+    /// Replay a file trace against a directory (a tierwise mount or any other) with N workers;
+    /// beside the measurement, the same trace through the simulator.
+    Replay(crate::cmd::replay::ReplayArgs),
+    /// Cancel the move in progress on a tierwise mount (it is rolled back; the policy may retry it).
+    Cancel {
+        /// The mountpoint.
+        mountpoint: PathBuf,
+    },
+    /// List architectures, collectors, trace formats and device presets with their knobs.
+    List {
+        /// architectures, collectors, formats or devices (all when omitted).
+        what: Option<String>,
+    },
+}
+
+#[derive(Args, Clone)]
+pub(crate) struct TraceOpts {
+    /// Trace format (detected from the name or content when omitted); see `tierwise list formats`.
+    #[arg(long)]
+    pub(crate) format: Option<String>,
+    /// Count and skip malformed lines instead of stopping at the first one.
+    #[arg(long)]
+    pub(crate) skip_bad_lines: bool,
+}
+
+impl TraceOpts {
+    pub(crate) fn open(&self, path: &Path) -> Result<Trace> {
+        Ok(open_trace(path, &OpenOptions { format: self.format.clone(), skip_bad_lines: self.skip_bad_lines })?)
+    }
+    pub(crate) fn options(&self) -> OpenOptions {
+        OpenOptions { format: self.format.clone(), skip_bad_lines: self.skip_bad_lines }
+    }
+}
+
+#[derive(Args, Clone)]
+pub(crate) struct ModelOpts {
+    /// How requests become objects: blocks[:SIZE[@ANCHOR]] (default 4KiB@auto: anchored at the dominant request offset), requests, lcs, lcs:ignore-size.
+    #[arg(long, default_value = "blocks:4KiB")]
+    pub(crate) objects: String,
+    /// none (hit counting), open[:SPEEDUP] (trace timestamps), closed[:DEPTH], or auto: open
+    /// for sim; for compare, a closed-loop throughput table and an open-loop latency table.
+    #[arg(long, default_value = "auto")]
+    pub(crate) timing: String,
+    /// HDD preset.
+    #[arg(long, default_value = "wd5000aaks")]
+    pub(crate) hdd: String,
+    /// SSD preset.
+    #[arg(long, default_value = "vertex3")]
+    pub(crate) ssd_model: String,
+    /// RAM preset.
+    #[arg(long, default_value = "ddr3")]
+    pub(crate) ram: String,
+    /// TOML file merged over the device presets.
+    #[arg(long)]
+    pub(crate) devices: Option<PathBuf>,
+    /// The HDD's I/O scheduler: mq-deadline (a stock Linux host: sorted dispatch, merging,
+    /// NCQ), none (merging, NCQ, arrival order) or fifo (the old model: one at a time).
+    #[arg(long, default_value = "mq-deadline")]
+    pub(crate) hdd_queue: String,
+    /// Spin the HDD down after this idle time (the preset's 5 s when given without a value).
+    #[arg(long, num_args = 0..=1, default_missing_value = "preset")]
+    pub(crate) spin_down: Option<String>,
+    /// Endurance read weight r (GreenDM: 0.1 or 0.01).
+    #[arg(long, default_value_t = 0.1)]
+    pub(crate) read_weight: f64,
+    /// Write back all dirty data at the end.
+    #[arg(long)]
+    pub(crate) flush: bool,
+    /// Stop after this many requests.
+    #[arg(long)]
+    pub(crate) max_requests: Option<u64>,
+    /// Timed runs: stop admitting requests after this much simulated time (e.g. 6h).
+    #[arg(long)]
+    pub(crate) max_time: Option<String>,
+    /// Check the engine's invariants every N requests (slow; for debugging).
+    #[arg(long, default_value_t = 0)]
+    pub(crate) check_every: u64,
+}
+
+impl ModelOpts {
+    pub(crate) fn base(&self) -> Result<SimConfig> {
+        let objects = ObjectMode::parse(&self.objects).map_err(anyhow::Error::msg).context("--objects")?;
+        let timing_text = if self.timing == "auto" { "open" } else { self.timing.as_str() };
+        let timing = Timing::parse(timing_text).map_err(anyhow::Error::msg).context("--timing")?;
+        let presets = match &self.devices {
+            Some(p) => {
+                let text = fs::read_to_string(p).with_context(|| format!("--devices {}", p.display()))?;
+                Presets::with_overrides(&text, &p.display().to_string())?
+            }
+            None => Presets::builtin(),
+        };
+        let devices = presets.set(&self.hdd, &self.ssd_model, &self.ram)?;
+        let spin_down = match self.spin_down.as_deref() {
+            None => None,
+            Some("preset") => Some(Nanos::from_secs_f64(devices.hdd.spin_down_after_s)),
+            Some(d) => Some(parse_duration(d).map_err(anyhow::Error::msg).context("--spin-down")?),
+        };
+        if !(self.read_weight >= 0.0 && self.read_weight <= 1.0) {
+            bail!("--read-weight {}: expected a number from 0 to 1 (GreenDM used 0.1 and 0.01)", self.read_weight);
+        }
+        let mut c = SimConfig::new("hdd-only", 1);
+        c.objects = objects;
+        c.timing = timing;
+        c.devices = devices;
+        c.spin_down = spin_down;
+        c.read_weight = self.read_weight;
+        c.flush_at_end = self.flush;
+        c.max_requests = self.max_requests;
+        c.max_time = match &self.max_time {
+            Some(t) => Some(parse_duration(t).map_err(anyhow::Error::msg).context("--max-time")?),
+            None => None,
+        };
+        c.check_every = self.check_every;
+        c.hdd_queue.scheduler = Scheduler::parse(&self.hdd_queue).map_err(anyhow::Error::msg).context("--hdd-queue")?;
+        Ok(c)
+    }
+}
+
+#[derive(Args)]
+pub(crate) struct SimArgs {
+    /// The trace file.
+    pub(crate) trace: PathBuf,
+    /// Architecture spec, e.g. cache:mode=write-back,collector=lfu (see `tierwise list`).
+    #[arg(long, short)]
+    pub(crate) arch: String,
+    /// SSD size: bytes (64MiB) or a share of the footprint (10%).
+    #[arg(long, allow_hyphen_values = true)]
+    pub(crate) ssd: String,
+    #[command(flatten)]
+    pub(crate) trace_opts: TraceOpts,
+    #[command(flatten)]
+    pub(crate) model: ModelOpts,
+    /// Write the report as JSON here.
+    #[arg(long)]
+    pub(crate) json: Option<PathBuf>,
+    /// Write the report as one CSV row (with header) here.
+    #[arg(long)]
+    pub(crate) csv: Option<PathBuf>,
+    /// File traces: the RAM buffer cache in front of the tiers (Loris ran 64 MB; 0 = none).
+    #[arg(long, default_value = "64MiB")]
+    pub(crate) ram_cache: String,
+    /// File traces: directories are not objects (no lookups or entry updates reach the engine).
+    #[arg(long)]
+    pub(crate) no_dirs: bool,
+    /// File traces: where measuring starts, `auto` (after the setup phase of leading mkdir,
+    /// create and write operations, as Filebench and Postmark report) or an operation index
+    /// (0: everything). `tierwise replay` uses the same rule.
+    #[arg(long, default_value = "auto")]
+    pub(crate) measure_from: String,
+}
+
+#[derive(Args)]
+pub(crate) struct CompareArgs {
+    /// The trace file.
+    pub(crate) trace: PathBuf,
+    /// An architecture spec; repeat for several (default: baselines and the caching modes).
+    #[arg(long = "arch", short)]
+    pub(crate) archs: Vec<String>,
+    /// SSD sizes, comma-separated: shares of the footprint (10%) or bytes (64MiB).
+    #[arg(long, default_value = "5%,10%,25%,50%", value_delimiter = ',', allow_hyphen_values = true)]
+    pub(crate) ssd: Vec<String>,
+    #[command(flatten)]
+    pub(crate) trace_opts: TraceOpts,
+    #[command(flatten)]
+    pub(crate) model: ModelOpts,
+    /// Directory for compare.json, compare.csv and compare.png.
+    #[arg(long, default_value = "out")]
+    pub(crate) out: PathBuf,
+    /// Worker threads (default: available cores).
+    #[arg(long)]
+    pub(crate) threads: Option<usize>,
+    /// Allow SSD sizes at least as large as the footprint.
+    #[arg(long)]
+    pub(crate) allow_oversize: bool,
+}
+
+#[derive(Args)]
+pub(crate) struct ReproduceArgs {
+    /// greendm, otf-ast, hca, loris or hycache.
+    pub(crate) target: String,
+    /// Fraction of the full experiment to run (request counts, run lengths; see docs/REPRODUCTION.md).
+    #[arg(long, default_value_t = 1.0)]
+    pub(crate) scale: f64,
+    /// Directory for reproduce-TARGET.json, reproduce-TARGET.csv and the PNG charts.
+    #[arg(long, default_value = "out")]
+    pub(crate) out: PathBuf,
+    /// Directory of the bundled traces (default: data/traces of this checkout).
+    #[arg(long)]
+    pub(crate) traces: Option<PathBuf>,
+    /// Seed of the synthetic stand-ins.
+    #[arg(long, default_value_t = 42)]
+    pub(crate) seed: u64,
+    /// Simulations at once (default: available cores).
+    #[arg(long)]
+    pub(crate) threads: Option<usize>,
+}
+
+#[derive(Args)]
+pub(crate) struct MrcArgs {
+    /// The trace file.
+    pub(crate) trace: PathBuf,
+    #[command(flatten)]
+    pub(crate) trace_opts: TraceOpts,
+    /// How requests become objects (see `sim --objects`).
+    #[arg(long, default_value = "blocks:4KiB")]
+    pub(crate) objects: String,
+    /// Cache sizes, comma-separated (bytes or % of the footprint); default: --points sizes on a
+    /// log scale from one object to the footprint.
+    #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
+    pub(crate) sizes: Vec<String>,
+    /// Number of log-spaced sizes when --sizes is not given.
+    #[arg(long, default_value_t = 64)]
+    pub(crate) points: usize,
+    /// Directory for mrc.csv, mrc.json and mrc.png.
+    #[arg(long, default_value = "out")]
+    pub(crate) out: PathBuf,
+}
+
+#[derive(Args)]
+pub(crate) struct BenchArgs {
+    /// Requests in the Zipf(1.0) oracleGeneral trace.
+    #[arg(long, default_value_t = 10_000_000)]
+    pub(crate) requests: u64,
+    /// Distinct objects in it.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub(crate) objects: u64,
+    /// Lines of the generated MSR CSV.
+    #[arg(long, default_value_t = 5_000_000)]
+    pub(crate) csv_lines: u64,
+    /// Directory for the generated workloads (kept for reuse).
+    #[arg(long)]
+    pub(crate) dir: Option<PathBuf>,
+    /// A libCacheSim `cachesim` binary to time on the same trace.
+    #[arg(long)]
+    pub(crate) cachesim: Option<PathBuf>,
+    /// Repetitions per measurement (the best is kept; compared pairs run alternately).
+    #[arg(long, default_value_t = 5)]
+    pub(crate) repeat: usize,
+    /// Also write the results as JSON here.
+    #[arg(long)]
+    pub(crate) json: Option<PathBuf>,
+    /// Run only one part: `files` (file operations through the file-level architectures).
+    #[arg(long)]
+    pub(crate) only: Option<String>,
+}
+
+#[derive(Subcommand)]
+pub(crate) enum TraceCommand {
+    /// Generate a file-level workload (postmark, fileserver, webserver, webserver-zipf, mixed,
+    /// randomread, oltp) as a file trace (CSV, see docs/FILE_TRACES.md).
+    GenFiles {
+        /// The workload.
+        workload: String,
+        /// Output file.
+        #[arg(long, short)]
+        output: PathBuf,
+        /// Fraction of the papers' sizes (files, transactions, iterations).
+        #[arg(long, default_value_t = 1.0)]
+        scale: f64,
+        /// Seed.
+        #[arg(long, default_value_t = 42)]
+        seed: u64,
+        /// Length of the measured phase instead of the scaled default: transactions
+        /// (postmark), flow iterations (fileserver, webserver*, mixed) or operations
+        /// (randomread, oltp). The fileset keeps its scaled size.
+        #[arg(long)]
+        iterations: Option<u64>,
+    },
+    /// Requests, read share, footprint, size histogram, duration.
+    Stat {
+        /// The trace file.
+        trace: PathBuf,
+        #[command(flatten)]
+        trace_opts: TraceOpts,
+        /// Object mode for the footprint.
+        #[arg(long, default_value = "blocks:4KiB")]
+        objects: String,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write a trace as libCacheSim oracleGeneral binary (one record per object access).
+    Convert {
+        /// The trace file.
+        trace: PathBuf,
+        /// Output file.
+        #[arg(long, short)]
+        output: PathBuf,
+        #[command(flatten)]
+        trace_opts: TraceOpts,
+        /// Object mode: blocks[:SIZE] splits requests into blocks; requests keeps them whole.
+        #[arg(long, default_value = "requests")]
+        objects: String,
+    },
+    /// Generate a seeded Zipf block workload (oracleGeneral, or MQSim ascii with timestamps).
+    Gen {
+        /// Output file (`.oracleGeneral` or `.mqsim`).
+        #[arg(long, short)]
+        output: PathBuf,
+        /// Requests.
+        #[arg(long, default_value_t = 1_000_000)]
+        requests: u64,
+        /// Distinct objects.
+        #[arg(long, default_value_t = 100_000)]
+        objects: u64,
+        /// Zipf exponent.
+        #[arg(long, default_value_t = 1.0)]
+        alpha: f64,
+        /// Bytes per request.
+        #[arg(long, default_value_t = 4096)]
+        size: u64,
+        /// Share of writes.
+        #[arg(long, default_value_t = 0.0)]
+        write_fraction: f64,
+        /// Mean requests per second.
+        #[arg(long, default_value_t = 100.0)]
+        rate: f64,
+        /// Seed.
+        #[arg(long, default_value_t = 42)]
+        seed: u64,
+        /// Write a paper's synthetic stand-in instead (MQSim ascii): fiu-online, src1_0, src1_1,
+        /// spc-financial, filebench-randread, filebench-oltp (the Filebench ones stop at --requests).
+        #[arg(long)]
+        standin: Option<String>,
+        /// Scale of the stand-in (see docs/REPRODUCTION.md).
+        #[arg(long, default_value_t = 1.0)]
+        scale: f64,
+    },
+}

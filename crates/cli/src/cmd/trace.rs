@@ -1,0 +1,197 @@
+//! `tierwise trace`: inspect, convert and generate traces.
+
+use std::fs;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+use tierwise_sim::objects::{Mapper, ObjectMode};
+use tierwise_sim::synth::{ZipfWorkload, collect_objects, write_oracle_general};
+
+use crate::args::*;
+use crate::cmd::sim::print_alignment;
+use crate::progress::{Bars, Spinner};
+
+pub(crate) fn cmd_trace(t: TraceCommand, bars: &Bars) -> Result<()> {
+    match t {
+        TraceCommand::GenFiles { workload, output, scale, seed, iterations } => {
+            gen_files(&workload, scale, seed, iterations, &output)
+        }
+        TraceCommand::Stat { trace, trace_opts, objects, json } => {
+            let mode = ObjectMode::parse(&objects).map_err(anyhow::Error::msg).context("--objects")?;
+            let (mode, anchor_note) = tierwise_sim::alignment::resolve_anchor_of(&trace, &trace_opts.options(), mode)?;
+            let mut tr = trace_opts.open(&trace)?;
+            let mut spinner = Spinner::new(bars, "reading");
+            let s = tierwise_sim::stat::trace_stats(&mut tr, mode, &mut spinner)?;
+            spinner.done();
+            if json {
+                println!("{}", serde_json::to_string_pretty(&s)?);
+                return Ok(());
+            }
+            use tierwise_core::Bytes;
+            println!("trace          {} ({})", s.trace, s.format);
+            println!(
+                "requests       {} ({} reads = {:.1}%, {} writes)",
+                s.requests,
+                s.reads,
+                s.read_fraction() * 100.0,
+                s.writes
+            );
+            println!("bytes          {} read, {} written", Bytes(s.read_bytes), Bytes(s.write_bytes));
+            println!("footprint      {} in {} objects ({})", Bytes(s.footprint_bytes), s.objects, s.object_mode);
+            println!(
+                "duration       {:.3} s{}",
+                s.duration_s,
+                if s.out_of_order > 0 {
+                    format!(" ({} records out of time order)", s.out_of_order)
+                } else {
+                    String::new()
+                }
+            );
+            println!("volumes        {}", s.volumes);
+            if s.zero_length > 0 || s.skipped > 0 {
+                println!(
+                    "oddities       {} zero-length requests, {} malformed lines skipped",
+                    s.zero_length, s.skipped
+                );
+            }
+            println!("request sizes");
+            let max = s.size_histogram.iter().map(|x| x.1).max().unwrap_or(1);
+            for (upper, count) in &s.size_histogram {
+                let bar = "#".repeat(((*count as f64 / max as f64) * 40.0).ceil() as usize);
+                println!("  <= {:>9}  {:>10}  {bar}", Bytes(*upper).to_string(), count);
+            }
+            if let Some(a) = &s.alignment {
+                print_alignment(a);
+            }
+            if let Some(note) = anchor_note {
+                println!("note: {note}");
+            }
+            Ok(())
+        }
+        TraceCommand::Convert { trace, output, trace_opts, objects } => {
+            let mode = ObjectMode::parse(&objects).map_err(anyhow::Error::msg).context("--objects")?;
+            let mut tr = trace_opts.open(&trace)?;
+            let mapper = Mapper::new(mode, tr.info().object_trace);
+            let recs = collect_objects(&mut tr, &mapper)?;
+            let f = fs::File::create(&output).with_context(|| format!("creating {}", output.display()))?;
+            let mut w = BufWriter::new(f);
+            write_oracle_general(&recs, &mut w)?;
+            w.flush()?;
+            println!("wrote {} oracleGeneral records ({}) to {}", recs.len(), mapper.mode().label(), output.display());
+            Ok(())
+        }
+        TraceCommand::Gen { output, requests, objects, alpha, size, write_fraction, rate, seed, standin, scale } => {
+            if let Some(name) = standin {
+                return write_standin(&name, scale, seed, requests, &output);
+            }
+            if objects == 0 || size == 0 || !(0.0..=1.0).contains(&write_fraction) || alpha < 0.0 {
+                bail!("--objects and --size must be positive, --write-fraction within 0..=1, --alpha >= 0");
+            }
+            let w = ZipfWorkload { requests, objects, alpha, size, write_fraction, rate, seed };
+            let f = fs::File::create(&output).with_context(|| format!("creating {}", output.display()))?;
+            let mut out = BufWriter::new(f);
+            let name = output.to_string_lossy().to_lowercase();
+            if name.contains("mqsim") {
+                let mut err = None;
+                w.generate(|r| {
+                    let ty = u8::from(r.op == tierwise_sim::trace::IoOp::Read);
+                    if let Err(e) = writeln!(out, "{} 0 {} {} {}", r.time_ns, r.offset / 512, r.len.div_ceil(512), ty) {
+                        err.get_or_insert(e);
+                    }
+                });
+                if let Some(e) = err {
+                    return Err(e.into());
+                }
+            } else {
+                let mut recs = Vec::with_capacity(requests as usize);
+                w.generate(|r| {
+                    recs.push(((r.time_ns / 1_000_000_000) as u32, r.key, size.min(u64::from(u32::MAX)) as u32))
+                });
+                write_oracle_general(&recs, &mut out)?;
+            }
+            out.flush()?;
+            println!(
+                "wrote {requests} requests over {objects} objects (Zipf {alpha}, seed {seed}) to {}",
+                output.display()
+            );
+            Ok(())
+        }
+    }
+}
+
+/// Writes a file workload as a file trace and prints what it holds.
+pub(crate) fn gen_files(name: &str, scale: f64, seed: u64, iterations: Option<u64>, output: &Path) -> Result<()> {
+    use tierwise_sim::filetrace::generate::{FILE_WORKLOADS, FileWorkload};
+    use tierwise_sim::filetrace::{FileOpKind, HEADER};
+    if !(scale > 0.0 && scale <= 1.0) {
+        bail!("--scale {scale}: expected a fraction in (0, 1]");
+    }
+    let Some(mut w) = FileWorkload::by_name(name, scale) else {
+        bail!("unknown file workload `{name}`; expected one of: {}", FILE_WORKLOADS.join(", "));
+    };
+    if let Some(n) = iterations {
+        if n == 0 {
+            bail!("--iterations 0: expected at least 1");
+        }
+        w = w.with_iterations(n);
+    }
+    let f = fs::File::create(output).with_context(|| format!("creating {}", output.display()))?;
+    let mut out = BufWriter::new(f);
+    out.write_all(HEADER.as_bytes())?;
+    let mut counts = [0u64; 10];
+    let (mut read, mut written) = (0u64, 0u64);
+    let mut err = None;
+    w.generate(seed, |op| {
+        if let Some(i) = FileOpKind::ALL.iter().position(|(k, _)| *k == op.kind) {
+            counts[i] += 1;
+        }
+        match op.kind {
+            FileOpKind::Read => read += op.length,
+            FileOpKind::Write | FileOpKind::Append => written += op.length,
+            _ => {}
+        }
+        if let Err(e) = op.write_line(&mut out) {
+            err.get_or_insert(e);
+        }
+    });
+    if let Some(e) = err {
+        return Err(e.into());
+    }
+    out.flush()?;
+    let total: u64 = counts.iter().sum();
+    println!("wrote {total} operations of {name} (scale {scale}, seed {seed}) to {}", output.display());
+    let by_kind: Vec<String> = FileOpKind::ALL
+        .iter()
+        .zip(counts)
+        .filter(|(_, n)| *n > 0)
+        .map(|((_, name), n)| format!("{name} {n}"))
+        .collect();
+    println!("  {}", by_kind.join(", "));
+    println!("  {} read, {} written", tierwise_core::Bytes(read), tierwise_core::Bytes(written));
+    Ok(())
+}
+
+/// Writes a stand-in as MQSim ascii (time ns, device, LBA sectors, sectors, 1 = read).
+pub(crate) fn write_standin(name: &str, scale: f64, seed: u64, limit: u64, output: &Path) -> Result<()> {
+    use tierwise_sim::reproduce::standin::{STANDINS, StandIn};
+    if !(scale > 0.0 && scale <= 1.0) {
+        bail!("--scale {scale}: expected a fraction in (0, 1]");
+    }
+    let Some(s) = StandIn::by_name(name, scale, seed) else {
+        bail!("unknown stand-in `{name}`; expected one of: {}", STANDINS.join(", "));
+    };
+    let mut t = s.trace();
+    let f = fs::File::create(output).with_context(|| format!("creating {}", output.display()))?;
+    let mut out = BufWriter::new(f);
+    let mut r = tierwise_sim::trace::TraceRecord::default();
+    let (mut n, unbounded) = (0u64, !s.has_time());
+    while (!unbounded || n < limit) && t.next(&mut r)? {
+        let ty = u8::from(r.op == tierwise_sim::trace::IoOp::Read);
+        writeln!(out, "{} 0 {} {} {}", r.time_ns, r.offset / 512, r.len.div_ceil(512), ty)?;
+        n += 1;
+    }
+    out.flush()?;
+    println!("wrote {n} requests of {} to {}\n{}", s.name, output.display(), s.description);
+    Ok(())
+}
