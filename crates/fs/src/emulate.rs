@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use tierwise_core::Nanos;
-use tierwise_sim::device::{DevOp, Device, Hdd, Presets, Ssd};
+use tierwise_devices::{DevOp, Device, Hdd, Presets, Ssd};
 
 /// Where a file's bytes start on the emulated device: each file gets its own 64 MiB region, so
 /// requests to different files seek and sequential requests within one file do not.
@@ -38,7 +38,7 @@ impl Emulator {
         Ok(Emulator::new(format!("ssd {preset} (emulated: {})", spec.description), Box::new(model)))
     }
 
-    fn new(label: String, model: Box<dyn tierwise_sim::device::Model>) -> Emulator {
+    fn new(label: String, model: Box<dyn tierwise_devices::Model>) -> Emulator {
         // No spin-down: a mounted volume's disk stays spinning.
         Emulator { label, device: Mutex::new(Device::new(model, None)), start: Instant::now() }
     }

@@ -3,7 +3,8 @@
 
 pub mod alignment;
 pub mod compare;
-pub mod device;
+/// The device models (their own crate, which the mount's emulation uses too).
+pub use tierwise_devices as device;
 pub mod filesim;
 pub mod filetrace;
 pub mod metrics;

@@ -208,7 +208,7 @@ fn unreachable_set() -> DeviceSet {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::device::{DevOp, Device, Hdd, Model, Ssd};
+    use crate::{DevOp, Device, Hdd, Model, Ssd};
     use tierwise_core::Nanos;
 
     #[test]

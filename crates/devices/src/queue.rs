@@ -399,7 +399,7 @@ impl DiskQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::device::{Hdd, Presets};
+    use crate::{Hdd, Presets};
 
     fn hdd() -> Device {
         Device::new(Box::new(Hdd::new(Presets::builtin().hdd("wd5000aaks").unwrap()).unwrap()), None)
