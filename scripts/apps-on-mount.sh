@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# Real applications on a tierwise mount whose files migrate (a 4 MiB SSD quota, so pages of the
+# database move between the tiers all the time), with the mount daemon killed -9 mid-run:
+#   - PostgreSQL: pgbench runs; the daemon is killed; PostgreSQL is killed (its files are on a
+#     dead mount); the mount is remounted (its recovery finishes or rolls back the move that was
+#     in flight); PostgreSQL restarts and replays its WAL; pgbench's invariant must hold: the sum
+#     of the account, teller and branch balances each equals the sum of the history deltas.
+#   - SQLite: transfers between accounts in transactions (the total never changes) and a
+#     history row per transfer; killed the same way; then PRAGMA integrity_check must say ok and
+#     the total and the history must agree.
+#   - git: a clone of this repository onto the mount, then git fsck --full.
+# Usage: ./scripts/apps-on-mount.sh [TRIALS] [POLICY]   (root, /dev/fuse; default 10 trials)
+# Installs postgresql, sqlite3 and git when missing (Debian/Ubuntu).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+trials=${1:-10}
+policy=${2:-dynamic-hot-dst}
+repo=$PWD
+
+need=()
+command -v git >/dev/null || need+=(git)
+command -v sqlite3 >/dev/null || need+=(sqlite3)
+pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1 || true)
+[ -n "$pgbin" ] || need+=(postgresql postgresql-contrib)
+if [ ${#need[@]} -gt 0 ]; then
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
+  pgbin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
+fi
+# The Debian package starts a cluster of its own; ours runs on the mount, on another port.
+cargo build --release -q -p tierwise
+bin=$repo/target/release/tierwise
+
+work=$(mktemp -d /tmp/tierwise-apps.XXXXXX)
+chmod 755 "$work"
+mnt=$work/mnt
+sock=$work/sock
+mkdir -p "$work/root/ssd" "$work/root/hdd" "$mnt" "$sock"
+chown postgres "$sock"
+daemon=""
+export PGHOST=$sock PGPORT=5499 PGUSER=postgres PGDATABASE=postgres
+
+say() { printf '\n== %s\n' "$*"; }
+pg() { su postgres -c "$*"; }
+
+mount_fs() {
+  local out
+  out=$("$bin" mount --ssd-quota 4MiB --pin-reserve 0 --policy "$policy" --allow-other "$work/root" "$mnt")
+  daemon=$(sed -n 's/.*(pid \([0-9]*\)).*/\1/p' <<<"$out")
+  [ -n "$daemon" ] || { echo "no daemon pid in: $out" >&2; exit 1; }
+}
+
+# Kills the daemon, then everything that had files open on the dead mount, then detaches it.
+crash() {
+  kill -9 "$daemon" 2>/dev/null || true
+  sleep 0.5
+  pkill -9 -f "$pgbin/postgres -D $mnt" 2>/dev/null || true
+  pkill -9 -f "$mnt" 2>/dev/null || true
+  sleep 0.5
+  umount -l "$mnt" 2>/dev/null || true
+}
+
+cleanup() {
+  pg "$pgbin/pg_ctl -D $mnt/pg/data -m immediate stop" >/dev/null 2>&1 || true
+  crash
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+pg_start() {
+  pg "$pgbin/pg_ctl -D $mnt/pg/data -o '-k $sock -p $PGPORT -c listen_addresses=' -l $work/pg.log -w -t 120 start" >/dev/null
+}
+
+# pgbench's invariant: every balance column sums to the history's deltas.
+pg_check() {
+  local q="select (select sum(abalance) from pgbench_accounts) = (select coalesce(sum(delta),0) from pgbench_history)
+    and (select sum(tbalance) from pgbench_tellers) = (select coalesce(sum(delta),0) from pgbench_history)
+    and (select sum(bbalance) from pgbench_branches) = (select coalesce(sum(delta),0) from pgbench_history)
+    and (select count(*) from pgbench_accounts) = 200000"
+  [ "$(psql -qtA -c "$q")" = t ]
+}
+
+sqlite_work() {
+  python3 - "$mnt/sqlite/bank.db" <<'PY'
+import random, sqlite3, sys
+db = sqlite3.connect(sys.argv[1], timeout=30)
+db.execute("pragma journal_mode=wal")
+db.execute("create table if not exists accounts(id integer primary key, bal integer not null)")
+db.execute("create table if not exists history(id integer primary key, a integer, b integer, amount integer, pad blob)")
+if db.execute("select count(*) from accounts").fetchone()[0] == 0:
+    with db:
+        db.executemany("insert into accounts values (?, 1000)", [(i,) for i in range(2000)])
+while True:
+    a, b = random.randrange(2000), random.randrange(2000)
+    n = random.randrange(1, 50)
+    with db:
+        db.execute("update accounts set bal = bal - ? where id = ?", (n, a))
+        db.execute("update accounts set bal = bal + ? where id = ?", (n, b))
+        db.execute("insert into history(a, b, amount, pad) values (?, ?, ?, randomblob(2000))", (a, b, n))
+PY
+}
+
+sqlite_check() {
+  python3 - "$mnt/sqlite/bank.db" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+ok = db.execute("pragma integrity_check").fetchone()[0]
+total = db.execute("select sum(bal), count(*) from accounts").fetchone()
+rows = db.execute("select count(*) from history").fetchone()[0]
+print(f"integrity_check={ok} total={total[0]} accounts={total[1]} transfers={rows}")
+sys.exit(0 if ok == "ok" and total == (2_000_000, 2000) else 1)
+PY
+}
+
+say "setup: $policy, SSD quota 4 MiB, PostgreSQL $("$pgbin/postgres" --version | awk '{print $3}')"
+mount_fs
+mkdir -p "$mnt/pg" "$mnt/sqlite"
+chown postgres "$mnt/pg"
+pg "$pgbin/initdb -D $mnt/pg/data -A trust -U postgres" >/dev/null
+pg_start
+pgbench -i -s 2 -q >/dev/null 2>&1
+pg_check || { echo "pgbench invariant fails before any crash" >&2; exit 1; }
+pg "$pgbin/pg_ctl -D $mnt/pg/data -m fast stop" >/dev/null
+
+say "git clone + fsck on the mount"
+git clone -q --no-hardlinks "$repo" "$mnt/repo"
+git -C "$mnt/repo" fsck --full --no-progress && echo "git fsck: ok"
+rm -rf "$mnt/repo"
+
+failures=0
+for t in $(seq 1 "$trials"); do
+  pg_start
+  pgbench -c 4 -j 2 -T 120 -n >/dev/null 2>&1 &
+  bench=$!
+  sqlite_work >/dev/null 2>&1 &
+  lite=$!
+  # Kill at a random moment 3-8 s in, while pages move between the tiers.
+  sleep "$((3 + RANDOM % 6)).$((RANDOM % 10))"
+  moves=$("$bin" stats "$mnt" 2>/dev/null | awk '/^promotions/ {p=$2} /^demotions/ {d=$2} END {print p+d}')
+  crash
+  wait "$bench" 2>/dev/null || true
+  kill -9 "$lite" 2>/dev/null || true
+  wait "$lite" 2>/dev/null || true
+  mount_fs
+  result="ok"
+  if ! pg_start; then
+    result="PostgreSQL did not restart (tail of its log below)"
+    tail -5 "$work/pg.log"
+  elif ! pg_check; then
+    result="pgbench invariant BROKEN"
+  fi
+  txns=$(psql -qtA -c "select count(*) from pgbench_history" 2>/dev/null || echo "?")
+  if ! lite_out=$(sqlite_check); then
+    result="$result; SQLite BROKEN ($lite_out)"
+  fi
+  pg "$pgbin/pg_ctl -D $mnt/pg/data -m fast stop" >/dev/null 2>&1 || true
+  printf 'trial %2d: killed after %s moves; pgbench transactions so far %s; %s; sqlite %s\n' \
+    "$t" "${moves:-?}" "$txns" "$result" "$lite_out"
+  [ "$result" = ok ] || failures=$((failures + 1))
+  "$bin" umount "$mnt" >/dev/null 2>&1 || crash
+  mount_fs
+done
+
+say "$trials trials, $failures with lost or corrupted data"
+[ "$failures" -eq 0 ]
