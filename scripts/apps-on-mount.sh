@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Real applications on a tierwise mount whose files migrate (a 4 MiB SSD quota, so pages of the
-# database move between the tiers all the time), with the mount daemon killed -9 mid-run:
+# Real applications on a tierwise mount whose files migrate (a 24 MiB SSD quota for a ~60 MB
+# database, moves rate-limited so that kills land inside them), with the mount daemon killed -9 mid-run:
 #   - PostgreSQL: pgbench runs; the daemon is killed; PostgreSQL is killed (its files are on a
 #     dead mount); the mount is remounted (its recovery finishes or rolls back the move that was
 #     in flight); PostgreSQL restarts and replays its WAL; pgbench's invariant must hold: the sum
@@ -9,12 +9,16 @@
 #     history row per transfer; killed the same way; then PRAGMA integrity_check must say ok and
 #     the total and the history must agree.
 #   - git: a clone of this repository onto the mount, then git fsck --full.
-# Usage: ./scripts/apps-on-mount.sh [TRIALS] [POLICY]   (root, /dev/fuse; default 10 trials)
+# Usage: [QUOTA=24MiB] ./scripts/apps-on-mount.sh [TRIALS] [POLICY]   (root, /dev/fuse; default 10
+# trials under hycache, whose files move in every trial: created on the SSD, evicted at 90 %,
+# moved back when opened)
 # Installs postgresql, sqlite3 and git when missing (Debian/Ubuntu).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 trials=${1:-10}
-policy=${2:-dynamic-hot-dst}
+policy=${2:-hycache}
+# Smaller than the database (about 60 MB at pgbench scale 2 with its WAL): files keep moving.
+quota=${QUOTA:-24MiB}
 repo=$PWD
 
 need=()
@@ -35,8 +39,8 @@ work=$(mktemp -d /tmp/tierwise-apps.XXXXXX)
 chmod 755 "$work"
 mnt=$work/mnt
 sock=$work/sock
-mkdir -p "$work/root/ssd" "$work/root/hdd" "$mnt" "$sock"
-chown postgres "$sock"
+mkdir -p "$work/root/ssd" "$work/root/hdd" "$mnt" "$sock" "$work/log"
+chown postgres "$sock" "$work/log"
 daemon=""
 export PGHOST=$sock PGPORT=5499 PGUSER=postgres PGDATABASE=postgres
 
@@ -45,7 +49,9 @@ pg() { su postgres -c "$*"; }
 
 mount_fs() {
   local out
-  out=$("$bin" mount --ssd-quota 4MiB --pin-reserve 0 --policy "$policy" --allow-other "$work/root" "$mnt")
+  # Moves at 20 MB/s: a table file takes a second or more, so kills land inside moves.
+  out=$("$bin" mount --ssd-quota "$quota" --pin-reserve 0 --move-rate 20 --policy "$policy" --allow-other \
+    "$work/root" "$mnt")
   daemon=$(sed -n 's/.*(pid \([0-9]*\)).*/\1/p' <<<"$out")
   [ -n "$daemon" ] || { echo "no daemon pid in: $out" >&2; exit 1; }
 }
@@ -54,21 +60,42 @@ mount_fs() {
 crash() {
   kill -9 "$daemon" 2>/dev/null || true
   sleep 0.5
-  pkill -9 -f "$pgbin/postgres -D $mnt" 2>/dev/null || true
-  pkill -9 -f "$mnt" 2>/dev/null || true
-  sleep 0.5
+  # Until they are gone: a process killed inside a FUSE request dies when the request fails.
+  for _ in $(seq 50); do
+    pkill -9 -f "$pgbin/postgres -D $mnt" 2>/dev/null || true
+    pkill -9 -f "$mnt" 2>/dev/null || true
+    pgrep -f "$mnt" >/dev/null || break
+    sleep 0.2
+  done
   umount -l "$mnt" 2>/dev/null || true
 }
 
 cleanup() {
   pg "$pgbin/pg_ctl -D $mnt/pg/data -m immediate stop" >/dev/null 2>&1 || true
   crash
+  wait 2>/dev/null || true
   rm -rf "$work"
 }
 trap cleanup EXIT
 
+# PostgreSQL runs as a child of this script (not daemonized by pg_ctl), so that a killed
+# postmaster is reaped here: a zombie left to an init that does not reap (as in some
+# containers) keeps its PID alive and the restarted server would refuse the stale lock file.
+pg_pid=""
 pg_start() {
-  pg "$pgbin/pg_ctl -D $mnt/pg/data -o '-k $sock -p $PGPORT -c listen_addresses=' -l $work/pg.log -w -t 120 start" >/dev/null
+  su postgres -c "exec $pgbin/postgres -D $mnt/pg/data -k $sock -p $PGPORT -c listen_addresses=" \
+    >>"$work/log/pg.log" 2>&1 &
+  pg_pid=$!
+  for _ in $(seq 600); do
+    pg_isready -q && return 0
+    kill -0 "$pg_pid" 2>/dev/null || return 1
+    sleep 0.2
+  done
+  return 1
+}
+pg_stop() {
+  pg "$pgbin/pg_ctl -D $mnt/pg/data -m fast -w stop" >/dev/null 2>&1 || true
+  wait "$pg_pid" 2>/dev/null || true
 }
 
 # pgbench's invariant: every balance column sums to the history's deltas.
@@ -112,7 +139,7 @@ sys.exit(0 if ok == "ok" and total == (2_000_000, 2000) else 1)
 PY
 }
 
-say "setup: $policy, SSD quota 4 MiB, PostgreSQL $("$pgbin/postgres" --version | awk '{print $3}')"
+say "setup: $policy, SSD quota $quota, moves at 20 MB/s, PostgreSQL $("$pgbin/postgres" --version | awk '{print $3}')"
 mount_fs
 mkdir -p "$mnt/pg" "$mnt/sqlite"
 chown postgres "$mnt/pg"
@@ -120,11 +147,11 @@ pg "$pgbin/initdb -D $mnt/pg/data -A trust -U postgres" >/dev/null
 pg_start
 pgbench -i -s 2 -q >/dev/null 2>&1
 pg_check || { echo "pgbench invariant fails before any crash" >&2; exit 1; }
-pg "$pgbin/pg_ctl -D $mnt/pg/data -m fast stop" >/dev/null
+pg_stop
 
 say "git clone + fsck on the mount"
 git clone -q --no-hardlinks "$repo" "$mnt/repo"
-git -C "$mnt/repo" fsck --full --no-progress && echo "git fsck: ok"
+git -C "$mnt/repo" fsck --full --no-progress --no-dangling && echo "git fsck: ok"
 rm -rf "$mnt/repo"
 
 failures=0
@@ -136,8 +163,10 @@ for t in $(seq 1 "$trials"); do
   lite=$!
   # Kill at a random moment 3-8 s in, while pages move between the tiers.
   sleep "$((3 + RANDOM % 6)).$((RANDOM % 10))"
-  moves=$("$bin" stats "$mnt" 2>/dev/null | awk '/^promotions/ {p=$2} /^demotions/ {d=$2} END {print p+d}')
+  moves=$("$bin" stats "$mnt" 2>/dev/null |
+    awk '/^promotions/ {n+=$2} /^demotions/ {n+=$2} /^copies into SSD/ {n+=$4} /^write-backs/ {n+=$2} END {print n}')
   crash
+  wait "$pg_pid" 2>/dev/null || true
   wait "$bench" 2>/dev/null || true
   kill -9 "$lite" 2>/dev/null || true
   wait "$lite" 2>/dev/null || true
@@ -145,7 +174,7 @@ for t in $(seq 1 "$trials"); do
   result="ok"
   if ! pg_start; then
     result="PostgreSQL did not restart (tail of its log below)"
-    tail -5 "$work/pg.log"
+    tail -5 "$work/log/pg.log"
   elif ! pg_check; then
     result="pgbench invariant BROKEN"
   fi
@@ -153,7 +182,7 @@ for t in $(seq 1 "$trials"); do
   if ! lite_out=$(sqlite_check); then
     result="$result; SQLite BROKEN ($lite_out)"
   fi
-  pg "$pgbin/pg_ctl -D $mnt/pg/data -m fast stop" >/dev/null 2>&1 || true
+  pg_stop
   printf 'trial %2d: killed after %s moves; pgbench transactions so far %s; %s; sqlite %s\n' \
     "$t" "${moves:-?}" "$txns" "$result" "$lite_out"
   [ "$result" = ok ] || failures=$((failures + 1))

@@ -71,4 +71,12 @@ fi
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check 'libcachesim==0.3.5'
 "$venv/bin/python" scripts/libcachesim_diff.py target/release/tierwise | tail -1
 
+say "real applications on a migrating mount, daemon killed -9 (PostgreSQL, SQLite, git; 2 trials)"
+# The full run is ten trials or more per policy: ./scripts/apps-on-mount.sh 10 POLICY.
+if [ -e /dev/fuse ]; then
+  ./scripts/apps-on-mount.sh 2 hycache | tail -4
+else
+  echo "SKIPPED: /dev/fuse is missing"
+fi
+
 say "all tests passed"
