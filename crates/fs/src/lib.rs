@@ -18,8 +18,9 @@
 //!   work an access triggers starts after that access (the engine's contract), and a write that
 //!   arrives during a move waits and lands in the final copy.
 //! - An access the engine marks `blocked` (it waits for cleaning, or for its file's move)
-//!   releases its file lock, waits until no work on its file is in flight, then runs where the
-//!   file is now.
+//!   releases its file lock, waits until no work on its file is in flight, then runs on the
+//!   engine's first answer where the file is now; it is asked again (uncounted,
+//!   `Engine::access_again`) only if that answer would leave a copy stale.
 //! - Lock order: file lock, then the namespace lock, then the engine or the inode table; never
 //!   the other way round (see `shared`).
 //!
