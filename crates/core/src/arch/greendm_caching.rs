@@ -91,8 +91,16 @@ const PARAMS: &[ParamSpec] = &[
     ParamSpec { name: "pt", default: "1", help: "prefetch threshold: misses within TW (1..=255)" },
     ParamSpec { name: "tw", default: "60s", help: "time window between misses that count together (1s..=9h)" },
     ParamSpec { name: "mcml", default: "16", help: "maximum concurrent prefetches and evictions (1..=4096)" },
-    ParamSpec { name: "lt", default: "64", help: "evict when free SSD extents fall to LT (0..HT)" },
-    ParamSpec { name: "ht", default: "128", help: "evict until HT SSD extents are free" },
+    ParamSpec {
+        name: "lt",
+        default: "64",
+        help: "evict when free SSD extents fall to LT (0..HT; at most a quarter of the SSD's extents by default)",
+    },
+    ParamSpec {
+        name: "ht",
+        default: "128",
+        help: "evict until HT SSD extents are free (at most half of the SSD's extents by default)",
+    },
     ParamSpec { name: "window", default: "30s", help: "WSClock working-set window (1s..=9h)" },
     ParamSpec { name: "wb-queue", default: "1024", help: "write-back queue capacity (1..=2^24)" },
     ParamSpec { name: "md-flush", default: "60s", help: "metadata flush interval (0 = never)" },

@@ -115,8 +115,16 @@ const PARAMS: &[ParamSpec] = &[
     ParamSpec { name: "pt", default: "1", help: "promotion threshold: misses within TW (1..=255)" },
     ParamSpec { name: "tw", default: "60s", help: "time window between misses that count together (1s..=9h)" },
     ParamSpec { name: "mcml", default: "16", help: "maximum concurrent migrations (1..=4096)" },
-    ParamSpec { name: "lt", default: "64", help: "demote when free SSD extents fall to LT (0..HT)" },
-    ParamSpec { name: "ht", default: "128", help: "demote until HT SSD extents are free (LT+1..=SSD extents)" },
+    ParamSpec {
+        name: "lt",
+        default: "64",
+        help: "demote when free SSD extents fall to LT (0..HT; at most a quarter of the SSD's extents by default)",
+    },
+    ParamSpec {
+        name: "ht",
+        default: "128",
+        help: "demote until HT SSD extents are free (LT+1..=SSD extents; at most half of them by default)",
+    },
     ParamSpec { name: "reserved", default: "64", help: "spare HDD extents for demotions (0..=2^20)" },
     ParamSpec {
         name: "scanned",

@@ -768,3 +768,43 @@ pub(super) fn run_work(h: &mut Harness) {
         h.step(&Step::Complete(0, 9)).unwrap();
     }
 }
+
+/// Every knob's documented default (what `tierwise list` prints) is the value the code uses:
+/// an architecture built with no knobs equals one built with every knob set to its documented
+/// default. Catches defaults written in two places that drift apart.
+#[test]
+fn documented_defaults_are_the_defaults_used() {
+    // An SSD large enough that no default is capped by its size (GreenDM's LT and HT are, on
+    // SSDs of fewer than 512 extents: their help says so).
+    let setup = Setup { fast_capacity: 1 << 30, slow_capacity: 0, object_size: OBJ };
+    let file_setup = Setup { fast_capacity: 1 << 30, slow_capacity: 0, object_size: 0 };
+    let mut drifted = Vec::new();
+    for a in super::ARCHITECTURES {
+        // Block architectures with an extent knob run on objects of that size, as front ends
+        // split requests (`extent_size_of`).
+        let extent_setup = Setup { object_size: super::extent_size_of(a.name).unwrap_or(OBJ), ..setup };
+        let setup = if a.caps.granularity == super::Granularity::File { &file_setup } else { &extent_setup };
+        let base = match build_arch(a.name, setup) {
+            Ok(arch) => format!("{arch:?}"),
+            Err(_) => continue, // needs a knob without a default (type-aware's volumes)
+        };
+        let knobs: Vec<String> = a
+            .params
+            .iter()
+            .chain(a.extra_params)
+            // Descriptive defaults ("(the block size)") are not values.
+            .filter(|p| !p.default.is_empty() && !p.default.starts_with('(') && p.name != "collector")
+            .map(|p| format!("{}={}", p.name, p.default))
+            .collect();
+        if knobs.is_empty() {
+            continue;
+        }
+        let spec = format!("{}:{}", a.name, knobs.join(","));
+        match build_arch(&spec, setup) {
+            Ok(arch) if format!("{arch:?}") == base => {}
+            Ok(_) => drifted.push(format!("{}: built differently with its documented defaults ({spec})", a.name)),
+            Err(e) => drifted.push(format!("{}: its documented defaults are rejected: {e}", a.name)),
+        }
+    }
+    assert!(drifted.is_empty(), "{}", drifted.join("\n"));
+}
