@@ -806,5 +806,27 @@ fn documented_defaults_are_the_defaults_used() {
             Err(e) => drifted.push(format!("{}: its documented defaults are rejected: {e}", a.name)),
         }
     }
+    // The same for every collector's knobs, inside the generic cache.
+    for c in COLLECTORS {
+        let knobs: Vec<String> = c
+            .params
+            .iter()
+            .filter(|p| !p.default.is_empty() && !p.default.starts_with('('))
+            .map(|p| format!("{}={}", p.name, p.default))
+            .collect();
+        if knobs.is_empty() {
+            continue;
+        }
+        let plain = format!("cache:collector={}", c.name);
+        let spec = format!("{plain},{}", knobs.join(","));
+        let built = |s: &str| build_arch(s, &setup).map(|a| format!("{a:?}"));
+        match (built(&plain), built(&spec)) {
+            (Ok(a), Ok(b)) if a == b => {}
+            (Ok(_), Ok(_)) => {
+                drifted.push(format!("collector {}: built differently with its documented defaults", c.name))
+            }
+            (_, Err(e)) | (Err(e), _) => drifted.push(format!("collector {}: {e}", c.name)),
+        }
+    }
     assert!(drifted.is_empty(), "{}", drifted.join("\n"));
 }
