@@ -148,6 +148,16 @@ fn postmark_under_dynamic_hot_dst() {
 }
 
 #[test]
+fn every_other_workload_including_a_policy_per_volume() {
+    if fuse_available() {
+        check("mixed", 0.002, "type-aware:volumes=/web=on-demand-caching;/files=dynamic-hot-dst", 1 << 20);
+        for workload in ["oltp", "randomread", "webserver-zipf"] {
+            check(workload, 0.002, "file-write-back", 1 << 20);
+        }
+    }
+}
+
+#[test]
 fn every_policy_on_three_workloads_with_a_small_ssd() {
     if !fuse_available() {
         return;
