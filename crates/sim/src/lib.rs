@@ -14,6 +14,7 @@ pub mod plot;
 pub mod report;
 pub mod reproduce;
 pub mod sim;
+mod slab;
 pub mod stat;
 pub mod synth;
 mod timed;

@@ -23,6 +23,7 @@ use crate::device::{Class, DevOp, Device, DiskEvent, Hdd, QueuedDisk, Ram, Ssd};
 use crate::metrics::{Histogram, SimReport};
 use crate::objects::{Mapper, Piece};
 use crate::sim::{Progress, SimConfig, SimError, Tally, Timing, cost, endurance, fill_counts, hca};
+use crate::slab::Slab;
 use crate::trace::{IoOp, Trace, TraceRecord};
 
 /// Bytes per chunk of a large or paced move.
@@ -92,13 +93,11 @@ pub(crate) struct Timed {
     max_request: u64,
     events: BinaryHeap<Reverse<Event>>,
     seq: u64,
-    waiters: Vec<Waiter>,
-    free_waiters: Vec<u32>,
+    waiters: Slab<Waiter>,
     /// Batches of background work in flight; emptied vectors are kept for reuse.
     batches: Vec<Vec<Work>>,
     free_slots: Vec<u32>,
-    chunked: Vec<Option<Chunked>>,
-    free_chunked: Vec<u32>,
+    chunked: Slab<Option<Chunked>>,
     runs: Vec<(u64, u64)>,
     tokens: Vec<u64>,
     /// This request's pieces, how each was served, and whether a fill of its object was issued
@@ -141,12 +140,10 @@ impl Timed {
             max_request: cfg.hdd_queue.max_request_bytes.max(4096),
             events: BinaryHeap::new(),
             seq: 0,
-            waiters: Vec::new(),
-            free_waiters: Vec::new(),
+            waiters: Slab::default(),
             batches: Vec::new(),
             free_slots: Vec::new(),
-            chunked: Vec::new(),
-            free_chunked: Vec::new(),
+            chunked: Slab::default(),
             runs: Vec::new(),
             tokens: Vec::new(),
             pieces: Vec::with_capacity(64),
@@ -163,22 +160,12 @@ impl Timed {
     }
 
     fn new_waiter(&mut self, purpose: Purpose) -> u32 {
-        let w = Waiter { outstanding: 0, purpose };
-        match self.free_waiters.pop() {
-            Some(i) => {
-                self.waiters[i as usize] = w;
-                i
-            }
-            None => {
-                self.waiters.push(w);
-                (self.waiters.len() - 1) as u32
-            }
-        }
+        self.waiters.insert(Waiter { outstanding: 0, purpose })
     }
 
     /// Starts one device I/O for `waiter`.
     fn io(&mut self, now: Nanos, level: Level, (op, addr, len): (DevOp, u64, u64), class: Class, waiter: u32) {
-        self.waiters[waiter as usize].outstanding += 1;
+        self.waiters[waiter].outstanding += 1;
         match level {
             Level::Fast => {
                 let done = self.ssd.submit(now, op, addr, len);
@@ -305,23 +292,14 @@ impl Timed {
 
     fn start_chunked(&mut self, work: Work, now: Nanos) {
         let c = Chunked { work, started: now, chunks: work.bytes.div_ceil(CHUNK_BYTES).max(1), next: 0 };
-        let slot = match self.free_chunked.pop() {
-            Some(s) => {
-                self.chunked[s as usize] = Some(c);
-                s
-            }
-            None => {
-                self.chunked.push(Some(c));
-                (self.chunked.len() - 1) as u32
-            }
-        };
+        let slot = self.chunked.insert(Some(c));
         self.push_event(now, EventKind::ChunkStart, slot);
     }
 
     /// Issues the read (or, with the source in memory, the write) of a chunked move's next
     /// chunk.
     fn chunk_io(&mut self, now: Nanos, slot: u32, write: bool) {
-        let Some(c) = self.chunked[slot as usize] else { return };
+        let Some(c) = self.chunked[slot] else { return };
         let w = c.work;
         let level = if write { w.to } else { w.from };
         let off = c.next * CHUNK_BYTES;
@@ -334,13 +312,13 @@ impl Timed {
 
     /// One I/O of `waiter` finished at `time`.
     fn io_done(&mut self, engine: &mut Engine<ManualClock>, waiter: u32, time: Nanos) -> Result<(), SimError> {
-        let w = &mut self.waiters[waiter as usize];
+        let w = &mut self.waiters[waiter];
         w.outstanding -= 1;
         if w.outstanding > 0 {
             return Ok(());
         }
         let purpose = w.purpose;
-        self.free_waiters.push(waiter);
+        self.waiters.free(waiter);
         match purpose {
             Purpose::Request(arrival) => {
                 self.hist.record(time.0.saturating_sub(arrival.0));
@@ -365,16 +343,16 @@ impl Timed {
             }
             Purpose::ChunkRead(slot) => self.chunk_io(time, slot, true),
             Purpose::ChunkWrite(slot) => {
-                let Some(mut c) = self.chunked[slot as usize] else { return Ok(()) };
+                let Some(mut c) = self.chunked[slot] else { return Ok(()) };
                 c.next += 1;
                 if c.next < c.chunks {
                     // Pacing: chunk i may not start before started + i * (min_duration / chunks).
                     let due = c.started.saturating_add(Nanos(c.work.min_duration.0 / c.chunks * c.next));
-                    self.chunked[slot as usize] = Some(c);
+                    self.chunked[slot] = Some(c);
                     self.push_event(due.max(time), EventKind::ChunkStart, slot);
                 } else {
-                    self.chunked[slot as usize] = None;
-                    self.free_chunked.push(slot);
+                    self.chunked[slot] = None;
+                    self.chunked.free(slot);
                     engine.complete(c.work.id, Outcome::Done).map_err(|e| SimError::Complete(e.to_string()))?;
                     self.start_work(engine, time);
                 }
@@ -403,7 +381,7 @@ impl Timed {
                 self.disk_event(e);
             }
             EventKind::ChunkStart => {
-                let Some(c) = self.chunked[ev.id as usize] else { return Ok(()) };
+                let Some(c) = self.chunked[ev.id] else { return Ok(()) };
                 let in_memory = c.work.source_in_ram || c.work.from == Level::Ram;
                 self.chunk_io(ev.time, ev.id, in_memory);
             }
@@ -516,9 +494,9 @@ impl Timed {
             self.runs = runs;
             self.submit_runs(now, level, op, Class::Normal, waiter);
         }
-        if self.waiters[waiter as usize].outstanding == 0 {
+        if self.waiters[waiter].outstanding == 0 {
             // Served without device I/O.
-            self.waiters[waiter as usize].outstanding = 1;
+            self.waiters[waiter].outstanding = 1;
             self.push_event(now, EventKind::IoDone, waiter);
         }
         self.start_work(engine, now);

@@ -21,6 +21,7 @@ use super::page_cache::PAGE;
 use crate::device::{Class, DevOp, Device, DeviceSet, DiskEvent, Hdd, QueueConfig, QueuedDisk, Ram, Ssd};
 use crate::metrics::Histogram;
 use crate::sim::{FoldHash, SimError};
+use crate::slab::Slab;
 use crate::timed::class_of;
 
 /// The waiter of I/O nobody waits for (background write-back of the buffer cache).
@@ -89,10 +90,8 @@ pub(super) struct Timed {
     ram: Ram,
     events: BinaryHeap<Reverse<Event>>,
     seq: u64,
-    waiters: Vec<Waiter>,
-    free_waiters: Vec<u32>,
-    running: Vec<Running>,
-    free_running: Vec<u32>,
+    waiters: Slab<Waiter>,
+    running: Slab<Running>,
     /// Work waiting for the mover, in issue order.
     queued: VecDeque<u32>,
     /// Work the mover is executing, and how many it may.
@@ -100,8 +99,7 @@ pub(super) struct Timed {
     movers: u32,
     /// Work queued or running, per file.
     on_file: HashMap<u64, Vec<u32>, FoldHash>,
-    deferred: Vec<Deferred>,
-    free_deferred: Vec<u32>,
+    deferred: Slab<Deferred>,
     /// Work queued by the last [`FileSim::start_works`].
     just_started: Vec<u32>,
     tokens: Vec<u64>,
@@ -126,16 +124,13 @@ impl Timed {
             ram,
             events: BinaryHeap::new(),
             seq: 0,
-            waiters: Vec::new(),
-            free_waiters: Vec::new(),
-            running: Vec::new(),
-            free_running: Vec::new(),
+            waiters: Slab::default(),
+            running: Slab::default(),
             queued: VecDeque::new(),
             active: 0,
             movers: if movers == 0 { u32::MAX } else { movers },
             on_file: HashMap::with_hasher(FoldHash),
-            deferred: Vec::new(),
-            free_deferred: Vec::new(),
+            deferred: Slab::default(),
             just_started: Vec::new(),
             tokens: Vec::new(),
             in_flight: 0,
@@ -157,17 +152,7 @@ impl Timed {
     }
 
     fn new_waiter(&mut self, purpose: Purpose) -> u32 {
-        let w = Waiter { outstanding: 0, purpose };
-        match self.free_waiters.pop() {
-            Some(i) => {
-                self.waiters[i as usize] = w;
-                i
-            }
-            None => {
-                self.waiters.push(w);
-                (self.waiters.len() - 1) as u32
-            }
-        }
+        self.waiters.insert(Waiter { outstanding: 0, purpose })
     }
 
     /// A waiter for a file operation arriving at `arrival`.
@@ -178,8 +163,8 @@ impl Timed {
 
     /// Ends the dispatch of operation `waiter`: one that issued no I/O completes at `now`.
     pub(super) fn op_dispatched(&mut self, waiter: u32, now: Nanos) {
-        if self.waiters[waiter as usize].outstanding == 0 {
-            self.waiters[waiter as usize].outstanding = 1;
+        if self.waiters[waiter].outstanding == 0 {
+            self.waiters[waiter].outstanding = 1;
             self.push_event(now, EventKind::IoDone, waiter);
         }
     }
@@ -187,7 +172,7 @@ impl Timed {
     /// Starts one device I/O at `now` for `waiter`.
     fn io(&mut self, now: Nanos, (level, op, addr, len): (Level, DevOp, u64, u64), class: Class, waiter: u32) {
         if waiter != NOBODY {
-            self.waiters[waiter as usize].outstanding += 1;
+            self.waiters[waiter].outstanding += 1;
         }
         if len == 0 {
             self.push_event(now, EventKind::IoDone, waiter);
@@ -219,7 +204,7 @@ impl Timed {
         while self.active < self.movers {
             let Some(slot) = self.queued.pop_front() else { return };
             self.active += 1;
-            let r = &self.running[slot as usize];
+            let r = &self.running[slot];
             let (w, from_ram, addr) = (r.work, r.from_ram, r.addr);
             let class = class_of(w.priority);
             if w.from == Level::Ram || from_ram {
@@ -270,21 +255,12 @@ impl FileSim {
             deps.dedup();
             if !deps.is_empty() {
                 let d = Deferred { deps: deps.len() as u32, waiter, ios: ios.clone(), req, served };
-                let id = match t.free_deferred.pop() {
-                    Some(i) => {
-                        t.deferred[i as usize] = d;
-                        i
-                    }
-                    None => {
-                        t.deferred.push(d);
-                        (t.deferred.len() - 1) as u32
-                    }
-                };
+                let id = t.deferred.insert(d);
                 for &slot in &deps {
-                    t.running[slot as usize].gates.push(id);
+                    t.running[slot].gates.push(id);
                 }
                 if waiter != NOBODY {
-                    t.waiters[waiter as usize].outstanding += 1;
+                    t.waiters[waiter].outstanding += 1;
                 }
                 ios.clear();
             }
@@ -317,16 +293,7 @@ impl FileSim {
                 && (0..w.bytes.div_ceil(PAGE)).all(|p| self.cache.contains(w.obj.0, p));
             let Some(t) = self.timed.as_mut() else { continue };
             let r = Running { work: w, addr, from_ram: cached, gates: Vec::new() };
-            let slot = match t.free_running.pop() {
-                Some(s) => {
-                    t.running[s as usize] = r;
-                    s
-                }
-                None => {
-                    t.running.push(r);
-                    (t.running.len() - 1) as u32
-                }
-            };
+            let slot = t.running.insert(r);
             t.on_file.entry(w.obj.0).or_default().push(slot);
             t.just_started.push(slot);
             t.queued.push_back(slot);
@@ -343,13 +310,13 @@ impl FileSim {
         if waiter == NOBODY {
             return Ok(());
         }
-        let w = &mut t.waiters[waiter as usize];
+        let w = &mut t.waiters[waiter];
         w.outstanding -= 1;
         if w.outstanding > 0 {
             return Ok(());
         }
         let purpose = w.purpose;
-        t.free_waiters.push(waiter);
+        t.waiters.free(waiter);
         match purpose {
             Purpose::Op { arrival, measured } => {
                 if measured {
@@ -359,7 +326,7 @@ impl FileSim {
                 self.last_completion = self.last_completion.max(time);
             }
             Purpose::WorkRead(slot) => {
-                let r = &t.running[slot as usize];
+                let r = &t.running[slot];
                 let (w, addr) = (r.work, r.addr);
                 let waiter = t.new_waiter(Purpose::WorkWrite(slot));
                 t.io(time, (w.to, DevOp::Write, addr, w.bytes), class_of(w.priority), waiter);
@@ -373,9 +340,9 @@ impl FileSim {
     /// it go, and the work it issues starts.
     fn work_done(&mut self, slot: u32, time: Nanos) -> Result<(), SimError> {
         let Some(t) = self.timed.as_mut() else { return Ok(()) };
-        let r = std::mem::take(&mut t.running[slot as usize].gates);
-        let work = t.running[slot as usize].work;
-        t.free_running.push(slot);
+        let gates = std::mem::take(&mut t.running[slot].gates);
+        let work = t.running[slot].work;
+        t.running.free(slot);
         t.active -= 1;
         if let Some(list) = t.on_file.get_mut(&work.obj.0) {
             list.retain(|&s| s != slot);
@@ -383,18 +350,17 @@ impl FileSim {
                 t.on_file.remove(&work.obj.0);
             }
         }
-        let mut released = Vec::new();
-        for id in r {
-            let d = &mut t.deferred[id as usize];
+        // The gates whose last dependency this was (kept in the gate list itself: no allocation).
+        let mut released = gates;
+        released.retain(|&id| {
+            let d = &mut t.deferred[id];
             d.deps -= 1;
-            if d.deps == 0 {
-                released.push(id);
-            }
-        }
+            d.deps == 0
+        });
         for id in released {
             let Some(t) = self.timed.as_mut() else { return Ok(()) };
-            let mut d = t.deferred[id as usize].clone();
-            t.free_deferred.push(id);
+            let mut d = t.deferred[id].clone();
+            t.deferred.free(id);
             if !still_valid(&d.req, &d.served, &self.engine.placement(d.req.obj)) {
                 // Work that ran meanwhile made the first answer unsafe (a write would leave a
                 // copy stale): ask again, as the mount does, without counting the access twice.
