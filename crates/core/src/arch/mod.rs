@@ -361,4 +361,6 @@ pub fn collector_names() -> Vec<&'static str> {
 #[cfg(test)]
 mod file_tests;
 #[cfg(test)]
+mod registry_tests;
+#[cfg(test)]
 mod tests;
