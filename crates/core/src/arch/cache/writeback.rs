@@ -1,0 +1,95 @@
+//! The write-back side of the cache: the dirty set (in dirtying order, or by LBA from a cursor
+//! as bcache's writeback thread walks its keys), and the write-backs it issues.
+
+use super::*;
+
+impl Cache {
+    /// Writes back, oldest-dirtied first, up to `max` dirty objects that became dirty at or
+    /// before `cutoff` (an age-based cleaner); returns how many were issued.
+    pub fn clean_dirty_before(&mut self, cx: &mut Ctx<'_>, cutoff: Nanos, max: usize) -> usize {
+        let mut n = 0;
+        while n < max {
+            let Some(s) = self.dirty_order.front() else { break };
+            if self.dirty_links[s as usize].since > cutoff {
+                break;
+            }
+            self.issue_writeback(cx, Slot(s), Priority::Idle(Nanos::ZERO));
+            n += 1;
+        }
+        n
+    }
+
+    pub(super) fn dirty_push(&mut self, s: Slot, now: Nanos) {
+        ensure_slot(&mut self.dirty_links, s, DirtyLink::default());
+        self.dirty_links[s.idx()].since = now;
+        self.dirty_order.push_back(&mut self.dirty_links, s.0);
+        if let Some(set) = &mut self.dirty_by_lba {
+            set.insert(self.table.id(s).0);
+        }
+    }
+
+    pub(super) fn dirty_unlink(&mut self, s: Slot) {
+        self.dirty_order.unlink(&mut self.dirty_links, s.0);
+        if let Some(set) = &mut self.dirty_by_lba {
+            set.remove(&self.table.id(s).0);
+        }
+    }
+
+    /// The next dirty object the cleaner writes back.
+    pub(super) fn next_to_clean(&mut self) -> Option<Slot> {
+        match &self.dirty_by_lba {
+            Some(set) => {
+                let id = set.range(self.lba_cursor..).next().or_else(|| set.iter().next()).copied()?;
+                self.lba_cursor = id.wrapping_add(1);
+                self.table.get(ObjectId(id))
+            }
+            None => self.dirty_order.front().map(Slot),
+        }
+    }
+
+    pub(super) fn mark_dirty(&mut self, s: Slot, now: Nanos) {
+        let m = *self.table.meta(s);
+        match m.state {
+            CLEAN => {
+                self.table.meta_mut(s).state = DIRTY;
+                self.dirty_bytes += u64::from(m.size);
+                if m.flags & WRITING_BACK != 0 {
+                    // Cannot happen (only dirty objects are written back), kept for safety.
+                    self.table.meta_mut(s).flags |= REDIRTIED;
+                } else {
+                    self.dirty_push(s, now);
+                }
+            }
+            DIRTY if m.flags & WRITING_BACK != 0 => self.table.meta_mut(s).flags |= REDIRTIED,
+            _ => {}
+        }
+    }
+
+    pub(super) fn issue_writeback(&mut self, cx: &mut Ctx<'_>, s: Slot, priority: Priority) {
+        let m = *self.table.meta(s);
+        debug_assert!(m.state == DIRTY && m.flags & WRITING_BACK == 0);
+        self.dirty_unlink(s);
+        self.table.meta_mut(s).flags |= WRITING_BACK;
+        self.writing_back_bytes += u64::from(m.size);
+        self.writebacks_in_flight += 1;
+        let id = self.table.id(s);
+        let w = Work::new(WorkKind::Writeback, id, Level::Fast, Level::Slow, u64::from(m.size))
+            .with_tag(u64::from(s.0))
+            .with_priority(priority);
+        cx.issue(w);
+    }
+
+    pub(super) fn maybe_writeback(&mut self, cx: &mut Ctx<'_>) {
+        if self.mode != Mode::WriteBack || self.dirty_bytes <= self.dirty_high {
+            return;
+        }
+        while self.dirty_bytes.saturating_sub(self.writing_back_bytes) > self.dirty_low
+            && self.writebacks_in_flight < self.max_writebacks
+        {
+            let Some(s) = self.next_to_clean() else {
+                break;
+            };
+            self.issue_writeback(cx, s, Priority::Idle(Nanos::ZERO));
+        }
+    }
+}
