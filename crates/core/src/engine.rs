@@ -204,6 +204,8 @@ pub struct Engine<C: Clock = ManualClock> {
     report_invalidations: bool,
     /// Accesses told, when recording (front-end differential tests).
     calls: Option<Vec<Call>>,
+    /// Check the architecture's invariants after every call ([`Engine::check_every_call`]).
+    checking: bool,
 }
 
 /// One access as the engine was told it (see [`Engine::record_calls`]).
@@ -233,6 +235,7 @@ impl<C: Clock> Engine<C> {
             deferred: Vec::with_capacity(64),
             report_invalidations: true,
             calls: None,
+            checking: false,
         }
     }
 
@@ -240,6 +243,23 @@ impl<C: Clock> Engine<C> {
     /// must tell the engine the same things, and tests compare the records.
     pub fn record_calls(&mut self, on: bool) {
         self.calls = if on { Some(self.calls.take().unwrap_or_default()) } else { None };
+    }
+
+    /// Checks the architecture's invariants after every access, completion and tick from now
+    /// on (or stops), and panics naming the call that broke one. For tests of front ends,
+    /// whose real operations reach states a model harness may not; it costs a pass over every
+    /// object per call.
+    pub fn check_every_call(&mut self, on: bool) {
+        self.checking = on;
+    }
+
+    /// Panics if checking is on and an invariant is broken after the call `what` describes.
+    fn checked(&self, what: impl FnOnce() -> String) {
+        if self.checking
+            && let Err(e) = self.arch.check_invariants()
+        {
+            panic!("engine invariant broken after {}: {e}", what());
+        }
     }
 
     /// The accesses recorded since [`Engine::record_calls`].
@@ -321,6 +341,7 @@ impl<C: Clock> Engine<C> {
             }
             _ => st.metadata_ops += 1,
         }
+        self.checked(|| format!("{req:?}"));
         served
     }
 
@@ -337,6 +358,7 @@ impl<C: Clock> Engine<C> {
         if cx.deferred.as_ref().is_some_and(|d| !d.is_empty()) {
             Self::run_deferred(&mut cx, arch);
         }
+        self.checked(|| format!("{req:?} (asked again)"));
         served
     }
 
@@ -374,6 +396,7 @@ impl<C: Clock> Engine<C> {
         let (mut cx, arch) = self.ctx();
         arch.complete(&mut cx, &work, outcome);
         Self::run_deferred(&mut cx, arch);
+        self.checked(|| format!("the {outcome:?} {work:?}"));
         Ok(())
     }
 
@@ -382,6 +405,7 @@ impl<C: Clock> Engine<C> {
         let (mut cx, arch) = self.ctx();
         arch.tick(&mut cx);
         Self::run_deferred(&mut cx, arch);
+        self.checked(|| "a tick".to_string());
     }
 
     /// When [`Engine::tick`] next has something to do.

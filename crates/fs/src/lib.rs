@@ -131,7 +131,8 @@ pub struct MountConfig {
     /// SSD bytes tierwise may use.
     pub ssd_quota: u64,
     /// Keep the last decisions and moves of each file, readable as the `user.tierwise.debug`
-    /// xattr (tests; costs a little per operation).
+    /// xattr, and check the engine's invariants after every call (tests; costs a pass over
+    /// the engine's files per operation).
     pub debug_events: bool,
     /// Of the quota, bytes kept for files pinned to the SSD.
     pub pin_reserve: u64,
@@ -256,7 +257,9 @@ impl HybridFs {
         let saved = Counters::from_saved(&store.counters()?);
         let policy_bytes = cfg.ssd_quota.saturating_sub(cfg.pin_reserve).max(1);
         let setup = Setup { fast_capacity: policy_bytes, slow_capacity: 0, object_size: 0 };
-        let engine = Engine::new(build_arch(&cfg.policy, &setup)?, SysClock(Instant::now()));
+        let mut engine = Engine::new(build_arch(&cfg.policy, &setup)?, SysClock(Instant::now()));
+        // Tests: every engine call is also checked against the architecture's invariants.
+        engine.check_every_call(cfg.debug_events);
         let prefixes = file_volumes(&cfg.policy)?;
         let plan = data_path_plan(cfg)?;
         let shared = Arc::new(Shared {

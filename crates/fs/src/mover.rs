@@ -177,11 +177,11 @@ impl Shared {
                 let moving = matches!(w.kind, WorkKind::Promote | WorkKind::Demote);
                 self.plan(ino, from).and_then(|(rel, plan)| {
                     self.journalled(ino, &rel, w.kind, w.kind.name(), from, &plan, || {
-                        let n = plan.run(&mut self.pace(ino, from))?;
                         if moving {
-                            plan.remove_source()?;
+                            plan.run_move(&mut self.pace(ino, from))
+                        } else {
+                            plan.run(&mut self.pace(ino, from))
                         }
-                        Ok(n)
                     })
                     .map_err(|e| crate::shared::errno(&e))
                 })

@@ -74,12 +74,8 @@ impl Shared {
                 if auth != tier {
                     let kind = if tier == Tier::Fast { WorkKind::Promote } else { WorkKind::Demote };
                     let (rel, plan) = self.plan(ino, auth)?;
-                    self.journalled(ino, &rel, kind, "pin", auth, &plan, || {
-                        let n = plan.run(&mut self.pace(ino, auth))?;
-                        plan.remove_source()?;
-                        Ok(n)
-                    })
-                    .map_err(|e| errno(&e))?;
+                    self.journalled(ino, &rel, kind, "pin", auth, &plan, || plan.run_move(&mut self.pace(ino, auth)))
+                        .map_err(|e| errno(&e))?;
                 }
                 if current.is_none() {
                     // Out of the policy: the engine forgets it (work it queued for the file is

@@ -270,11 +270,17 @@ impl Shared {
         served
     }
 
-    /// Waits until no work on `ino`, and none of the works `ids`, is queued or in flight.
+    /// Waits until none of the works `ids`, and none of the work on `ino` queued or in flight
+    /// now, is queued or in flight.
     pub(crate) fn wait_for(&self, ino: u64, ids: &[u64]) {
         self.yield_move(ino);
         let mut e = lock(&self.engine);
-        let busy = |w: &Work| w.obj.0 == ino || ids.contains(&w.id.0);
+        // The work to wait for is fixed now: a move of the file that fails and is queued again
+        // later (a failing tier) must not hold the access for ever; it takes the file lock
+        // exclusively, so it cannot overlap the access's I/O anyway.
+        let mut waited: Vec<u64> = ids.to_vec();
+        waited.extend(e.in_flight().chain(e.pending_work().iter()).filter(|w| w.obj.0 == ino).map(|w| w.id.0));
+        let busy = |w: &Work| waited.contains(&w.id.0);
         while e.in_flight().any(busy) || e.pending_work().iter().any(busy) {
             self.work_cv.notify_all();
             e = self.done_cv.wait_timeout(e, Duration::from_millis(50)).map_or_else(|p| p.into_inner().0, |r| r.0);

@@ -1039,9 +1039,14 @@ impl FileCore {
                         if !m.has(DELETED) {
                             cx.issue(Work::new(WorkKind::Invalidate, w.obj, Level::Fast, Level::Fast, bytes));
                         }
-                    } else if redirtied || m.has(STALE) || self.fast_used > self.capacity + self.leaving - bytes {
-                        // The SSD copy changed meanwhile, or writes wait behind the eviction on the
-                        // HDD side: write back again and evict then.
+                    } else if redirtied
+                        || m.has(STALE)
+                        || m.size() != bytes
+                        || self.fast_used > self.capacity + self.leaving - bytes
+                    {
+                        // The SSD copy changed meanwhile (its growth is not in `fast_used` while
+                        // it is held), or writes wait behind the eviction on the HDD side: write
+                        // back again and evict then.
                         self.reissue_leaving(cx, s, w, bytes, m.size());
                         return;
                     } else {

@@ -291,7 +291,15 @@ impl Shared {
         let mut copies = [None, None];
         copies[tier.index()] = Some((m.len(), tiers::mtime(&m)));
         if let Err(e) = self.adopt_file(ino, &node.rel, &copies, false) {
-            crate::log::warn(format_args!("{} back to the policy: {e}", node.rel.display()));
+            // The policy wanted it on the other tier and the move failed: the engine must not
+            // believe it there. It stays where it is, outside the policy, until the next mount.
+            crate::log::warn(format_args!(
+                "{} stays outside the policy on the {tier:?} tier: moving it failed: {e}",
+                node.rel.display()
+            ));
+            let class = self.class(&node.rel, false);
+            self.tell(&Request::op(ObjectId(ino), Op::Delete).with_class(class));
+            write_lock(&self.linked).insert(ino, tier);
         }
     }
 

@@ -7,10 +7,12 @@ use std::fs::{self, File};
 use std::io;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
+use std::sync::{Arc, OnceLock};
 
 use tierwise_core::Tier;
 
 use super::at::{Access, At};
+use super::backend::{self, Backend};
 use super::{COPY_CHUNK, RESERVED_PREFIX, Tiers, atime, mtime};
 
 /// A copy of one file from one tier to the other, resolved and ready to run. The directories
@@ -23,6 +25,10 @@ pub struct CopyPlan {
     src_id: (u64, u64),
     dst: At,
     tmp: At,
+    /// What does the steps (the tiers themselves, or a fault-injecting stand-in).
+    backend: Arc<dyn Backend>,
+    /// Device and inode of the copy this plan made: what [`CopyPlan::abandon`] may remove.
+    made: OnceLock<(u64, u64)>,
 }
 
 impl Tiers {
@@ -36,7 +42,15 @@ impl Tiers {
         let m = input.metadata()?;
         let dst = self.at_creating(from.other(), rel)?;
         let tmp = dst.sibling(&OsString::from(format!("{RESERVED_PREFIX}tmp-{ino}")))?;
-        Ok(CopyPlan { src, input, src_id: (m.dev(), m.ino()), dst, tmp })
+        Ok(CopyPlan {
+            src,
+            input,
+            src_id: (m.dev(), m.ino()),
+            dst,
+            tmp,
+            backend: self.backend.clone(),
+            made: OnceLock::new(),
+        })
     }
 }
 
@@ -53,14 +67,18 @@ impl CopyPlan {
                 Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
                 _ => {}
             }
-            let out = self.tmp.open(Access::CreateNew)?;
-            let n = copy_data(&self.input, &out, meta.len(), pace)?;
+            let b = &*self.backend;
+            let out = b.create_temp(&self.tmp)?;
+            if let Ok(m) = out.metadata() {
+                let _ = self.made.set((m.dev(), m.ino()));
+            }
+            let n = copy_data(b, &self.input, &out, meta.len(), pace)?;
             copy_metadata(&self.input, &meta, &out)?;
             out.set_times(fs::FileTimes::new().set_accessed(atime(&meta)).set_modified(mtime(&meta)))?;
-            out.sync_all()?;
+            b.sync_file(&out)?;
             drop(out);
-            self.tmp.rename_to(&self.dst)?;
-            self.dst.sync_dir()?;
+            b.rename(&self.tmp, &self.dst)?;
+            b.sync_dir(&self.dst)?;
             Ok(n)
         })();
         if result.is_err() {
@@ -69,13 +87,48 @@ impl CopyPlan {
         result
     }
 
+    /// Moves the file: [`CopyPlan::run`], then [`CopyPlan::remove_source`]. If either fails
+    /// while the source is still there, the copy is removed again ([`CopyPlan::abandon`]), so a
+    /// failed move leaves exactly the one copy it started from.
+    pub fn run_move(&self, pace: &mut dyn FnMut(u64, u64, u64) -> io::Result<()>) -> io::Result<u64> {
+        let result = self.run(pace).and_then(|n| self.remove_source().map(|()| n));
+        if result.is_err() {
+            self.abandon();
+        }
+        result
+    }
+
     /// Removes the source, if its name still holds the file that was copied, and syncs its
-    /// directory.
+    /// directory. An error after the source is gone is not a failure: the move took effect,
+    /// only the durability of the removal is unsure, and a crash would leave two identical
+    /// copies, which adoption resolves.
     pub fn remove_source(&self) -> io::Result<()> {
-        match self.src.unlink_if(self.src_id) {
-            Ok(()) => self.src.sync_dir(),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(e),
+        match self.backend.unlink_source(&self.src, self.src_id) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+            Err(e) if self.source_intact() => return Err(e),
+            Err(_) => {} // removed despite the error
+        }
+        if let Err(e) = self.backend.sync_dir(&self.src) {
+            crate::log::debug(format_args!("syncing the directory of a moved file's source: {e}"));
+        }
+        Ok(())
+    }
+
+    /// Whether the source's name still holds the file that was copied.
+    fn source_intact(&self) -> bool {
+        self.src.metadata().is_ok_and(|m| (m.dev(), m.ino()) == self.src_id)
+    }
+
+    /// Undoes a move that failed: removes the copy this plan made (if its name still holds it)
+    /// while the source is intact, so one copy remains, not two that could later differ.
+    pub fn abandon(&self) {
+        let _ = self.tmp.unlink();
+        if let Some(&made) = self.made.get()
+            && self.source_intact()
+            && self.dst.unlink_if(made).is_ok()
+        {
+            let _ = self.dst.sync_dir();
         }
     }
 
@@ -89,6 +142,7 @@ impl CopyPlan {
 /// each; holes stay holes (only the data regions `SEEK_DATA`/`SEEK_HOLE` report are read and
 /// written), so a sparse file does not grow when it moves. Returns the bytes copied.
 fn copy_data(
+    backend: &dyn Backend,
     input: &File,
     out: &File,
     len: u64,
@@ -117,7 +171,7 @@ fn copy_data(
                 break; // the file shrank under us: the copy is of what was there
             }
             pace(at, got as u64, len)?;
-            out.write_all_at(&buf[..got], at)?;
+            backend::write_all_at(backend, out, buf.get(..got).unwrap_or_default(), at)?;
             at += got as u64;
             copied += got as u64;
         }

@@ -14,7 +14,10 @@
 //! RESOLVE_NO_SYMLINKS)` and acts on the final name without following it.
 
 pub mod at;
+pub mod backend;
 mod copy;
+#[cfg(test)]
+mod fault_tests;
 mod scan;
 
 use std::ffi::OsStr;
@@ -27,6 +30,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 pub use at::{Access, At};
+pub use backend::{Backend, Direct};
 pub use copy::CopyPlan;
 use nix::fcntl::OFlag;
 use nix::sys::stat::Mode;
@@ -52,6 +56,8 @@ pub struct Tiers {
     /// The roots, opened at mount (fast first): paths are resolved from these once a cheap
     /// check of the path says the root is still the same directory.
     root_fds: [Arc<File>; 2],
+    /// What moves do their steps through ([`Direct`] unless a test injects faults).
+    backend: Arc<dyn Backend>,
 }
 
 /// Errors found in the tier directories before mounting.
@@ -115,7 +121,13 @@ impl Tiers {
             Ok((Arc::new(f), (m.dev(), m.ino())))
         };
         let ((ssd_fd, ssd_id), (hdd_fd, hdd_id)) = (open("ssd", &ssd)?, open("hdd", &hdd)?);
-        Ok(Tiers { ssd, hdd, roots: [ssd_id, hdd_id], root_fds: [ssd_fd, hdd_fd] })
+        Ok(Tiers { ssd, hdd, roots: [ssd_id, hdd_id], root_fds: [ssd_fd, hdd_fd], backend: Arc::new(Direct) })
+    }
+
+    /// The same tiers with moves done through `backend` (fault injection in tests).
+    pub fn with_backend(mut self, backend: Arc<dyn Backend>) -> Tiers {
+        self.backend = backend;
+        self
     }
 
     /// Device and inode of `tier`'s root as it was at mount.

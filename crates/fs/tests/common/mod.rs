@@ -6,6 +6,8 @@
 use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
 
+pub mod differential;
+
 use tierwise_fs::{HybridFs, MountConfig, Tiers, mount_options};
 
 /// Whether `/dev/fuse` can be opened (tests skip with a message when not).
@@ -44,7 +46,18 @@ impl Drop for Mounted {
 
 /// Mounts `ssd` + `hdd` on `mnt` with `cfg`, four threads.
 pub fn mount_with(ssd: &Path, hdd: &Path, mnt: &Path, cfg: &MountConfig) -> Mounted {
-    let tiers = Tiers::open(ssd, hdd, mnt).unwrap();
+    mount_with_backend(ssd, hdd, mnt, cfg, std::sync::Arc::new(tierwise_fs::tiers::Direct))
+}
+
+/// [`mount_with`], the moves done through `backend` (fault injection).
+pub fn mount_with_backend(
+    ssd: &Path,
+    hdd: &Path,
+    mnt: &Path,
+    cfg: &MountConfig,
+    backend: std::sync::Arc<dyn tierwise_fs::tiers::Backend>,
+) -> Mounted {
+    let tiers = Tiers::open(ssd, hdd, mnt).unwrap().with_backend(backend);
     let cfg = MountConfig { mountpoint: Some(mnt.to_path_buf()), ..cfg.clone() };
     let fs = HybridFs::new(tiers, &cfg).unwrap();
     let mut fcfg = fuser::Config::default();
