@@ -4,8 +4,6 @@
 //!
 //! Skipped, with a message, where `/dev/fuse` cannot be opened.
 
-#![expect(clippy::unwrap_used, reason = "a failing setup should stop the test loudly")]
-
 use std::fs;
 use std::path::Path;
 use std::process::{Command, Stdio};

@@ -6,8 +6,6 @@
 //! After unmounting, the two tiers hold the files exactly once per DST policy, and a remount
 //! adopts them and shows the same tree.
 
-#![expect(clippy::unwrap_used, reason = "a failing setup should stop the test loudly")]
-
 use std::fs::{self, OpenOptions};
 use std::io::{ErrorKind, Write};
 use std::os::unix::fs::FileExt;

@@ -1,8 +1,6 @@
 //! The move protocol under injected faults: every failure leaves the file whole, on exactly the
 //! tier it started from; every crash point leaves what the scan at the next mount resolves.
 
-#![expect(clippy::unwrap_used, reason = "a failing setup should stop the test loudly")]
-
 use std::fs;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
