@@ -148,7 +148,7 @@ pub struct MountConfig {
     /// Delay SSD-tier I/O by this simulator SSD preset.
     pub emulate_ssd: Option<String>,
     /// Serve opened files by FUSE passthrough (the kernel does their I/O on the tier file)
-    /// when their placement is settled (DST policies and the baselines).
+    /// when their placement is settled, where the policy's capabilities allow it (default).
     pub passthrough: bool,
     /// Let the kernel's page cache sit above the policy (FUSE writeback cache and
     /// `FOPEN_KEEP_CACHE`): reads it holds and writes it has not flushed yet never reach the
@@ -178,7 +178,7 @@ impl MountConfig {
             move_rate: 0,
             emulate_hdd: None,
             emulate_ssd: None,
-            passthrough: false,
+            passthrough: true,
             kernel_cache: false,
             direct_io: false,
             read_only: false,
@@ -210,7 +210,7 @@ impl Layout {
         Ok(match archs.as_slice() {
             [one] if cost_of(one) == Some(CostClass::HddOnly) => Layout::HddOnly,
             [one] if cost_of(one) == Some(CostClass::SsdOnly) => Layout::SsdOnly,
-            _ if archs.iter().any(|a| !passthrough_allowed(a)) => Layout::Caching,
+            _ if archs.iter().any(|a| keeps_copies(a)) => Layout::Caching,
             _ => Layout::Tiering,
         })
     }
@@ -389,6 +389,12 @@ fn cost_of(spec: &str) -> Option<CostClass> {
     tierwise_core::arch_info(spec.split(':').next().unwrap_or("")).ok().map(|i| i.caps.cost)
 }
 
+/// Whether the architecture `spec` keeps copies (the HDD holds every file).
+fn keeps_copies(spec: &str) -> bool {
+    tierwise_core::arch_info(spec.split(':').next().unwrap_or(""))
+        .is_ok_and(|i| i.caps.copies == tierwise_core::arch::Copies::SsdCopies)
+}
+
 /// Checks that `spec` is a valid policy a mount can run: a file-level architecture (or a
 /// single-device baseline) with valid knobs.
 pub fn check_policy(spec: &str) -> Result<(), MountError> {
@@ -411,9 +417,8 @@ pub fn check_policy(spec: &str) -> Result<(), MountError> {
 }
 
 /// Whether passthrough is offered for the architecture `policy`, as its registry capabilities
-/// say: DST policies (one copy per file) and the single-device baselines. Caching policies keep
-/// two copies in step, which passthrough I/O would bypass (and a write-back policy under
-/// passthrough hung in testing; see DESIGN.md).
+/// say: DST policies, the read caches (read-only to a cached file's SSD copy) and the
+/// single-device baselines; not write-back, which must see every write it absorbs.
 pub fn passthrough_allowed(policy: &str) -> bool {
     let name = policy.split(':').next().unwrap_or("");
     tierwise_core::arch_info(name).is_ok_and(|i| i.caps.passthrough)
@@ -453,7 +458,7 @@ pub fn data_path_plan(cfg: &MountConfig) -> Result<DataPath, ConfigError> {
         .filter(|(v, _)| !allowed[*v])
         .map(|(v, a)| {
             let scope = if archs.len() > 1 { format!("{} ({a})", name(v)) } else { a.clone() };
-            format!("{scope} keeps a copy on each tier in step, which passthrough I/O would bypass")
+            format!("{scope} must see every write (it absorbs them on the SSD copy), which passthrough I/O would bypass")
         })
         .collect();
     let path = match (allowed.iter().any(|&b| b), allowed.iter().all(|&b| b)) {
@@ -482,10 +487,12 @@ pub fn mount_options(source: &str) -> Vec<fuser::MountOption> {
 mod tests {
     use super::*;
 
-    /// Passthrough per volume: DST volumes may, caching ones may not, and the reason is said.
+    /// Passthrough per volume, by default: DST and read-cache volumes may, write-back ones may
+    /// not, and the reason is said.
     #[test]
     fn the_data_path_follows_each_volume_policy() {
-        let mut cfg = MountConfig::new("type-aware:default=dynamic-hot-dst,volumes=/web=on-demand-caching", 1 << 20);
+        let mut cfg = MountConfig::new("type-aware:default=dynamic-hot-dst,volumes=/web=file-write-back", 1 << 20);
+        cfg.passthrough = false;
         let p = data_path_plan(&cfg).unwrap();
         assert_eq!((p.description.as_str(), p.declined), ("regular FUSE I/O", None), "not asked for");
         cfg.passthrough = true;
@@ -493,7 +500,10 @@ mod tests {
         assert_eq!(p.passthrough_volumes, [true, false]);
         assert_eq!(p.description, "passthrough for other paths; regular FUSE I/O elsewhere");
         let why = p.declined.unwrap();
-        assert!(why.contains("/web (on-demand-caching) keeps a copy on each tier"), "{why}");
+        assert!(why.contains("/web (file-write-back) must see every write"), "{why}");
+        assert_eq!(MountConfig::new("on-demand-caching", 1).passthrough, true, "the default");
+        assert_eq!(data_path_plan(&MountConfig::new("on-demand-caching", 1)).unwrap().description, "passthrough");
+        assert_eq!(Layout::of("on-demand-caching").unwrap(), Layout::Caching);
         cfg.policy = "hycache".into();
         assert_eq!(data_path_plan(&cfg).unwrap().description, "passthrough");
         assert_eq!(Layout::of("hycache").unwrap(), Layout::Tiering);

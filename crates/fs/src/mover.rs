@@ -159,13 +159,14 @@ impl Shared {
             // Pinned or unlinked since the engine queued it: out of the policy.
             return Outcome::Cancelled;
         }
-        if lock(&self.backing).contains_key(&ino) {
+        if self.passed_through(ino) {
             // Open by passthrough: the kernel does I/O on this tier file; it stays put.
             self.stats.cancelled.fetch_add(1, Ordering::Relaxed);
             return Outcome::Cancelled;
         }
         // The move replaces or removes tier files: open handles on them are stale.
         self.drop_fds(ino);
+        self.retire_backing(ino);
         let result = match w.kind {
             // The invalidation took effect in the engine when it was issued. A whole-file write
             // may have put the file back on the SSD since (write-back, write-through-all): that

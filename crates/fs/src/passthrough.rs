@@ -1,7 +1,13 @@
 //! FUSE passthrough: the kernel does a file's reads and writes on its tier file directly.
+//!
+//! The kernel holds an inode open by passthrough to one backing file, and refuses (EIO) any
+//! other open of it meanwhile that is not passthrough to that same registration. So the
+//! choice is per file, not per open: while a file has a passthrough open, every further open
+//! joins it, and a file with regular opens gets no passthrough until they are closed.
 
 use std::fs;
 use std::io;
+use std::os::unix::fs::MetadataExt;
 
 use tierwise_core::{Op, Tier};
 
@@ -16,7 +22,26 @@ pub(crate) struct Backing {
     pub(crate) tier: Tier,
     pub(crate) writable: bool,
     pub(crate) size_at_open: u64,
+    /// A cached file, passed through read-only to its SSD copy: its HDD copy is as valid, so
+    /// writes through regular handles meanwhile go to both (see [`Shared::mirrored`]).
+    pub(crate) mirrored: bool,
+    /// Device and inode of the tier file registered: an idle registration is reused only for
+    /// the same file.
+    pub(crate) file_id: (u64, u64),
+    /// When the last open was released (idle since then).
+    pub(crate) idle_since: Option<std::time::Instant>,
+    /// A cached file's SSD copy written through a writable open that joined a read-only one:
+    /// the HDD copy is brought in step at the last close.
+    pub(crate) written: bool,
 }
+
+/// How long an idle registration may still be held by the kernel: it lets go when it reads
+/// our reply to the release, which is written right after the release is handled.
+const KERNEL_LETS_GO: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// Registrations kept after their last close (see [`Shared::release_passthrough`]) before
+/// the idle ones are dropped.
+const IDLE_KEPT: usize = 1024;
 
 /// The file handle of a passthrough open (regular opens use 0).
 pub(crate) const PASSTHROUGH_FH: u64 = 1;
@@ -34,9 +59,12 @@ impl Shared {
 
     /// Registers file `ino` for a passthrough open when its placement is settled: the policy
     /// sees the open as a read of the whole file and its work on the file is finished first
-    /// (placement is decided at open time), then the file must have exactly one valid copy.
+    /// (placement is decided at open time). A file with one valid copy is then passed through
+    /// to it; a cached file (two clean copies) read-only to its SSD copy, and a writable open
+    /// of one uses regular I/O (the policy sees its writes and keeps the copies in step).
     /// While it is open this way it does not move, and every access to it (regular handles too)
-    /// goes to that copy outside the policy; the policy hears of a size change at the last close.
+    /// goes to that copy outside the policy, writes to both copies of a cached file; the policy
+    /// hears of a size change at the last close.
     /// `Some(())`: registered (the caller replies with the backing id); `None`: use regular I/O.
     pub(crate) fn open_passthrough(
         &self,
@@ -46,7 +74,21 @@ impl Shared {
         pinned: bool,
         register: impl FnOnce(&fs::File) -> io::Result<fuser::BackingId>,
     ) -> Option<()> {
-        if !pinned && !lock(&self.backing).contains_key(&ino) {
+        {
+            // Open by passthrough already: this open must join it, whatever it is.
+            let mut b = lock(&self.backing);
+            if let Some(e) = b.get_mut(&ino)
+                && e.opens > 0
+            {
+                e.opens += 1;
+                e.written |= writable && e.mirrored;
+                return Some(());
+            }
+        }
+        if writable && !pinned && self.copies(ino).len() > 1 {
+            return None; // a cached file written: regular I/O, without a whole-file read told first
+        }
+        if !pinned && !self.passed_through(ino) {
             let size = self.attr(ino).map(|a| a.size).unwrap_or(0);
             if size > 0 {
                 let req = self.data_request(ino, node, Op::Read, 0, size);
@@ -69,11 +111,13 @@ impl Shared {
         }
         let copies = self.copies(ino);
         let tier = *copies.first()?;
-        if copies.len() != 1 {
-            return None; // a cached file: its copies must stay in step, regular I/O does that
+        let mirrored = copies.len() > 1;
+        if mirrored && (writable || tier != Tier::Fast) {
+            return None; // a cached file written: its copies stay in step through the policy
         }
-        if writable && tier == Tier::Fast && crate::shared::read_lock(&self.pins).get(&ino) == Some(&Tier::Fast) {
-            // Its growth is held to the pin reserve: regular I/O checks that.
+        if crate::shared::read_lock(&self.pins).get(&ino) == Some(&Tier::Fast) {
+            // Its growth is held to the pin reserve: regular I/O checks that (for every open,
+            // as a later writable open could not leave passthrough).
             return None;
         }
         let at = self.at(ino, tier).ok()?;
@@ -81,15 +125,35 @@ impl Shared {
             // Its writes must clear set-id bits or capabilities: regular I/O does that.
             return None;
         }
+        let file_id = at.metadata().map(|m| (m.dev(), m.ino())).ok()?;
         let mut b = lock(&self.backing);
-        if let Some(e) = b.get_mut(&ino) {
-            if e.tier != tier || (writable && !e.writable) {
-                return None;
-            }
+        if let Some(e) = b.get_mut(&ino)
+            && e.opens > 0
+        {
+            // Opened by passthrough since the check above: join it.
             e.opens += 1;
+            e.written |= writable && e.mirrored;
             return Some(());
         }
-        // Read-write when the daemon may, so later write opens share the backing file.
+        // Other opens of the file (regular ones, counted before they decide, under this lock
+        // for the passthrough ones) keep the kernel's inode out of passthrough mode.
+        if lock(&self.open_counts).get(&ino).copied().unwrap_or(0) > 1 {
+            return None;
+        }
+        if let Some(e) = b.get_mut(&ino) {
+            if e.tier == tier && e.file_id == file_id && e.writable && e.mirrored == mirrored {
+                e.size_at_open = at.metadata().map_or(0, |m| m.len());
+                e.idle_since = None;
+                e.opens = 1;
+                return Some(());
+            }
+            // Idle and for another file or mode: registered afresh below.
+            b.remove(&ino);
+        }
+        if b.len() >= IDLE_KEPT {
+            b.retain(|_, e| e.opens > 0);
+        }
+        // Read-write, so that later write opens can join it.
         let (file, backing_writable) = match at.open(Access::ReadWrite) {
             Ok(f) => (f, true),
             Err(_) if !writable => (at.open(Access::Read).ok()?, false),
@@ -97,7 +161,7 @@ impl Shared {
         };
         let size_at_open = file.metadata().map(|m| m.len()).unwrap_or(0);
         let id = register(&file).ok()?;
-        b.insert(ino, Backing { id, opens: 1, tier, writable: backing_writable, size_at_open });
+        b.insert(ino, Backing { id, opens: 1, tier, writable: backing_writable, size_at_open, mirrored, file_id, idle_since: None, written: false });
         Some(())
     }
 
@@ -105,24 +169,32 @@ impl Shared {
     /// the policy hears of a size change the kernel made meanwhile.
     pub(crate) fn release_passthrough(&self, ino: u64) {
         let ended = {
+            // The registration stays, idle: the kernel lets go of it only once it has our
+            // reply to this release, and an open registering another backing file for the
+            // inode before that fails with EIO. The next open reuses it.
             let mut b = lock(&self.backing);
             let Some(e) = b.get_mut(&ino) else { return };
             e.opens = e.opens.saturating_sub(1);
             if e.opens > 0 {
                 return;
             }
-            b.remove(&ino)
+            e.idle_since = Some(std::time::Instant::now());
+            (e.tier, e.size_at_open, e.mirrored, std::mem::take(&mut e.written))
         };
-        let Some(e) = ended else { return };
+        let (tier, size_at_open, mirrored, written) = ended;
         if self.fixed_tier(ino).is_some() {
             return;
         }
-        let Ok(node) = self.node(ino) else { return };
-        let size = self.at(ino, e.tier).ok().and_then(|a| a.metadata().ok()).map_or(e.size_at_open, |m| m.len());
-        let req = match size.cmp(&e.size_at_open) {
-            std::cmp::Ordering::Greater => {
-                self.data_request(ino, &node, Op::Write, e.size_at_open, size - e.size_at_open)
+        if mirrored {
+            self.end_mirror(ino, written);
+            if written {
+                return; // the copies are in step again, as the policy believes them
             }
+        }
+        let Ok(node) = self.node(ino) else { return };
+        let size = self.at(ino, tier).ok().and_then(|a| a.metadata().ok()).map_or(size_at_open, |m| m.len());
+        let req = match size.cmp(&size_at_open) {
+            std::cmp::Ordering::Greater => self.data_request(ino, &node, Op::Write, size_at_open, size - size_at_open),
             std::cmp::Ordering::Less => self.data_request(ino, &node, Op::Truncate, size, 0),
             std::cmp::Ordering::Equal => return,
         };
@@ -136,5 +208,79 @@ impl Shared {
         self.tell(&req);
         drop(_g);
         self.sync_dirty_mark(ino);
+    }
+}
+
+impl Shared {
+    /// Whether file `ino` is open by passthrough read-only to the SSD copy of a cached file:
+    /// writes and truncates through regular handles then go to both copies.
+    pub(crate) fn mirrored(&self, ino: u64) -> bool {
+        lock(&self.backing).get(&ino).is_some_and(|b| b.mirrored && b.opens > 0)
+    }
+
+    /// Before file `ino`'s tier file is replaced or removed (the caller holds its lock
+    /// exclusively, so no open reuses the registration meanwhile): its idle registration is
+    /// dropped once the kernel has surely let go of it, so that the next open registers the
+    /// new file without the kernel refusing it (EIO) for a conflicting backing file.
+    pub(crate) fn retire_backing(&self, ino: u64) {
+        let since = match lock(&self.backing).get(&ino) {
+            Some(e) if e.opens == 0 => e.idle_since,
+            _ => return,
+        };
+        if let Some(wait) = since.and_then(|t| KERNEL_LETS_GO.checked_sub(t.elapsed())) {
+            std::thread::sleep(wait);
+        }
+        let mut b = lock(&self.backing);
+        if b.get(&ino).is_some_and(|e| e.opens == 0) {
+            b.remove(&ino);
+        }
+    }
+
+    /// Before a regular open of file `ino`: a passthrough registration released a moment ago
+    /// may still be held by the kernel, which would refuse the open; wait until it surely is not.
+    pub(crate) fn wait_for_kernel_release(&self, ino: u64) {
+        let since = match lock(&self.backing).get(&ino) {
+            Some(e) if e.opens == 0 => e.idle_since,
+            _ => None,
+        };
+        if let Some(wait) = since.and_then(|t| KERNEL_LETS_GO.checked_sub(t.elapsed())) {
+            std::thread::sleep(wait);
+        }
+    }
+
+    /// Whether file `ino` is open by passthrough now (it then stays where it is).
+    pub(crate) fn passed_through(&self, ino: u64) -> bool {
+        lock(&self.backing).get(&ino).is_some_and(|b| b.opens > 0)
+    }
+
+    /// The last passthrough open of cached file `ino` ended. If it was `written` (its SSD
+    /// copy), the HDD copy is brought in step with it (the move protocol's copy); if that fails,
+    /// the SSD copy is the file, kept outside the policy until the next mount (which adopts it
+    /// as the newer copy). An invalidation of the SSD copy the mover had to cancel meanwhile
+    /// (the kernel was reading that copy) takes effect now.
+    fn end_mirror(&self, ino: u64, written: bool) {
+        let file_lock = self.file_lock(ino);
+        let _g = crate::shared::write_lock(&file_lock);
+        if self.passed_through(ino) || self.fixed_tier(ino).is_some() {
+            return; // opened again meanwhile, or out of the policy now
+        }
+        if written {
+            let synced = self.with_rel(ino, |rel| self.tiers.plan_copy(rel, Tier::Fast, ino)?.run(&mut |_, _, _| Ok(())));
+            if let Err(e) = synced {
+                crate::log::warn(format_args!(
+                    "inode {ino}: bringing the HDD copy in step after a write by passthrough failed ({e:?}); the SSD copy stays, outside the policy"
+                ));
+                let class = self.node(ino).map(|n| self.class(&n.rel, false)).unwrap_or_default();
+                self.tell(&tierwise_core::Request::op(tierwise_core::ObjectId(ino), Op::Delete).with_class(class));
+                crate::shared::write_lock(&self.linked).insert(ino, Tier::Fast);
+                return;
+            }
+            self.drop_fds(ino);
+        }
+        let p = lock(&self.engine).placement(tierwise_core::ObjectId(ino));
+        if p.tracked && !p.on_fast && !p.moving {
+            self.drop_fds(ino);
+            let _ = self.with_rel(ino, |rel| self.tiers.remove(Tier::Fast, rel));
+        }
     }
 }

@@ -38,7 +38,7 @@ impl Shared {
         if current == want {
             return Ok(());
         }
-        if lock(&self.backing).contains_key(&ino) {
+        if self.passed_through(ino) {
             // Open by passthrough: moving it would leave the kernel on the old copy.
             return Err(Errno::EBUSY);
         }
@@ -66,6 +66,7 @@ impl Shared {
             }
         }
         self.drop_fds(ino);
+        self.retire_backing(ino);
         match want {
             Some(tier) => {
                 if tier == Tier::Fast && self.pinned_ssd_bytes().0 + meta.len() > self.cfg.pin_reserve {

@@ -156,7 +156,7 @@ impl Shared {
         let pinned = read_lock(&self.pins).get(&ino).copied();
         let linked = || read_lock(&self.linked).get(&ino).copied();
         let orphan = || lock(&self.orphans).get(&ino).copied();
-        let backing = || lock(&self.backing).get(&ino).map(|b| b.tier);
+        let backing = || lock(&self.backing).get(&ino).filter(|b| b.opens > 0).map(|b| b.tier);
         pinned
             .or_else(linked)
             .or_else(orphan)

@@ -216,7 +216,9 @@ fn slow_moves_show_progress_and_are_cancelled_by_command_or_by_an_access() {
     let data: Vec<u8> = (0..6u32 << 20).map(|i| (i % 251) as u8).collect();
     fs::write(hdd.path().join("big"), &data).unwrap();
     // 1 MB/s: a 6 MiB promotion takes six seconds.
-    let cfg = MountConfig { move_rate: 1_000_000, ..MountConfig::new("dynamic-hot-dst:sieve=0", 64 << 20) };
+    // Regular FUSE I/O: reads reach the daemon one by one while the move runs.
+    let cfg =
+        MountConfig { move_rate: 1_000_000, passthrough: false, ..MountConfig::new("dynamic-hot-dst:sieve=0", 64 << 20) };
     let m = mount_with(ssd.path(), hdd.path(), mnt.path(), &cfg);
     let big = m.mnt.join("big");
     let mut buf = vec![0u8; 4096];
@@ -265,7 +267,12 @@ fn emulated_tiers_are_labelled_and_metrics_are_served() {
         return;
     }
     let [ssd, hdd, mnt] = dirs();
-    let cfg = MountConfig { emulate_hdd: Some("wd5000aaks".into()), ..MountConfig::new("on-demand-caching", 1 << 20) };
+    // Regular FUSE I/O: every read and write is timed by the daemon.
+    let cfg = MountConfig {
+        emulate_hdd: Some("wd5000aaks".into()),
+        passthrough: false,
+        ..MountConfig::new("on-demand-caching", 1 << 20)
+    };
     let m = mount_with(ssd.path(), hdd.path(), mnt.path(), &cfg);
     fs::write(m.mnt.join("f"), b"x").unwrap();
     assert_eq!(fs::read(m.mnt.join("f")).unwrap(), b"x");
@@ -393,7 +400,8 @@ fn access_statistics_survive_a_remount() {
     }
     let [ssd, hdd, mnt] = dirs();
     let spare = tempfile::tempdir().unwrap();
-    let cfg = MountConfig::new("dynamic-hot-dst:sieve=0", 100 << 10);
+    // Regular FUSE I/O: the policy counts every read.
+    let cfg = MountConfig { passthrough: false, ..MountConfig::new("dynamic-hot-dst:sieve=0", 100 << 10) };
     let mut m = mount_with(ssd.path(), hdd.path(), mnt.path(), &cfg);
     let (a, b) = (mnt.path().join("a"), mnt.path().join("b"));
     fs::write(&a, vec![1u8; 64 << 10]).unwrap();

@@ -120,7 +120,8 @@ fn check(workload: &str, scale: f64, policy: &str, quota: u64) {
     for d in [&ssd, &hdd, &mnt] {
         fs::create_dir(d).unwrap();
     }
-    let cfg = MountConfig { direct_io: true, ..MountConfig::new(policy, quota) };
+    // Regular FUSE I/O, as the file simulator models it: every read and write told.
+    let cfg = MountConfig { direct_io: true, passthrough: false, ..MountConfig::new(policy, quota) };
     let (mut m, recorder) = mount_recording(&ssd, &hdd, &mnt, &cfg);
     apply(&mnt, &ops);
     let mount_calls = canonical(&recorder.calls());

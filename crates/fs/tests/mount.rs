@@ -37,16 +37,19 @@ fn hycache_behaves_like_a_plain_directory() {
     differential("hycache:threshold=60%", 20_000, 4);
 }
 
-/// With passthrough, files whose placement is settled are read and written by the kernel on
-/// the tier file directly; the same operations must give the same results.
+// The tests above run with the default data path: passthrough where the policy allows it
+// (files whose placement is settled are read and written by the kernel on the tier file,
+// cached files read-only from their SSD copy). The same operations on regular FUSE I/O, where
+// the policy sees every read and write:
+
 #[test]
-fn dynamic_hot_dst_with_passthrough_behaves_like_a_plain_directory() {
-    differential_with("dynamic-hot-dst:sieve=16KiB", 20_000, 6, |c| c.passthrough = true);
+fn dynamic_hot_dst_on_regular_io_behaves_like_a_plain_directory() {
+    differential_with("dynamic-hot-dst:sieve=16KiB", 20_000, 6, |c| c.passthrough = false);
 }
 
 #[test]
-fn hycache_with_passthrough_behaves_like_a_plain_directory() {
-    differential_with("hycache:threshold=60%", 20_000, 7, |c| c.passthrough = true);
+fn on_demand_caching_on_regular_io_behaves_like_a_plain_directory() {
+    differential_with("on-demand-caching:sieve=16KiB", 20_000, 7, |c| c.passthrough = false);
 }
 
 /// With the kernel's page cache above the policy (writeback cache, pages kept across opens),
@@ -57,10 +60,45 @@ fn write_back_with_the_kernel_cache_behaves_like_a_plain_directory() {
     differential_with("file-write-back:sieve=16KiB", 20_000, 8, |c| c.kernel_cache = true);
 }
 
+/// Both copies of cached files open by passthrough (read-only to the SSD copy) while writable
+/// opens join them: the HDD copy is brought in step at the last close.
+#[test]
+fn cached_files_open_by_passthrough_stay_in_step_when_written() {
+    if !fuse_available() {
+        return;
+    }
+    let [ssd, hdd, mnt] = temp_dirs();
+    let cfg = MountConfig { debug_events: true, ..MountConfig::new("on-demand-caching", 1 << 20) };
+    let m = mount_with(ssd.path(), hdd.path(), mnt.path(), &cfg);
+    let p = m.mnt.join("f");
+    fs::write(&p, vec![1u8; 10_000]).unwrap();
+    // Read until the policy has copied it to the SSD: two copies.
+    common::wait_until("the copy to the SSD", || {
+        fs::read(&p).unwrap();
+        ssd.path().join("f").exists()
+    });
+    let reader = fs::File::open(&p).unwrap(); // passthrough, read-only, to the SSD copy
+    let writer = OpenOptions::new().write(true).open(&p).unwrap(); // joins it
+    writer.write_all_at(b"written", 100).unwrap();
+    let mut got = [0u8; 7];
+    reader.read_exact_at(&mut got, 100).unwrap();
+    assert_eq!(&got, b"written", "the reader sees the write");
+    drop((reader, writer));
+    common::wait_until("the HDD copy in step", || {
+        fs::read(hdd.path().join("f")).is_ok_and(|d| &d[100..107] == b"written")
+    });
+    let ssd_copy = fs::read(ssd.path().join("f"));
+    assert!(ssd_copy.as_ref().map_or(true, |d| &d[100..107] == b"written"), "a stale SSD copy stayed");
+    assert_eq!(&fs::read(&p).unwrap()[100..107], b"written");
+}
+
 /// Direct I/O: no page cache, every read and write reaches the policy as the program made it.
 #[test]
 fn on_demand_caching_with_direct_io_behaves_like_a_plain_directory() {
-    differential_with("on-demand-caching:sieve=16KiB", 20_000, 10, |c| c.direct_io = true);
+    differential_with("on-demand-caching:sieve=16KiB", 20_000, 10, |c| {
+        c.direct_io = true;
+        c.passthrough = false;
+    });
 }
 
 /// mmap works on a direct-I/O mount (through the page cache, FUSE_DIRECT_IO_ALLOW_MMAP), and
@@ -91,15 +129,19 @@ fn mmap_works_with_direct_io() {
 
 #[test]
 fn dynamic_hot_dst_with_the_kernel_cache_behaves_like_a_plain_directory() {
-    differential_with("dynamic-hot-dst:sieve=16KiB", 20_000, 9, |c| c.kernel_cache = true);
+    differential_with("dynamic-hot-dst:sieve=16KiB", 20_000, 9, |c| {
+        c.kernel_cache = true;
+        c.passthrough = false;
+    });
 }
 
 #[test]
-fn passthrough_is_offered_to_dst_policies_only() {
+fn passthrough_is_offered_to_every_policy_but_write_back() {
     assert!(tierwise_fs::passthrough_allowed("dynamic-hot-dst:sieve=0"));
     assert!(tierwise_fs::passthrough_allowed("hycache"));
+    assert!(tierwise_fs::passthrough_allowed("on-demand-caching"));
+    assert!(tierwise_fs::passthrough_allowed("hdd-only"));
     assert!(!tierwise_fs::passthrough_allowed("file-write-back"));
-    assert!(!tierwise_fs::passthrough_allowed("on-demand-caching"));
 }
 
 #[test]

@@ -128,7 +128,7 @@ pub fn helper_args(source: &str, dir: &Path, options: &[String]) -> Result<Vec<O
         "log",
         "log_level",
     ];
-    const SWITCHES: &[&str] = &["allow_other", "passthrough", "kernel_cache", "direct_io"];
+    const SWITCHES: &[&str] = &["allow_other", "passthrough", "no_passthrough", "kernel_cache", "direct_io"];
     let mut args: Vec<OsString> = vec!["mount".into(), "--foreground".into(), "--source".into(), source.into()];
     match source.split_once(':') {
         Some((ssd, hdd)) => {

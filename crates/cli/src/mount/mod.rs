@@ -67,10 +67,16 @@ pub struct MountArgs {
     /// Serve Prometheus metrics on this address (e.g. 127.0.0.1:9108).
     #[arg(long)]
     metrics: Option<String>,
-    /// FUSE passthrough (Linux >= 6.9) for files of DST policies: the kernel does their I/O on
-    /// the tier file, the policy sees opens (as whole-file reads) and sizes at close.
+    /// FUSE passthrough (Linux >= 6.9), the default where the policy allows it (every file
+    /// policy but file-write-back, and the baselines): the kernel does a file's I/O on its tier
+    /// file, the policy sees opens (as whole-file reads) and sizes at close. Given explicitly,
+    /// a policy that cannot use it is warned about.
     #[arg(long)]
     passthrough: bool,
+    /// Regular FUSE I/O for every file: the policy sees every read and write with its offset
+    /// and length (what per-I/O accounting needs), at a FUSE round trip per request.
+    #[arg(long, conflicts_with = "passthrough")]
+    no_passthrough: bool,
     /// Let the kernel's page cache sit above the policy (FUSE writeback cache, cached pages kept
     /// across opens): much faster, but the policy sees only the reads the cache misses and
     /// writes when the kernel flushes them. Do not change the tier directories behind the mount.
@@ -119,7 +125,7 @@ fstab and mount -t tierwise (after `ln -s \"$(command -v tierwise)\" /sbin/mount
   SOURCE is ROOT (with ROOT/ssd and ROOT/hdd) or SSD_DIR:HDD_DIR. OPTIONS are the config file's
   keys as key=value (config, policy, volume, ssd_quota, pin_reserve, user_pin_quota, threads,
   move_rate, emulate_hdd, emulate_ssd, state_dir, metrics, log, log_level) and the switches ro,
-  allow_other, passthrough, kernel_cache, direct_io; mount(8)'s generic options are ignored.
+  allow_other, passthrough, no_passthrough, kernel_cache, direct_io; mount(8)'s generic options are ignored.
   The mount table shows type fuse.tierwise with SOURCE, so `mount -a` run again does nothing.
 
 Signals: SIGTERM and SIGINT unmount (the move in hand rolls back, the state is saved; the mount
@@ -202,7 +208,11 @@ impl MountArgs {
         self.emulate_ssd = self.emulate_ssd.take().or(c.emulate_ssd);
         self.metrics = self.metrics.take().or(c.metrics);
         self.allow_other |= c.allow_other.unwrap_or(false);
-        self.passthrough |= c.passthrough.unwrap_or(false);
+        match c.passthrough {
+            Some(false) if !self.passthrough => self.no_passthrough = true,
+            Some(true) if !self.no_passthrough => self.passthrough = true,
+            _ => {}
+        }
         self.kernel_cache |= c.kernel_cache.unwrap_or(false);
         self.direct_io |= c.direct_io.unwrap_or(false);
         self.read_only |= c.read_only.unwrap_or(false);
@@ -367,7 +377,7 @@ pub fn cmd_mount(mut a: MountArgs) -> Result<()> {
         move_rate: (move_rate * 1e6) as u64,
         emulate_hdd: a.emulate_hdd.clone(),
         emulate_ssd: a.emulate_ssd.clone(),
-        passthrough: a.passthrough,
+        passthrough: !a.no_passthrough,
         kernel_cache: a.kernel_cache,
         direct_io: a.direct_io,
         read_only: a.read_only,
@@ -383,7 +393,9 @@ pub fn cmd_mount(mut a: MountArgs) -> Result<()> {
         None => None,
     };
     if !a.foreground {
-        if let Some(why) = &plan.declined {
+        if a.passthrough
+            && let Some(why) = &plan.declined
+        {
             // Said on the terminal, not only in the daemon's log.
             eprintln!("tierwise: warning: --passthrough: {why}; those files use {}", plan.description);
         }
@@ -395,6 +407,7 @@ pub fn cmd_mount(mut a: MountArgs) -> Result<()> {
     // Signals are blocked before any thread starts (the mover, metrics, FUSE workers).
     let signals = daemon::prepare()?;
     if std::env::var_os(daemon::DETACHED_ENV).is_none()
+        && a.passthrough
         && let Some(why) = &plan.declined
     {
         eprintln!("tierwise: warning: --passthrough: {why}; those files use {}", plan.description);

@@ -47,7 +47,8 @@ pub struct Capabilities {
     /// namespace operations are enough (a front end may then serve data without telling it).
     pub per_io_bytes: bool,
     /// A file front end may serve its files by passthrough (the kernel does the I/O on the
-    /// tier file): only where one copy exists, so no second copy can go stale behind it.
+    /// tier file): read-write where one copy exists, read-only to the SSD copy of a file with
+    /// two (the front end then writes both), so no copy goes stale behind the policy.
     pub passthrough: bool,
     /// Which devices a deployment buys.
     pub cost: CostClass,
@@ -73,7 +74,14 @@ impl Capabilities {
         passthrough: true,
         cost: CostClass::Hybrid,
     };
-    /// A file-level cache: two copies kept in step, so every write must be seen.
+    /// A file-level read cache (writes go to the HDD copy, and through or around the SSD
+    /// copy): told at open and close, so a mount may pass data through, read-only to a cached
+    /// file's SSD copy (the front end keeps both copies in step for writes meanwhile), and
+    /// read-write to a file with one copy.
+    pub const FILE_READ_CACHING: Capabilities =
+        Capabilities { copies: Copies::SsdCopies, per_io_bytes: false, passthrough: true, ..Capabilities::FILE_TIERING };
+    /// A file-level write-back cache: writes are absorbed by the SSD copy, so every write must
+    /// be seen.
     pub const FILE_CACHING: Capabilities = Capabilities {
         copies: Copies::SsdCopies,
         per_io_bytes: true,

@@ -120,7 +120,11 @@ impl FileMode {
     }
     /// What front ends may assume of this mode run alone.
     pub const fn capabilities(self) -> super::Capabilities {
-        if self.copies() { super::Capabilities::FILE_CACHING } else { super::Capabilities::FILE_TIERING }
+        match self {
+            FileMode::WriteBack => super::Capabilities::FILE_CACHING,
+            _ if self.copies() => super::Capabilities::FILE_READ_CACHING,
+            _ => super::Capabilities::FILE_TIERING,
+        }
     }
     /// New files are created on the SSD.
     pub fn allocates_on_ssd(self) -> bool {

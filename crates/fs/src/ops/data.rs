@@ -39,7 +39,13 @@ impl Shared {
                 if tier == Tier::Fast && matches!(req.op, Op::Write | Op::Truncate) {
                     self.check_pin_growth(ino, req.offset.saturating_add(req.len))?;
                 }
-                let r = io(self, &Served::by(level), &node, None);
+                // A cached file passed through to its SSD copy: writes keep both copies in step.
+                let served = if self.mirrored(ino) && matches!(req.op, Op::Write | Op::Truncate) {
+                    Served::written_to(tierwise_core::Levels::one(Level::Fast).with(Level::Slow))
+                } else {
+                    Served::by(level)
+                };
+                let r = io(self, &served, &node, None);
                 self.note(ino, || {
                     format!("{:?} {}+{} outside the policy on {tier:?}: ok={}", req.op, req.offset, req.len, r.is_ok())
                 });
@@ -177,7 +183,13 @@ pub(crate) fn truncate(s: &Shared, ino: u64, size: u64, kill_setid: bool) -> Res
     let node = s.node(ino)?;
     let req = s.data_request(ino, &node, Op::Truncate, size, 0);
     s.data_op(ino, req, |s, _, _, _| {
-        let copies = s.copies(ino);
+        // Both copies of a cached file passed through (its SSD copy is read meanwhile, even
+        // if the policy has since dropped it).
+        let copies = if s.mirrored(ino) {
+            Tier::ALL.into_iter().filter(|&t| s.at(ino, t).is_ok_and(|a| a.exists())).collect()
+        } else {
+            s.copies(ino)
+        };
         for &t in &copies {
             let f = s.at(ino, t)?.open(tiers::Access::ReadWrite).map_err(|e| errno(&e))?;
             f.set_len(size).map_err(|e| errno(&e))?;

@@ -214,6 +214,7 @@ impl fuser::Filesystem for HybridFs {
                 return;
             }
         }
+        s.wait_for_kernel_release(ino.0);
         reply.opened(FileHandle(0), s.open_flags());
     }
 
