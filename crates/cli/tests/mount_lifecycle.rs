@@ -267,7 +267,7 @@ fn df_follows_the_policy_and_declined_passthrough_is_said() {
     };
     let mib = 1 << 20;
     for (policy, extra, want_mib) in
-        [("on-demand-caching", "--passthrough", 64), ("dynamic-hot-dst", "--passthrough", 64 + 4), ("hdd-only", "", 64)]
+        [("file-write-back", "--passthrough", 64), ("dynamic-hot-dst", "", 64 + 4), ("hdd-only", "", 64)]
     {
         let mut args = vec!["mount", "--ssd", s, "--hdd", h, m, "--policy", policy, "--ssd-quota", "4MiB"];
         if !extra.is_empty() {
@@ -280,14 +280,15 @@ fn df_follows_the_policy_and_declined_passthrough_is_said() {
         let status = String::from_utf8_lossy(&tierwise(&["status", m]).stdout).into_owned();
         let warned = String::from_utf8_lossy(&o.stderr).into_owned();
         match policy {
-            "on-demand-caching" => {
-                assert!(warned.contains("--passthrough") && warned.contains("keeps a copy on each tier"), "{warned}");
+            "file-write-back" => {
+                assert!(warned.contains("--passthrough") && warned.contains("must see every write"), "{warned}");
                 assert!(
                     status.contains("data path     regular FUSE I/O") && status.contains("passthrough   declined"),
                     "{status}"
                 );
             }
-            "dynamic-hot-dst" => assert!(status.contains("data path     passthrough"), "{status}"),
+            // The default, without a word.
+            "dynamic-hot-dst" => assert!(status.contains("data path     passthrough") && warned.is_empty(), "{status}"),
             _ => {}
         }
         drop(_u);

@@ -458,7 +458,9 @@ pub fn data_path_plan(cfg: &MountConfig) -> Result<DataPath, ConfigError> {
         .filter(|(v, _)| !allowed[*v])
         .map(|(v, a)| {
             let scope = if archs.len() > 1 { format!("{} ({a})", name(v)) } else { a.clone() };
-            format!("{scope} must see every write (it absorbs them on the SSD copy), which passthrough I/O would bypass")
+            format!(
+                "{scope} must see every write (it absorbs them on the SSD copy), which passthrough I/O would bypass"
+            )
         })
         .collect();
     let path = match (allowed.iter().any(|&b| b), allowed.iter().all(|&b| b)) {

@@ -88,12 +88,17 @@ impl Shared {
         if writable && !pinned && self.copies(ino).len() > 1 {
             return None; // a cached file written: regular I/O, without a whole-file read told first
         }
-        if !pinned && !self.passed_through(ino) {
+        // A read-only mount moves nothing: its files are where they are (no policy to tell).
+        if !pinned && !self.cfg.read_only && !self.passed_through(ino) {
             let size = self.attr(ino).map(|a| a.size).unwrap_or(0);
             if size > 0 {
                 let req = self.data_request(ino, node, Op::Read, 0, size);
                 let queued = {
                     let mut e = lock(&self.engine);
+                    if e.in_flight().chain(e.pending_work().iter()).any(|w| w.obj.0 == ino) {
+                        // Mid-move: regular I/O (told read by read) while the move runs.
+                        return None;
+                    }
                     let before = e.pending_work().len();
                     e.access(&req);
                     let issued: Vec<u64> =
@@ -101,7 +106,14 @@ impl Shared {
                     self.work_cv.notify_all();
                     issued
                 };
-                self.wait_for(ino, &queued);
+                if !queued.is_empty() {
+                    if self.moves_are_slow() {
+                        // Waiting for the move this open started could take long: regular I/O
+                        // while it runs, as for any file mid-move.
+                        return None;
+                    }
+                    self.wait_for(ino, &queued);
+                }
             }
         }
         let file_lock = self.file_lock(ino);
@@ -154,14 +166,28 @@ impl Shared {
             b.retain(|_, e| e.opens > 0);
         }
         // Read-write, so that later write opens can join it.
-        let (file, backing_writable) = match at.open(Access::ReadWrite) {
+        let access = if self.cfg.read_only { Access::Read } else { Access::ReadWrite };
+        let (file, backing_writable) = match at.open(access) {
             Ok(f) => (f, true),
             Err(_) if !writable => (at.open(Access::Read).ok()?, false),
             Err(_) => return None,
         };
         let size_at_open = file.metadata().map(|m| m.len()).unwrap_or(0);
         let id = register(&file).ok()?;
-        b.insert(ino, Backing { id, opens: 1, tier, writable: backing_writable, size_at_open, mirrored, file_id, idle_since: None, written: false });
+        b.insert(
+            ino,
+            Backing {
+                id,
+                opens: 1,
+                tier,
+                writable: backing_writable,
+                size_at_open,
+                mirrored,
+                file_id,
+                idle_since: None,
+                written: false,
+            },
+        );
         Some(())
     }
 
@@ -248,6 +274,12 @@ impl Shared {
         }
     }
 
+    /// Whether moves are held back (a rate limit, or emulated devices): an open then does not
+    /// wait for the move it started.
+    fn moves_are_slow(&self) -> bool {
+        self.move_rate.load(std::sync::atomic::Ordering::Relaxed) > 0 || self.emulate.iter().any(Option::is_some)
+    }
+
     /// Whether file `ino` is open by passthrough now (it then stays where it is).
     pub(crate) fn passed_through(&self, ino: u64) -> bool {
         lock(&self.backing).get(&ino).is_some_and(|b| b.opens > 0)
@@ -265,7 +297,8 @@ impl Shared {
             return; // opened again meanwhile, or out of the policy now
         }
         if written {
-            let synced = self.with_rel(ino, |rel| self.tiers.plan_copy(rel, Tier::Fast, ino)?.run(&mut |_, _, _| Ok(())));
+            let synced =
+                self.with_rel(ino, |rel| self.tiers.plan_copy(rel, Tier::Fast, ino)?.run(&mut |_, _, _| Ok(())));
             if let Err(e) = synced {
                 crate::log::warn(format_args!(
                     "inode {ino}: bringing the HDD copy in step after a write by passthrough failed ({e:?}); the SSD copy stays, outside the policy"

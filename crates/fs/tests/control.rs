@@ -217,8 +217,11 @@ fn slow_moves_show_progress_and_are_cancelled_by_command_or_by_an_access() {
     fs::write(hdd.path().join("big"), &data).unwrap();
     // 1 MB/s: a 6 MiB promotion takes six seconds.
     // Regular FUSE I/O: reads reach the daemon one by one while the move runs.
-    let cfg =
-        MountConfig { move_rate: 1_000_000, passthrough: false, ..MountConfig::new("dynamic-hot-dst:sieve=0", 64 << 20) };
+    let cfg = MountConfig {
+        move_rate: 1_000_000,
+        passthrough: false,
+        ..MountConfig::new("dynamic-hot-dst:sieve=0", 64 << 20)
+    };
     let m = mount_with(ssd.path(), hdd.path(), mnt.path(), &cfg);
     let big = m.mnt.join("big");
     let mut buf = vec![0u8; 4096];

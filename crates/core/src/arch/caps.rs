@@ -78,8 +78,12 @@ impl Capabilities {
     /// copy): told at open and close, so a mount may pass data through, read-only to a cached
     /// file's SSD copy (the front end keeps both copies in step for writes meanwhile), and
     /// read-write to a file with one copy.
-    pub const FILE_READ_CACHING: Capabilities =
-        Capabilities { copies: Copies::SsdCopies, per_io_bytes: false, passthrough: true, ..Capabilities::FILE_TIERING };
+    pub const FILE_READ_CACHING: Capabilities = Capabilities {
+        copies: Copies::SsdCopies,
+        per_io_bytes: false,
+        passthrough: true,
+        ..Capabilities::FILE_TIERING
+    };
     /// A file-level write-back cache: writes are absorbed by the SSD copy, so every write must
     /// be seen.
     pub const FILE_CACHING: Capabilities = Capabilities {
