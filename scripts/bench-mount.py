@@ -36,12 +36,14 @@ JOBS = [
 
 
 def configs(policy):
-    """name -> (kind, extra arguments)."""
+    """name -> (kind, extra arguments). `tierwise` is the mount with default options (the
+    default policy, on-demand caching, and the default data path, passthrough)."""
     return {
         "tierwise": ("tierwise", []),
-        "tierwise --direct-io": ("tierwise", ["--direct-io"]),
-        "tierwise --kernel-cache": ("tierwise", ["--kernel-cache"]),
-        "tierwise --passthrough": ("tierwise", ["--passthrough"]),
+        f"tierwise {policy}": ("tierwise", ["--policy", policy]),
+        "tierwise --no-passthrough": ("tierwise", ["--no-passthrough"]),
+        "tierwise --direct-io": ("tierwise", ["--no-passthrough", "--direct-io"]),
+        "tierwise --kernel-cache": ("tierwise", ["--no-passthrough", "--kernel-cache"]),
         "mergerfs": ("mergerfs", ["cache.files=off"]),
         "mergerfs cache": ("mergerfs", ["cache.files=auto-full", "cache.writeback=true"]),
     }
@@ -86,11 +88,11 @@ class Setup:
                 else:
                     e.unlink()
 
-    def mount(self, kind, extra, policy):
+    def mount(self, kind, extra):
         self.clear_tiers()
         if kind == "tierwise":
             sh(str(BIN), "mount", "--ssd", str(self.root / "ssd"), "--hdd", str(self.root / "hdd"), str(self.mnt),
-               "--policy", policy, "--ssd-quota", "2GiB", *extra, stdout=subprocess.DEVNULL)
+               "--ssd-quota", "2GiB", *extra, stdout=subprocess.DEVNULL)
         else:
             opts = ",".join(["category.create=ff", "minfreespace=16M", "allow_other", *extra])
             sh("mergerfs", "-o", opts, f"{self.root / 'ssd'}:{self.root / 'hdd'}", str(self.mnt))
@@ -109,9 +111,23 @@ class Setup:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
+def create_files(directory, n=2000):
+    """Seconds to create `n` files of 4 KiB in a new directory (open, write, close each)."""
+    d = Path(directory) / f"creates-{time.monotonic_ns()}"
+    d.mkdir()
+    block = b"x" * 4096
+    t = time.perf_counter()
+    for i in range(n):
+        with open(d / f"f{i}", "wb") as f:
+            f.write(block)
+    elapsed = time.perf_counter() - t
+    shutil.rmtree(d)
+    return elapsed
+
+
 def migration(setup, files=8, size_mb=64):
     """Pins `files` files of `size_mb` MiB to the SSD and back; MB/s of each direction."""
-    setup.mount("tierwise", ["--pin-reserve", "50%"], "dynamic-hot-dst:sieve=0")
+    setup.mount("tierwise", ["--pin-reserve", "50%", "--policy", "dynamic-hot-dst:sieve=0"])
     names = []
     for i in range(files):
         p = setup.mnt / f"m{i}"
@@ -130,7 +146,7 @@ def migration(setup, files=8, size_mb=64):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--policy", default="dynamic-hot-dst:sieve=0",
-                    help="tierwise policy (a DST one, so passthrough applies) [%(default)s]")
+                    help="a second tierwise policy, measured beside the default one [%(default)s]")
     ap.add_argument("--seconds", type=int, default=4, help="each fio job runs this long [%(default)s]")
     ap.add_argument("--repeat", type=int, default=3, help="rounds; the median ratio is reported [%(default)s]")
     ap.add_argument("--only", help="comma-separated configuration names")
@@ -153,7 +169,7 @@ def main():
                 plain = fio(setup.root / "plain", rw, bs, extra, a.seconds)
                 speeds["plain"].append(plain)
                 for name, (kind, opts) in cfgs.items():
-                    setup.mount(kind, opts, a.policy)
+                    setup.mount(kind, opts)
                     try:
                         v = fio(setup.mnt, rw, bs, extra, a.seconds)
                     finally:
@@ -167,6 +183,17 @@ def main():
             rows.append(row)
             cells = "  ".join(f"{n}: {row[f'{n} MBps']:,.0f} ({row[f'{n} ratio']:.2f}x)" for n in cfgs)
             print(f"{job:<22} plain {row['plain_MBps']:,.0f} MB/s  {cells}", flush=True)
+        creates = {name: [] for name in ["plain", *cfgs]}
+        for _ in range(a.repeat):
+            creates["plain"].append(create_files(setup.root / "plain"))
+            for name, (kind, opts) in cfgs.items():
+                setup.mount(kind, opts)
+                try:
+                    creates[name].append(create_files(setup.mnt))
+                finally:
+                    setup.umount()
+        creates = {k: statistics.median(v) for k, v in creates.items()}
+        print("2,000 creates (s): " + ", ".join(f"{k}: {v:.3f}" for k, v in creates.items()), flush=True)
         moves = migration(setup)
     finally:
         setup.close()
@@ -182,7 +209,9 @@ def main():
           + ", ".join(f"{k}: {v / 1e6:,.0f} MB/s" for k, v in moves.items()))
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    meta = {"policy": a.policy, "seconds": a.seconds, "repeat": a.repeat, "migration_MBps":
+    print("| 2,000 creates (s) | " + f"{creates['plain']:.3f} | "
+          + " | ".join(f"{creates[n]:.3f} ({creates[n] / creates['plain']:.1f}×)" for n in cfgs) + " |")
+    meta = {"policy": a.policy, "seconds": a.seconds, "repeat": a.repeat, "creates_s": creates, "migration_MBps":
             {k: v / 1e6 for k, v in moves.items()}, "rows": rows}
     out.with_suffix(".json").write_text(json.dumps(meta, indent=2))
     with out.with_suffix(".csv").open("w", newline="") as f:

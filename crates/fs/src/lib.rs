@@ -296,6 +296,7 @@ impl HybridFs {
             latency: metrics::Latencies::default(),
             layout: Layout::of(&cfg.policy)?,
             passthrough_volumes: plan.passthrough_volumes,
+            caching_volumes: volume_archs(&cfg.policy)?.iter().map(|a| keeps_copies(a)).collect(),
             data_path: Mutex::new((plan.description, plan.declined)),
             _tier_locks: tier_locks,
             cfg: cfg.clone(),

@@ -88,8 +88,13 @@ impl Shared {
         if writable && !pinned && self.copies(ino).len() > 1 {
             return None; // a cached file written: regular I/O, without a whole-file read told first
         }
+        // A writable open under a read cache is not a read: told as one, it would copy the file
+        // to the SSD and then have to use regular I/O to keep the two copies in step. It is
+        // passed through to the file's one copy, and the policy hears of its size at close.
+        let volume = usize::from(self.class(&node.rel, false).volume);
+        let cache_write = writable && self.caching_volumes.get(volume).copied().unwrap_or(false);
         // A read-only mount moves nothing: its files are where they are (no policy to tell).
-        if !pinned && !self.cfg.read_only && !self.passed_through(ino) {
+        if !pinned && !cache_write && !self.cfg.read_only && !self.passed_through(ino) {
             let size = self.attr(ino).map(|a| a.size).unwrap_or(0);
             if size > 0 {
                 let req = self.data_request(ino, node, Op::Read, 0, size);

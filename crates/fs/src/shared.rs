@@ -98,6 +98,8 @@ pub(crate) struct Shared {
     pub(crate) layout: crate::Layout,
     /// Per volume (0: paths outside every prefix): whether its policy may use passthrough.
     pub(crate) passthrough_volumes: Vec<bool>,
+    /// Per volume: whether its policy keeps copies (a read cache: the HDD holds every file).
+    pub(crate) caching_volumes: Vec<bool>,
     /// The data path in use, and why passthrough was declined (for `status`).
     pub(crate) data_path: Mutex<(String, Option<String>)>,
     /// The locks on the two tiers, held for the mount's life.
