@@ -48,8 +48,10 @@ echo "working set $((ws_bytes / 1048576)) MiB; hybrid SSD quota $((quota / 10485
 if [ -n "${SSD_QUOTA:-}" ]; then quota=$SSD_QUOTA; echo "hybrid SSD quota set to $((quota / 1048576)) MiB (SSD_QUOTA)"; fi
 run() { # label policy quota
   rm -rf "$root/ssd" "$root/hdd"; mkdir -p "$root/ssd" "$root/hdd"
+  # Regular FUSE I/O: the file simulator's prediction tells the policy every read and write, as
+  # this data path does (passthrough, the default, tells it opens as whole-file reads).
   "$bin" mount --ssd "$root/ssd" --hdd "$root/hdd" "$root/mnt" --policy "$2" --ssd-quota "$3" --pin-reserve 0 \
-    --emulate-hdd wd5000aaks --emulate-ssd vertex3 >/dev/null
+    --no-passthrough --emulate-hdd wd5000aaks --emulate-ssd vertex3 >/dev/null
   "$bin" replay -q --fs "$root/mnt" "$root/web.csv" --workers "$workers" --json "$root/$1.json" > "$root/$1.txt"
   "$bin" umount "$root/mnt" >/dev/null
   echo "--- $1 ($2)"; cat "$root/$1.txt"
