@@ -402,7 +402,13 @@ impl Shared {
         }
         let f = Arc::new(self.with_rel(ino, |rel| {
             if create {
-                self.tiers.at_creating(tier, rel)?.open(Access::ReadWriteCreate)
+                let at = self.tiers.at_creating(tier, rel)?;
+                if !at.exists() {
+                    // A copy of an existing file made by a write: it carries the file's owner,
+                    // mode and attributes from the other tier, as a move's copy does.
+                    self.tiers.recreate(tier, rel)?;
+                }
+                at.open(Access::ReadWriteCreate)
             } else {
                 self.tiers.at(tier, rel)?.open(Access::ReadWrite)
             }

@@ -29,6 +29,9 @@ pub struct CopyPlan {
     backend: Arc<dyn Backend>,
     /// Device and inode of the copy this plan made: what [`CopyPlan::abandon`] may remove.
     made: OnceLock<(u64, u64)>,
+    /// Whether the rename into place replaced a file at the destination (a cached file's other
+    /// copy): then the new copy is that copy now, and [`CopyPlan::abandon`] must keep it.
+    replaced: OnceLock<bool>,
 }
 
 impl Tiers {
@@ -50,6 +53,7 @@ impl Tiers {
             tmp,
             backend: self.backend.clone(),
             made: OnceLock::new(),
+            replaced: OnceLock::new(),
         })
     }
 }
@@ -77,6 +81,7 @@ impl CopyPlan {
             out.set_times(fs::FileTimes::new().set_accessed(atime(&meta)).set_modified(mtime(&meta)))?;
             b.sync_file(&out)?;
             drop(out);
+            let _ = self.replaced.set(self.dst.exists());
             b.rename(&self.tmp, &self.dst)?;
             b.sync_dir(&self.dst)?;
             Ok(n)
@@ -121,10 +126,15 @@ impl CopyPlan {
     }
 
     /// Undoes a move that failed: removes the copy this plan made (if its name still holds it)
-    /// while the source is intact, so one copy remains, not two that could later differ.
+    /// while the source is intact, so one copy remains, not two that could later differ. A copy
+    /// that replaced a file at the destination stays: that file (a cached file's other copy,
+    /// identical) is gone, and removing the new one would leave the file with one copy fewer
+    /// than the policy believes (found by the fault tests: a pin of a cached file whose source
+    /// removal failed lost the HDD copy, and a later invalidation the SSD one).
     pub fn abandon(&self) {
         let _ = self.tmp.unlink();
         if let Some(&made) = self.made.get()
+            && self.replaced.get() != Some(&true)
             && self.source_intact()
             && self.dst.unlink_if(made).is_ok()
         {

@@ -122,3 +122,17 @@ fn a_crash_at_any_step_leaves_what_the_next_scan_resolves() {
         assert_eq!(listed, want, "crash before {step:?} #{nth}: the scan lists other copies");
     }
 }
+
+#[test]
+fn a_failed_move_over_a_cached_copy_keeps_both_copies() {
+    // A cached file: the same bytes on both tiers. A move (a pin) replaces the SSD copy, then
+    // removing the HDD source fails: the new SSD copy is the file's SSD copy now and stays.
+    for step in [Step::SyncDir, Step::Unlink] {
+        let dirs = setup();
+        fs::create_dir_all(dirs[0].path().join("d/e")).unwrap();
+        fs::write(dirs[0].path().join(REL), data()).unwrap();
+        let (t, _) = tiers(&dirs, [Fault::Fail { step, nth: 1, errno: EIO }]);
+        assert!(move_to_ssd(&t).is_err(), "{step:?}");
+        assert_eq!(holders(&dirs), [Tier::Fast, Tier::Slow], "a failed {step:?} lost a copy");
+    }
+}
