@@ -97,7 +97,17 @@ impl Shared {
                 write_lock(&self.pins).remove(&ino);
                 let mut copies = [None, None];
                 copies[auth.index()] = Some((meta.len(), crate::tiers::mtime(&meta)));
-                self.with_rel(ino, |rel| self.adopt_file(ino, rel, &copies, false))?;
+                if let Err(e) = self.with_rel(ino, |rel| self.adopt_file(ino, rel, &copies, false)) {
+                    // The policy wanted the file on the other tier and the move failed: the
+                    // engine must not believe it there (a later write would recreate it there
+                    // from nothing, and reads would follow it). It stays pinned where it is.
+                    let class = self.class(&node.rel, false);
+                    self.tell(&Request::op(ObjectId(ino), Op::Delete).with_class(class));
+                    write_lock(&self.pins).insert(ino, auth);
+                    let _ =
+                        self.with_rel(ino, |rel| self.store.set_pin(rel, Some(auth)).map_err(std::io::Error::other));
+                    return Err(e);
+                }
                 self.sync_dirty_mark(ino);
             }
         }
