@@ -5,6 +5,7 @@
 //! choice is per file, not per open: while a file has a passthrough open, every further open
 //! joins it, and a file with regular opens gets no passthrough until they are closed.
 
+use std::collections::HashMap;
 use std::fs;
 use std::io;
 use std::os::unix::fs::MetadataExt;
@@ -33,6 +34,19 @@ pub(crate) struct Backing {
     /// A cached file's SSD copy written through a writable open that joined a read-only one:
     /// the HDD copy is brought in step at the last close.
     pub(crate) written: bool,
+}
+
+/// Joins this open to file `ino`'s passthrough open, if it has one (the kernel allows no other
+/// kind of open meanwhile); a writable open of a cached file's SSD copy marks it written.
+fn join_active(backing: &mut HashMap<u64, Backing>, ino: u64, writable: bool) -> bool {
+    match backing.get_mut(&ino) {
+        Some(e) if e.opens > 0 => {
+            e.opens += 1;
+            e.written |= writable && e.mirrored;
+            true
+        }
+        _ => false,
+    }
 }
 
 /// How long an idle registration may still be held by the kernel: it lets go when it reads
@@ -74,16 +88,9 @@ impl Shared {
         pinned: bool,
         register: impl FnOnce(&fs::File) -> io::Result<fuser::BackingId>,
     ) -> Option<()> {
-        {
-            // Open by passthrough already: this open must join it, whatever it is.
-            let mut b = lock(&self.backing);
-            if let Some(e) = b.get_mut(&ino)
-                && e.opens > 0
-            {
-                e.opens += 1;
-                e.written |= writable && e.mirrored;
-                return Some(());
-            }
+        // Open by passthrough already: this open must join it, whatever it is.
+        if join_active(&mut lock(&self.backing), ino, writable) {
+            return Some(());
         }
         if writable && !pinned && self.copies(ino).len() > 1 {
             return None; // a cached file written: regular I/O, without a whole-file read told first
@@ -144,13 +151,8 @@ impl Shared {
         }
         let file_id = at.metadata().map(|m| (m.dev(), m.ino())).ok()?;
         let mut b = lock(&self.backing);
-        if let Some(e) = b.get_mut(&ino)
-            && e.opens > 0
-        {
-            // Opened by passthrough since the check above: join it.
-            e.opens += 1;
-            e.written |= writable && e.mirrored;
-            return Some(());
+        if join_active(&mut b, ino, writable) {
+            return Some(()); // opened by passthrough since the check above
         }
         // Other opens of the file (regular ones, counted before they decide, under this lock
         // for the passthrough ones) keep the kernel's inode out of passthrough mode.
@@ -254,13 +256,7 @@ impl Shared {
     /// dropped once the kernel has surely let go of it, so that the next open registers the
     /// new file without the kernel refusing it (EIO) for a conflicting backing file.
     pub(crate) fn retire_backing(&self, ino: u64) {
-        let since = match lock(&self.backing).get(&ino) {
-            Some(e) if e.opens == 0 => e.idle_since,
-            _ => return,
-        };
-        if let Some(wait) = since.and_then(|t| KERNEL_LETS_GO.checked_sub(t.elapsed())) {
-            std::thread::sleep(wait);
-        }
+        self.wait_for_kernel_release(ino);
         let mut b = lock(&self.backing);
         if b.get(&ino).is_some_and(|e| e.opens == 0) {
             b.remove(&ino);
