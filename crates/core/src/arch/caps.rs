@@ -36,6 +36,18 @@ pub enum CostClass {
     Hybrid,
 }
 
+/// Where a block front end puts an object's bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Addressing {
+    /// The front end decides: the HDD holds the virtual device at its own addresses and the
+    /// SSD copy (or the single SSD copy) is in a slot the front end allocates. Addresses in
+    /// the engine's answers only feed the simulator's seek model.
+    FrontEnd,
+    /// The SSD and the HDD are one address space, SSD first; the addresses in the engine's
+    /// answers are where the bytes are (the Linear baseline).
+    Concatenated,
+}
+
 /// An architecture's capabilities.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Capabilities {
@@ -52,6 +64,12 @@ pub struct Capabilities {
     pub passthrough: bool,
     /// Which devices a deployment buys.
     pub cost: CostClass,
+    /// It keeps objects in a RAM level that the front end must hold for it: answers with
+    /// `keep_in_ram`, reads served from [`crate::Level::Ram`], work from or to RAM (HCA's L1,
+    /// ZFS's ARC, GreenDM's in-RAM promotion copy, OTF-AST's write buffer).
+    pub ram_level: bool,
+    /// Where a block front end puts the bytes.
+    pub addressing: Addressing,
 }
 
 impl Capabilities {
@@ -62,6 +80,8 @@ impl Capabilities {
         per_io_bytes: true,
         passthrough: false,
         cost: CostClass::Hybrid,
+        ram_level: false,
+        addressing: Addressing::FrontEnd,
     };
     /// A block-level cache.
     pub const BLOCK_CACHING: Capabilities = Capabilities { copies: Copies::SsdCopies, ..Capabilities::BLOCK_TIERING };
@@ -73,6 +93,8 @@ impl Capabilities {
         per_io_bytes: false,
         passthrough: true,
         cost: CostClass::Hybrid,
+        ram_level: false,
+        addressing: Addressing::FrontEnd,
     };
     /// A file-level read cache (writes go to the HDD copy, and through or around the SSD
     /// copy): told at open and close, so a mount may pass data through, read-only to a cached
@@ -100,6 +122,8 @@ impl Capabilities {
             per_io_bytes: false,
             passthrough: true,
             cost,
+            ram_level: false,
+            addressing: Addressing::FrontEnd,
         }
     }
 
@@ -111,6 +135,11 @@ impl Capabilities {
     /// Whether it runs on block traces and the block front end.
     pub const fn runs_on_blocks(&self) -> bool {
         matches!(self.granularity, Granularity::Block | Granularity::Device)
+    }
+
+    /// With a RAM level the front end must hold.
+    pub const fn with_ram_level(self) -> Capabilities {
+        Capabilities { ram_level: true, ..self }
     }
 
     /// One line for `tierwise list`.
@@ -131,9 +160,11 @@ impl Capabilities {
             CostClass::Hybrid => "HDD + SSD",
         };
         format!(
-            "{granularity}, {copies}, {}, passthrough {}, buys {cost}",
+            "{granularity}, {copies}, {}, passthrough {}, buys {cost}{}{}",
             if self.per_io_bytes { "sees every I/O" } else { "told at open/close" },
             if self.passthrough { "allowed" } else { "no" },
+            if self.ram_level { ", RAM level" } else { "" },
+            if self.addressing == Addressing::Concatenated { ", SSD and HDD concatenated" } else { "" },
         )
     }
 }

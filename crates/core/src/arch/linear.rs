@@ -16,7 +16,10 @@ pub struct Linear {
 
 impl ArchBuild for Linear {
     const NAME: &'static str = "linear";
-    const CAPS: crate::arch::Capabilities = crate::arch::Capabilities::BLOCK_TIERING;
+    const CAPS: crate::arch::Capabilities = crate::arch::Capabilities {
+        addressing: crate::arch::Addressing::Concatenated,
+        ..crate::arch::Capabilities::BLOCK_TIERING
+    };
     const VERSION: u32 = 1;
     const HELP: &'static str = "baseline: SSD and HDD concatenated (SSD first), no movement; block mode only";
     const PARAMS: &'static [ParamSpec] = &[];

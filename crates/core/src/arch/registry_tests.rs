@@ -33,7 +33,14 @@ fn declared_capabilities_match_the_placements_kept() {
                 } else {
                     Request::read(ObjectId(i), 0, OBJ)
                 };
-                e.access(&req);
+                let served = e.access(&req);
+                // A block front end holds no RAM copies for an architecture that does not
+                // declare a RAM level.
+                assert!(
+                    a.caps.ram_level || (!served.keep_in_ram && !served.touches.contains(crate::Level::Ram)),
+                    "{} declares no RAM level but answered {served:?}",
+                    a.name
+                );
                 for obj in 0..24u64 {
                     let p = e.placement(ObjectId(obj));
                     if p.moving {

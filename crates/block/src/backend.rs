@@ -1,0 +1,233 @@
+//! The images under the device, behind a small trait so tests can replace them: [`FileBackend`]
+//! is the real thing (two image files, each locked against a second server), [`MemBackend`]
+//! keeps both images in memory and can simulate a power cut (writes not yet synced are lost or
+//! torn), which is how the commit protocol is tested.
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use nix::fcntl::{Flock, FlockArg};
+
+use crate::error::DeviceError;
+
+/// One of the two images.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Dev {
+    /// The fast image.
+    Ssd = 0,
+    /// The slow image.
+    Hdd = 1,
+}
+
+/// What the device needs of its images. Implementations MUST be safe to call from many
+/// threads at once on disjoint ranges; `sync` MUST make every write that returned before it was
+/// called durable.
+pub trait Backend: Send + Sync {
+    /// Reads exactly `buf.len()` bytes at `off`.
+    fn read(&self, dev: Dev, buf: &mut [u8], off: u64) -> io::Result<()>;
+    /// Writes all of `buf` at `off`.
+    fn write(&self, dev: Dev, buf: &[u8], off: u64) -> io::Result<()>;
+    /// Makes completed writes durable.
+    fn sync(&self, dev: Dev) -> io::Result<()>;
+    /// The range's contents may be dropped (reads then return zeroes); a hint.
+    fn discard(&self, dev: Dev, off: u64, len: u64) -> io::Result<()>;
+    /// The image's length.
+    fn len(&self, dev: Dev) -> io::Result<u64>;
+    /// Grows the image to `len` bytes (adopting an HDD image in place appends the metadata).
+    fn grow(&self, dev: Dev, len: u64) -> io::Result<()>;
+}
+
+/// Two image files, each held with an exclusive `flock` for as long as this lives (and by
+/// nbdkit's forked server, which inherits the descriptors).
+#[derive(Debug)]
+pub struct FileBackend {
+    files: [Flock<File>; 2],
+    paths: [PathBuf; 2],
+}
+
+impl FileBackend {
+    /// Opens both images read-write and locks them; creates them first when `create` gives
+    /// their lengths (an existing file is kept, so an HDD image is adopted in place).
+    pub fn open(ssd: &Path, hdd: &Path, create: Option<(u64, u64)>) -> Result<FileBackend, DeviceError> {
+        if ssd == hdd || ssd.canonicalize().ok().is_some_and(|s| hdd.canonicalize().ok().is_some_and(|h| h == s)) {
+            return Err(DeviceError::Images(format!("--ssd and --hdd name the same image {}", ssd.display())));
+        }
+        let open = |p: &Path, len: Option<u64>| -> Result<Flock<File>, DeviceError> {
+            let mut o = OpenOptions::new();
+            o.read(true).write(true);
+            if len.is_some() {
+                o.create(true);
+            }
+            let f = o.open(p).map_err(|e| DeviceError::io(format!("opening {}", p.display()), e))?;
+            Flock::lock(f, FlockArg::LockExclusiveNonblock).map_err(|(_, e)| {
+                if e == nix::errno::Errno::EWOULDBLOCK {
+                    DeviceError::InUse(p.display().to_string())
+                } else {
+                    DeviceError::io(format!("locking {}", p.display()), e.into())
+                }
+            })
+        };
+        let s = open(ssd, create.map(|c| c.0))?;
+        let h = open(hdd, create.map(|c| c.1))?;
+        Ok(FileBackend { files: [s, h], paths: [ssd.to_path_buf(), hdd.to_path_buf()] })
+    }
+
+    /// The image's path.
+    pub fn path(&self, dev: Dev) -> &Path {
+        &self.paths[dev as usize]
+    }
+}
+
+impl Backend for FileBackend {
+    fn read(&self, dev: Dev, buf: &mut [u8], off: u64) -> io::Result<()> {
+        self.files[dev as usize].read_exact_at(buf, off)
+    }
+    fn write(&self, dev: Dev, buf: &[u8], off: u64) -> io::Result<()> {
+        self.files[dev as usize].write_all_at(buf, off)
+    }
+    fn sync(&self, dev: Dev) -> io::Result<()> {
+        self.files[dev as usize].sync_data()
+    }
+    fn discard(&self, dev: Dev, off: u64, len: u64) -> io::Result<()> {
+        use nix::fcntl::{FallocateFlags, fallocate};
+        let flags = FallocateFlags::FALLOC_FL_PUNCH_HOLE | FallocateFlags::FALLOC_FL_KEEP_SIZE;
+        match fallocate(&*self.files[dev as usize], flags, off as i64, len as i64) {
+            Ok(()) => Ok(()),
+            // A file system without hole punching: the discard is only a hint.
+            Err(nix::errno::Errno::EOPNOTSUPP) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+    fn len(&self, dev: Dev) -> io::Result<u64> {
+        Ok(self.files[dev as usize].metadata()?.len())
+    }
+    fn grow(&self, dev: Dev, len: u64) -> io::Result<()> {
+        let f = &self.files[dev as usize];
+        if f.metadata()?.len() < len { f.set_len(len) } else { Ok(()) }
+    }
+}
+
+/// Both images in memory, with durable and volatile state kept apart: a write is volatile until
+/// a `sync` of its image; [`MemBackend::power_cut`] keeps each volatile write whole, torn at a
+/// sector, or not at all, as a seeded choice.
+#[derive(Debug, Default)]
+pub struct MemBackend {
+    inner: Mutex<MemImages>,
+}
+
+#[derive(Debug, Default, Clone)]
+struct MemImages {
+    durable: [Vec<u8>; 2],
+    current: [Vec<u8>; 2],
+    volatile: [Vec<(u64, Vec<u8>)>; 2],
+    faults: Option<(u64, u64)>,
+}
+
+impl MemBackend {
+    /// Two zeroed images.
+    pub fn new(ssd_len: u64, hdd_len: u64) -> MemBackend {
+        let z = |n: u64| vec![0u8; n as usize];
+        let img =
+            MemImages { durable: [z(ssd_len), z(hdd_len)], current: [z(ssd_len), z(hdd_len)], ..MemImages::default() };
+        MemBackend { inner: Mutex::new(img) }
+    }
+
+    /// The images after a power cut now: durable bytes plus a seeded choice of the volatile
+    /// writes (each kept, dropped, or torn at a sector boundary).
+    pub fn power_cut(&self, seed: u64) -> MemBackend {
+        let g = self.lock();
+        let mut rng = seed | 1;
+        let mut next = move || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        let mut after = g.durable.clone();
+        for (image, writes) in after.iter_mut().zip(&g.volatile) {
+            for (off, bytes) in writes {
+                let keep = match next() % 3 {
+                    0 => 0,
+                    1 => bytes.len(),
+                    _ => ((next() as usize % bytes.len().max(1)) / 512) * 512,
+                };
+                let o = *off as usize;
+                image[o..o + keep].copy_from_slice(&bytes[..keep]);
+            }
+        }
+        let img = MemImages { durable: after.clone(), current: after, ..MemImages::default() };
+        MemBackend { inner: Mutex::new(img) }
+    }
+
+    /// Writes whose offset falls in `[from, to)` on either image fail with EIO from now on.
+    pub fn fail_writes(&self, range: Option<(u64, u64)>) {
+        self.lock().faults = range;
+    }
+
+    /// A copy of an image's current bytes.
+    pub fn image(&self, dev: Dev) -> Vec<u8> {
+        self.lock().current[dev as usize].clone()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, MemImages> {
+        self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+fn range_err(off: u64, len: usize, size: usize) -> io::Error {
+    io::Error::new(io::ErrorKind::UnexpectedEof, format!("{len} bytes at {off} beyond the image's {size}"))
+}
+
+impl Backend for MemBackend {
+    fn read(&self, dev: Dev, buf: &mut [u8], off: u64) -> io::Result<()> {
+        let g = self.lock();
+        let img = &g.current[dev as usize];
+        let o = off as usize;
+        let src = img.get(o..o + buf.len()).ok_or_else(|| range_err(off, buf.len(), img.len()))?;
+        buf.copy_from_slice(src);
+        Ok(())
+    }
+    fn write(&self, dev: Dev, buf: &[u8], off: u64) -> io::Result<()> {
+        let mut g = self.lock();
+        if let Some((from, to)) = g.faults
+            && off >= from
+            && off < to
+        {
+            return Err(io::Error::from_raw_os_error(5));
+        }
+        let d = dev as usize;
+        let o = off as usize;
+        let size = g.current[d].len();
+        let dst = g.current[d].get_mut(o..o + buf.len()).ok_or_else(|| range_err(off, buf.len(), size))?;
+        dst.copy_from_slice(buf);
+        g.volatile[d].push((off, buf.to_vec()));
+        Ok(())
+    }
+    fn sync(&self, dev: Dev) -> io::Result<()> {
+        let mut g = self.lock();
+        let d = dev as usize;
+        g.volatile[d].clear();
+        g.durable[d] = g.current[d].clone();
+        Ok(())
+    }
+    fn discard(&self, dev: Dev, off: u64, len: u64) -> io::Result<()> {
+        self.write(dev, &vec![0u8; len as usize], off)
+    }
+    fn len(&self, dev: Dev) -> io::Result<u64> {
+        Ok(self.lock().current[dev as usize].len() as u64)
+    }
+    fn grow(&self, dev: Dev, len: u64) -> io::Result<()> {
+        let mut g = self.lock();
+        let d = dev as usize;
+        let g = &mut *g;
+        for img in [&mut g.current[d], &mut g.durable[d]] {
+            if (img.len() as u64) < len {
+                img.resize(len as usize, 0);
+            }
+        }
+        Ok(())
+    }
+}

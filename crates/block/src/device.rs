@@ -1,0 +1,408 @@
+//! The hybrid device: its shared state, its public operations and its lock order.
+//!
+//! # Concurrency
+//! - One lock per block (striped: a block's stripe is `block % STRIPES`) orders data I/O
+//!   against moves: reads hold their blocks' stripes shared, writes exclusively (a write may
+//!   allocate the block's slot or read-modify-write a partial sector), and the mover holds the
+//!   stripe of the block it moves exclusively for the whole copy and its completion. So the
+//!   work an access issued starts after that access's I/O, and no write races a copy.
+//! - The engine, the slot table and the work queue live under one core lock, held only to
+//!   decide, never across I/O.
+//! - A slot an I/O is using is pinned (a counter outside the lock): it is not handed to another
+//!   block until the I/O is done, even if its block was evicted meanwhile.
+//! - Lock order: stripes (ascending), then the commit lock, then the core lock.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use tierwise_core::{Clock, Engine, Nanos, ObjectId, Work};
+
+use crate::backend::Backend;
+use crate::error::DeviceError;
+use crate::format::{Layout, Superblock};
+use crate::slots::Slots;
+
+pub(crate) const STRIPES: usize = 1024;
+
+/// Time since the device opened, for the engine (which never reads the OS clock itself).
+#[derive(Clone, Debug)]
+pub struct SysClock(Instant);
+
+impl SysClock {
+    /// A clock starting now.
+    pub fn new() -> SysClock {
+        SysClock(Instant::now())
+    }
+}
+
+impl Default for SysClock {
+    fn default() -> Self {
+        SysClock::new()
+    }
+}
+
+impl Clock for SysClock {
+    fn now(&self) -> Nanos {
+        Nanos(self.0.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64)
+    }
+}
+
+/// How a device is served.
+#[derive(Clone, Debug)]
+pub struct ServeOptions {
+    /// Architecture spec (`cache:mode=write-back`, ...).
+    pub spec: String,
+    /// Background threads executing the engine's work (moves in flight at most).
+    pub movers: usize,
+    /// A checkpoint is committed at least this often while the table changes (dm-cache: 1 s).
+    pub commit_interval: Duration,
+    /// Bytes per second the movers may copy in total (0: unlimited).
+    pub move_rate: u64,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        ServeOptions {
+            spec: "cache:mode=write-back".into(),
+            movers: 2,
+            commit_interval: Duration::from_secs(1),
+            move_rate: 0,
+        }
+    }
+}
+
+/// Counters, for `stats` and metrics.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct DeviceStats {
+    /// Bytes read by clients.
+    pub read_bytes: u64,
+    /// Bytes written by clients.
+    pub write_bytes: u64,
+    /// Client reads served, per level (ram, ssd, hdd).
+    pub reads_by_level: [u64; 3],
+    /// Client writes acknowledged, per slowest level written.
+    pub writes_by_level: [u64; 3],
+    /// Work executed, by kind (promote, demote, copy, writeback), and its bytes.
+    pub moves_done: [u64; 4],
+    /// Work that failed (I/O errors).
+    pub moves_failed: u64,
+    /// Bytes copied by work.
+    pub moved_bytes: u64,
+    /// Checkpoints committed.
+    pub commits: u64,
+    /// Flushes and FUA writes handled.
+    pub flushes: u64,
+    /// Work queued or running now.
+    pub queued: u64,
+    /// Slots holding a block.
+    pub slots_used: u64,
+    /// Slots in all.
+    pub slots: u64,
+    /// Dirty bytes on the SSD.
+    pub dirty_bytes: u64,
+    /// Answers the device could not act on as given (a read served by the SSD with no slot):
+    /// always 0 unless an architecture breaks its contract; tests assert it.
+    pub anomalies: u64,
+}
+
+/// What the core lock protects.
+pub(crate) struct Core {
+    pub(crate) engine: Engine<SysClock>,
+    pub(crate) slots: Slots,
+    /// Work to execute, in issue order.
+    pub(crate) queue: VecDeque<Work>,
+    /// Work queued or running per block (accesses that must wait for it look here).
+    pub(crate) busy: HashMap<u64, u32>,
+    /// The slot table changed since the last commit.
+    pub(crate) table_changed: bool,
+    pub(crate) stopping: bool,
+    pub(crate) stats: DeviceStats,
+}
+
+/// State shared by client threads and movers.
+pub(crate) struct Shared {
+    pub(crate) core: Mutex<Core>,
+    pub(crate) work_ready: Condvar,
+    pub(crate) work_done: Condvar,
+    pub(crate) stripes: Vec<RwLock<()>>,
+    pub(crate) pins: Vec<AtomicU32>,
+    pub(crate) backend: Arc<dyn Backend>,
+    pub(crate) ssd_sb: Superblock,
+    pub(crate) hdd_sb: Superblock,
+    pub(crate) opts: ServeOptions,
+    pub(crate) commit_lock: Mutex<u64>,
+    pub(crate) moved_at: AtomicU64,
+    pub(crate) started: Instant,
+}
+
+impl Shared {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Core> {
+        self.core.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+    pub(crate) fn block_size(&self) -> u64 {
+        self.ssd_sb.block_size
+    }
+    pub(crate) fn size(&self) -> u64 {
+        self.ssd_sb.virtual_size()
+    }
+    pub(crate) fn layout(&self) -> Layout {
+        self.ssd_sb.layout
+    }
+    /// Byte offset of slot `slot` on the SSD image.
+    pub(crate) fn slot_offset(&self, slot: u32) -> u64 {
+        self.ssd_sb.ssd_data_start() + u64::from(slot) * self.block_size()
+    }
+    pub(crate) fn stripe(&self, block: u64) -> &RwLock<()> {
+        &self.stripes[(block % STRIPES as u64) as usize]
+    }
+    pub(crate) fn pin(&self, slot: u32) {
+        self.pins[slot as usize].fetch_add(1, Ordering::AcqRel);
+    }
+    pub(crate) fn unpin(&self, slot: u32) {
+        self.pins[slot as usize].fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl Core {
+    /// Takes the engine's new work: invalidations apply now (the slot waits for a commit), the
+    /// rest is queued for the movers.
+    pub(crate) fn drain(&mut self) -> bool {
+        let mut queued = false;
+        let work: Vec<Work> = self.engine.drain_work().collect();
+        for w in work {
+            crate::trace::note(w.obj.0, || format!("issued {:?} {:?}->{:?}", w.kind, w.from, w.to));
+            if w.kind.needs_completion() {
+                *self.busy.entry(w.obj.0).or_insert(0) += 1;
+                self.queue.push_back(w);
+                queued = true;
+            } else if w.from == tierwise_core::Level::Fast && self.slots.unmap(w.obj.0).is_some() {
+                self.table_changed = true;
+            }
+        }
+        queued
+    }
+
+    /// Makes the slot table agree with the engine about `block`: a slot the engine no longer
+    /// counts as a valid copy is unmapped.
+    pub(crate) fn reconcile(&mut self, block: u64) {
+        if self.slots.slot_of(block).is_some() && !self.engine.placement(ObjectId(block)).on_fast {
+            self.slots.unmap(block);
+            self.table_changed = true;
+        }
+    }
+
+    /// One piece of work is finished (whatever its outcome).
+    pub(crate) fn settle_busy(&mut self, block: u64) {
+        if let Some(n) = self.busy.get_mut(&block) {
+            *n -= 1;
+            if *n == 0 {
+                self.busy.remove(&block);
+            }
+        }
+    }
+}
+
+/// A hybrid block device over an SSD image and an HDD image.
+pub struct HybridDevice {
+    pub(crate) shared: Arc<Shared>,
+    movers: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for HybridDevice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HybridDevice").field("spec", &self.shared.opts.spec).field("size", &self.size()).finish()
+    }
+}
+
+impl Drop for HybridDevice {
+    /// Stops the movers without a final commit (as a crash would leave the images);
+    /// [`HybridDevice::shutdown`] is the clean way.
+    fn drop(&mut self) {
+        self.shared.lock().stopping = true;
+        self.shared.work_ready.notify_all();
+        self.shared.work_done.notify_all();
+        let movers = std::mem::take(&mut *self.movers.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+        for h in movers {
+            let _ = h.join();
+        }
+    }
+}
+
+impl HybridDevice {
+    pub(crate) fn from_shared(shared: Arc<Shared>) -> HybridDevice {
+        HybridDevice { shared, movers: Mutex::new(Vec::new()) }
+    }
+
+    /// Starts the background movers and the committer. Call after any fork (nbdkit forks
+    /// when it daemonizes): threads do not survive one.
+    pub fn start(&self) {
+        let mut movers = self.movers.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !movers.is_empty() {
+            return;
+        }
+        for i in 0..self.shared.opts.movers.max(1) {
+            let s = Arc::clone(&self.shared);
+            let h = std::thread::Builder::new()
+                .name(format!("tierwise-mover-{i}"))
+                .spawn(move || crate::mover::run(&s, i == 0));
+            if let Ok(h) = h {
+                movers.push(h);
+            }
+        }
+    }
+
+    /// The exported size in bytes.
+    pub fn size(&self) -> u64 {
+        self.shared.size()
+    }
+
+    /// Bytes per block.
+    pub fn block_size(&self) -> u64 {
+        self.shared.block_size()
+    }
+
+    /// The architecture spec served.
+    pub fn spec(&self) -> &str {
+        &self.shared.opts.spec
+    }
+
+    /// Reads `buf.len()` bytes at `offset`.
+    pub fn read(&self, buf: &mut [u8], offset: u64) -> Result<(), DeviceError> {
+        crate::io::read(&self.shared, buf, offset)
+    }
+
+    /// Writes `buf` at `offset`; with `fua` it is durable (with the table that finds it) when
+    /// this returns.
+    pub fn write(&self, buf: &[u8], offset: u64, fua: bool) -> Result<(), DeviceError> {
+        crate::io::write(&self.shared, buf, offset)?;
+        if fua { self.flush() } else { Ok(()) }
+    }
+
+    /// Writes zeroes.
+    pub fn write_zeroes(&self, offset: u64, len: u64, fua: bool) -> Result<(), DeviceError> {
+        const CHUNK: u64 = 1 << 20;
+        let zeros = vec![0u8; CHUNK.min(len) as usize];
+        let mut done = 0;
+        while done < len {
+            let n = CHUNK.min(len - done);
+            crate::io::write(&self.shared, &zeros[..n as usize], offset + done)?;
+            done += n;
+        }
+        if fua { self.flush() } else { Ok(()) }
+    }
+
+    /// Discards whole blocks in the range: the engine forgets them (their SSD copies are
+    /// freed) and the HDD's bytes are punched out; reads of them return zeroes.
+    pub fn trim(&self, offset: u64, len: u64, fua: bool) -> Result<(), DeviceError> {
+        crate::io::trim(&self.shared, offset, len)?;
+        if fua { self.flush() } else { Ok(()) }
+    }
+
+    /// Makes every completed write durable: the images are synced and, if the slot table
+    /// changed, a checkpoint is committed (dm-cache commits its metadata on flush).
+    pub fn flush(&self) -> Result<(), DeviceError> {
+        self.shared.lock().stats.flushes += 1;
+        crate::mover::commit(&self.shared, false)
+    }
+
+    /// Asks the engine to write back every dirty block, and waits until the queue is empty.
+    pub fn writeback_all(&self, timeout: Duration) -> Result<bool, DeviceError> {
+        {
+            let mut c = self.shared.lock();
+            c.engine.flush();
+            if c.drain() {
+                self.shared.work_ready.notify_all();
+            }
+        }
+        self.wait_idle(timeout)
+    }
+
+    /// Waits until no work is queued or running; false on timeout.
+    pub fn wait_idle(&self, timeout: Duration) -> Result<bool, DeviceError> {
+        let deadline = Instant::now() + timeout;
+        let mut c = self.shared.lock();
+        while !c.busy.is_empty() {
+            let now = Instant::now();
+            if now >= deadline {
+                return Ok(false);
+            }
+            c = self
+                .shared
+                .work_done
+                .wait_timeout(c, deadline - now)
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .0;
+        }
+        Ok(true)
+    }
+
+    /// Current counters.
+    pub fn stats(&self) -> DeviceStats {
+        let c = self.shared.lock();
+        let mut s = c.stats.clone();
+        let u = c.engine.usage();
+        s.queued = c.busy.values().map(|&n| u64::from(n)).sum();
+        s.slots = self.shared.ssd_sb.slots;
+        s.slots_used = c.slots.mapped_blocks().count() as u64;
+        s.dirty_bytes = u.dirty_bytes;
+        s
+    }
+
+    /// Engine counters and the architecture's own, for reports.
+    pub fn engine_stats(&self) -> (tierwise_core::EngineStats, Vec<(&'static str, u64)>) {
+        let c = self.shared.lock();
+        (c.engine.stats().clone(), c.engine.arch_counters())
+    }
+
+    /// Where a block is, in words (diagnostics).
+    pub fn describe_block(&self, block: u64) -> String {
+        let c = self.shared.lock();
+        let p = c.engine.placement(ObjectId(block));
+        let slot = c.slots.slot_of(block);
+        let runs = slot.map(|s| c.slots.runs(s, 0, self.block_size() / crate::format::SECTOR));
+        format!("block {block}: {p:?}, slot {slot:?} {runs:?}, busy {:?}", c.busy.get(&block))
+    }
+
+    /// Checks the engine's and the slot table's bookkeeping (tests).
+    pub fn check(&self) -> Result<(), String> {
+        let c = self.shared.lock();
+        c.engine.check_invariants()?;
+        c.slots.check()?;
+        if self.shared.layout() == Layout::Identity {
+            for b in c.slots.mapped_blocks() {
+                if !c.engine.placement(ObjectId(b)).on_fast {
+                    return Err(format!("block {b} has a slot the engine does not count"));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Stops the movers (finishing the work they run; the rest is cancelled) and commits a
+    /// final checkpoint marked clean.
+    pub fn shutdown(&self) -> Result<(), DeviceError> {
+        {
+            let mut c = self.shared.lock();
+            c.stopping = true;
+        }
+        self.shared.work_ready.notify_all();
+        let movers = std::mem::take(&mut *self.movers.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+        for h in movers {
+            let _ = h.join();
+        }
+        {
+            let mut c = self.shared.lock();
+            while let Some(w) = c.queue.pop_front() {
+                let _ = c.engine.complete(w.id, tierwise_core::Outcome::Cancelled);
+                c.settle_busy(w.obj.0);
+                c.reconcile(w.obj.0);
+            }
+            c.drain();
+            c.queue.clear();
+        }
+        crate::mover::commit(&self.shared, true)
+    }
+}

@@ -1,0 +1,557 @@
+//! Client I/O: a request is split at block boundaries, each piece is told to the engine once,
+//! and its answer becomes a route (which image, where), executed outside the core lock.
+//!
+//! With the identity layout the HDD image holds every block at its own address, and the SSD
+//! copy of a block is in the slot the slot table gives; a slot may hold only some sectors (a
+//! partial write absorbed by a write-back cache): reads assembled from both take the valid
+//! sectors from the SSD and the rest from the HDD, as the engine's answer says.
+
+use std::sync::{RwLockReadGuard, RwLockWriteGuard};
+
+use tierwise_core::driver::still_valid;
+use tierwise_core::{Level, ObjectId, Request, Served};
+
+use crate::backend::Dev;
+use crate::device::{Core, STRIPES, Shared};
+use crate::error::DeviceError;
+use crate::format::{Layout, SECTOR};
+
+/// One block's share of a request.
+#[derive(Clone, Copy, Debug)]
+struct Piece {
+    block: u64,
+    /// Offset inside the block.
+    inner: u64,
+    len: u64,
+    /// Offset inside the request's buffer.
+    at: usize,
+}
+
+fn pieces(block_size: u64, offset: u64, len: u64) -> Vec<Piece> {
+    let mut out = Vec::with_capacity((len / block_size + 2) as usize);
+    let mut pos = offset;
+    let end = offset + len;
+    while pos < end {
+        let block = pos / block_size;
+        let inner = pos % block_size;
+        let n = (block_size - inner).min(end - pos);
+        out.push(Piece { block, inner, len: n, at: (pos - offset) as usize });
+        pos += n;
+    }
+    out
+}
+
+fn check_range(sh: &Shared, offset: u64, len: u64) -> Result<(), DeviceError> {
+    let size = sh.size();
+    if offset.checked_add(len).is_none_or(|e| e > size) {
+        return Err(DeviceError::OutOfRange { offset, len, size });
+    }
+    Ok(())
+}
+
+/// The stripes of `blocks`, ascending and each once (the lock order).
+fn stripe_ids(blocks: impl Iterator<Item = u64>) -> Vec<usize> {
+    let mut ids: Vec<usize> = blocks.map(|b| (b % STRIPES as u64) as usize).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    ids
+}
+
+enum Guards<'a> {
+    Shared(#[expect(dead_code, reason = "held for its drop")] Vec<RwLockReadGuard<'a, ()>>),
+    Exclusive(#[expect(dead_code, reason = "held for its drop")] Vec<RwLockWriteGuard<'a, ()>>),
+}
+
+fn lock_stripes<'a>(sh: &'a Shared, blocks: impl Iterator<Item = u64>, exclusive: bool) -> Guards<'a> {
+    let ids = stripe_ids(blocks);
+    if exclusive {
+        Guards::Exclusive(
+            ids.iter().map(|&i| sh.stripes[i].write().unwrap_or_else(std::sync::PoisonError::into_inner)).collect(),
+        )
+    } else {
+        Guards::Shared(
+            ids.iter().map(|&i| sh.stripes[i].read().unwrap_or_else(std::sync::PoisonError::into_inner)).collect(),
+        )
+    }
+}
+
+/// Where a piece's bytes are read from.
+#[derive(Clone, Copy, Debug)]
+struct ReadRoute {
+    dev: Dev,
+    off: u64,
+    /// Valid sectors of this slot are laid over the bytes read (an assembled read).
+    overlay: Option<u32>,
+    /// The slot this route uses, pinned until the I/O is done.
+    pinned: Option<u32>,
+}
+
+fn hdd_offset(sh: &Shared, p: &Piece) -> u64 {
+    p.block * sh.block_size() + p.inner
+}
+
+/// Turns a read's answer into a route, pinning the slot it uses.
+fn read_route(sh: &Shared, c: &mut Core, p: &Piece, served: &Served) -> ReadRoute {
+    if sh.layout() == Layout::Concatenated {
+        return match served.level {
+            Level::Fast => ReadRoute {
+                dev: Dev::Ssd,
+                off: sh.ssd_sb.ssd_data_start() + served.fast_addr + p.inner,
+                overlay: None,
+                pinned: None,
+            },
+            _ => ReadRoute { dev: Dev::Hdd, off: served.slow_addr + p.inner, overlay: None, pinned: None },
+        };
+    }
+    let hdd = ReadRoute { dev: Dev::Hdd, off: hdd_offset(sh, p), overlay: None, pinned: None };
+    let both = served.touches.contains(Level::Fast) && served.touches.contains(Level::Slow);
+    match (served.level, c.slots.slot_of(p.block)) {
+        (Level::Fast, Some(s)) | (Level::Slow, Some(s)) if served.level == Level::Fast || both => {
+            sh.pin(s);
+            let (first, n) = sector_span(p.inner, p.len);
+            let whole = c.slots.runs(s, first, n).iter().all(|r| r.2);
+            if whole {
+                ReadRoute { dev: Dev::Ssd, off: sh.slot_offset(s) + p.inner, overlay: None, pinned: Some(s) }
+            } else {
+                if !both {
+                    // Told "the SSD" for sectors the slot does not hold: the best bytes there are.
+                    c.stats.anomalies += 1;
+                }
+                ReadRoute { overlay: Some(s), pinned: Some(s), ..hdd }
+            }
+        }
+        (Level::Slow, _) => hdd,
+        _ => {
+            // The SSD (or a RAM level this front end does not hold) with no slot.
+            c.stats.anomalies += 1;
+            hdd
+        }
+    }
+}
+
+/// The sectors a byte range of a block covers: (first, count).
+fn sector_span(inner: u64, len: u64) -> (u64, u64) {
+    let first = inner / SECTOR;
+    (first, (inner + len).div_ceil(SECTOR) - first)
+}
+
+fn execute_read(sh: &Shared, buf: &mut [u8], p: &Piece, r: &ReadRoute) -> Result<(), DeviceError> {
+    let dst = &mut buf[p.at..p.at + p.len as usize];
+    let dev_name = if r.dev == Dev::Ssd { "SSD" } else { "HDD" };
+    sh.backend.read(r.dev, dst, r.off).map_err(|e| DeviceError::io(format!("reading the {dev_name} image"), e))?;
+    if let Some(slot) = r.overlay {
+        let runs = {
+            let c = sh.lock();
+            let (first, n) = sector_span(p.inner, p.len);
+            c.slots.runs(slot, first, n)
+        };
+        for (sec, count, valid) in runs {
+            if !valid {
+                continue;
+            }
+            let from = (sec * SECTOR).max(p.inner);
+            let to = ((sec + count) * SECTOR).min(p.inner + p.len);
+            let d = &mut dst[(from - p.inner) as usize..(to - p.inner) as usize];
+            sh.backend
+                .read(Dev::Ssd, d, sh.slot_offset(slot) + from)
+                .map_err(|e| DeviceError::io("reading the SSD image", e))?;
+        }
+    }
+    Ok(())
+}
+
+/// Reads `buf.len()` bytes at `offset`.
+pub(crate) fn read(sh: &Shared, buf: &mut [u8], offset: u64) -> Result<(), DeviceError> {
+    check_range(sh, offset, buf.len() as u64)?;
+    let ps = pieces(sh.block_size(), offset, buf.len() as u64);
+    let mut waited = Vec::new();
+    {
+        let _g = lock_stripes(sh, ps.iter().map(|p| p.block), false);
+        let mut routes = Vec::with_capacity(ps.len());
+        let mut queued = false;
+        {
+            let mut c = sh.lock();
+            c.stats.read_bytes += buf.len() as u64;
+            for p in &ps {
+                let req = Request::read(ObjectId(p.block), p.inner, p.len);
+                let served = c.engine.access(&req);
+                crate::trace::note(p.block, || {
+                    format!("read {}+{} -> {:?} {:?}", p.inner, p.len, served.level, served.touches)
+                });
+                queued |= c.drain();
+                if served.blocked {
+                    waited.push((*p, req, served));
+                    continue;
+                }
+                c.stats.reads_by_level[served.level.index()] += 1;
+                routes.push((*p, read_route(sh, &mut c, p, &served)));
+            }
+        }
+        if queued {
+            sh.work_ready.notify_all();
+        }
+        let result = run_reads(sh, buf, &routes);
+        for (_, r) in &routes {
+            if let Some(s) = r.pinned {
+                sh.unpin(s);
+            }
+        }
+        result?;
+    }
+    for (p, req, served) in waited {
+        wait_block_idle(sh, p.block);
+        let _g = lock_stripes(sh, std::iter::once(p.block), false);
+        let route = {
+            let mut c = sh.lock();
+            let served = again_if_stale(&mut c, &req, served);
+            c.stats.reads_by_level[served.level.index()] += 1;
+            read_route(sh, &mut c, &p, &served)
+        };
+        let r = execute_read(sh, buf, &p, &route);
+        if let Some(s) = route.pinned {
+            sh.unpin(s);
+        }
+        r?;
+    }
+    Ok(())
+}
+
+/// Executes read routes, merging consecutive plain HDD reads into one.
+fn run_reads(sh: &Shared, buf: &mut [u8], routes: &[(Piece, ReadRoute)]) -> Result<(), DeviceError> {
+    let mut i = 0;
+    while i < routes.len() {
+        let (p, r) = routes[i];
+        let mut j = i + 1;
+        if r.dev == Dev::Hdd && r.overlay.is_none() {
+            while j < routes.len() {
+                let (q, s) = routes[j];
+                let (last, lr) = routes[j - 1];
+                if s.dev == Dev::Hdd
+                    && s.overlay.is_none()
+                    && s.off == lr.off + last.len
+                    && q.at == last.at + last.len as usize
+                {
+                    j += 1;
+                } else {
+                    break;
+                }
+            }
+        }
+        if j > i + 1 {
+            let (last, _) = routes[j - 1];
+            let merged = Piece { block: p.block, inner: p.inner, len: (last.at - p.at) as u64 + last.len, at: p.at };
+            execute_read(sh, buf, &merged, &r)?;
+        } else {
+            execute_read(sh, buf, &p, &r)?;
+        }
+        i = j;
+    }
+    Ok(())
+}
+
+/// After waiting: the first answer, unless work that ran meanwhile made it unsafe, then asked
+/// again without counting (the engine's told-once rule).
+fn again_if_stale(c: &mut Core, req: &Request, served: Served) -> Served {
+    let now = c.engine.placement(req.obj);
+    if still_valid(req, &served, &now) {
+        return served;
+    }
+    let s = c.engine.access_again(req);
+    c.drain();
+    s
+}
+
+/// Waits until no work is queued or running on `block`.
+fn wait_block_idle(sh: &Shared, block: u64) {
+    let mut c = sh.lock();
+    while c.busy.contains_key(&block) && !c.stopping {
+        c = sh.work_done.wait(c).unwrap_or_else(std::sync::PoisonError::into_inner);
+    }
+}
+
+/// Where a piece's bytes are written.
+#[derive(Clone, Copy, Debug, Default)]
+struct WriteRoute {
+    hdd: Option<u64>,
+    ssd: Option<SlotWrite>,
+    /// Concatenated layout: the SSD image offset.
+    ssd_at: Option<u64>,
+}
+
+/// A write into a block's slot.
+#[derive(Clone, Copy, Debug)]
+struct SlotWrite {
+    slot: u32,
+    /// Mapped for this write: settled once its bytes are in.
+    new: bool,
+    /// The slot held the first (last) sector the write covers before it: a partial sector is
+    /// merged with the slot's bytes, else with the HDD's.
+    head_valid: bool,
+    tail_valid: bool,
+}
+
+/// Writes `buf` at `offset`.
+pub(crate) fn write(sh: &Shared, buf: &[u8], offset: u64) -> Result<(), DeviceError> {
+    check_range(sh, offset, buf.len() as u64)?;
+    let ps = pieces(sh.block_size(), offset, buf.len() as u64);
+    let mut waited = Vec::new();
+    {
+        let _g = lock_stripes(sh, ps.iter().map(|p| p.block), true);
+        let mut routes = Vec::with_capacity(ps.len());
+        let mut queued = false;
+        let mut c = sh.lock();
+        c.stats.write_bytes += buf.len() as u64;
+        for p in &ps {
+            let req = Request::write(ObjectId(p.block), p.inner, p.len);
+            let served = c.engine.access(&req);
+            crate::trace::note(p.block, || {
+                format!("write {}+{} -> {:?} {:?}", p.inner, p.len, served.level, served.touches)
+            });
+            queued |= c.drain();
+            if served.blocked {
+                waited.push((*p, req, served));
+                continue;
+            }
+            c.stats.writes_by_level[served.level.index()] += 1;
+            let (guard, route) = write_route(sh, c, p, &served)?;
+            c = guard;
+            routes.push((*p, route));
+        }
+        drop(c);
+        if queued {
+            sh.work_ready.notify_all();
+        }
+        let mut result = Ok(());
+        let mut written = 0;
+        for (p, r) in &routes {
+            result = execute_write(sh, buf, p, r);
+            if result.is_err() {
+                break;
+            }
+            written += 1;
+        }
+        finish_writes(sh, &routes, written);
+        result?;
+    }
+    for (p, req, served) in waited {
+        wait_block_idle(sh, p.block);
+        let _g = lock_stripes(sh, std::iter::once(p.block), true);
+        let mut c = sh.lock();
+        let served = again_if_stale(&mut c, &req, served);
+        c.stats.writes_by_level[served.level.index()] += 1;
+        let (c, route) = write_route(sh, c, &p, &served)?;
+        drop(c);
+        let r = execute_write(sh, buf, &p, &route);
+        finish_writes(sh, &[(p, route)], usize::from(r.is_ok()));
+        r?;
+    }
+    Ok(())
+}
+
+/// Once the bytes of the first `written` routes are in: marks the sectors they wrote valid,
+/// settles the slots they mapped, and unpins every route's slot.
+fn finish_writes(sh: &Shared, routes: &[(Piece, WriteRoute)], written: usize) {
+    let mut done = Vec::new();
+    for (i, (p, r)) in routes.iter().enumerate() {
+        if let Some(w) = r.ssd {
+            sh.unpin(w.slot);
+            if i < written {
+                done.push((*p, w));
+            }
+        }
+    }
+    if !done.is_empty() {
+        let mut c = sh.lock();
+        for (p, w) in done {
+            if c.slots.slot_of(p.block) == Some(w.slot) {
+                let (first, n) = sector_span(p.inner, p.len);
+                if c.slots.set_valid(w.slot, first, n) {
+                    c.table_changed = true;
+                }
+                if w.new {
+                    c.slots.settle(w.slot, p.block);
+                }
+            }
+        }
+    }
+}
+
+type CoreGuard<'a> = std::sync::MutexGuard<'a, Core>;
+
+/// Turns a write's answer into a route: the HDD at the block's address, and the block's slot
+/// (allocated now if the SSD takes a block it did not hold; a commit first if every free slot
+/// waits for one).
+fn write_route<'a>(
+    sh: &'a Shared,
+    mut c: CoreGuard<'a>,
+    p: &Piece,
+    served: &Served,
+) -> Result<(CoreGuard<'a>, WriteRoute), DeviceError> {
+    let mut route = WriteRoute::default();
+    if sh.layout() == Layout::Concatenated {
+        match served.level {
+            Level::Fast => route.ssd_at = Some(sh.ssd_sb.ssd_data_start() + served.fast_addr + p.inner),
+            _ => route.hdd = Some(served.slow_addr + p.inner),
+        }
+        return Ok((c, route));
+    }
+    if served.touches.contains(Level::Slow) {
+        route.hdd = Some(hdd_offset(sh, p));
+    }
+    if served.touches.contains(Level::Ram) {
+        c.stats.anomalies += 1;
+    }
+    if served.touches.contains(Level::Fast) {
+        let slot = match c.slots.slot_of(p.block) {
+            Some(s) => Some((s, false)),
+            None => {
+                let (guard, s) = alloc_slot(sh, c)?;
+                c = guard;
+                // While a commit ran, other work may have taken the block off the SSD.
+                match s {
+                    Some(s) if c.engine.placement(ObjectId(p.block)).on_fast => {
+                        c.slots.map(s, p.block, true);
+                        c.table_changed = true;
+                        Some((s, true))
+                    }
+                    Some(s) => {
+                        c.slots.give_back(s);
+                        None
+                    }
+                    None => return Err(DeviceError::Images("no SSD slot could be freed for a write".into())),
+                }
+            }
+        };
+        if let Some((s, new)) = slot {
+            sh.pin(s);
+            // The sectors this write covers become valid once its bytes are in (a checkpoint
+            // taken meanwhile must not call them valid); partial edges are merged first.
+            let (first, n) = sector_span(p.inner, p.len);
+            let head_valid = c.slots.is_valid(s, first);
+            let tail_valid = c.slots.is_valid(s, first + n - 1);
+            route.ssd = Some(SlotWrite { slot: s, new, head_valid, tail_valid });
+        }
+    }
+    Ok((c, route))
+}
+
+/// Takes a free slot, committing first when every free one waits for a commit.
+pub(crate) fn alloc_slot<'a>(
+    sh: &'a Shared,
+    mut c: CoreGuard<'a>,
+) -> Result<(CoreGuard<'a>, Option<u32>), DeviceError> {
+    for attempt in 0..100 {
+        if let Some(s) = c.slots.alloc(&sh.pins) {
+            return Ok((c, Some(s)));
+        }
+        drop(c);
+        if attempt == 0 || attempt % 10 == 0 {
+            crate::mover::commit(sh, false)?;
+        } else {
+            // Every free slot is pinned by an I/O in progress: it is done in microseconds.
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
+        c = sh.lock();
+    }
+    Ok((c, None))
+}
+
+/// Writes one piece to its destinations. A piece that writes part of a sector into a slot
+/// whose copy of that sector is not valid is merged with the sector's current bytes (the
+/// HDD's) first, so the slot never holds a torn sector.
+fn execute_write(sh: &Shared, buf: &[u8], p: &Piece, r: &WriteRoute) -> Result<(), DeviceError> {
+    let data = &buf[p.at..p.at + p.len as usize];
+    if let Some(off) = r.hdd {
+        sh.backend.write(Dev::Hdd, data, off).map_err(|e| DeviceError::io("writing the HDD image", e))?;
+    }
+    if let Some(off) = r.ssd_at {
+        sh.backend.write(Dev::Ssd, data, off).map_err(|e| DeviceError::io("writing the SSD image", e))?;
+    }
+    if let Some(w) = r.ssd {
+        let base = sh.slot_offset(w.slot);
+        let start = p.inner / SECTOR * SECTOR;
+        let end = (p.inner + p.len).div_ceil(SECTOR) * SECTOR;
+        let ssd_err = |e| DeviceError::io("writing the SSD image", e);
+        if start == p.inner && end == p.inner + p.len {
+            sh.backend.write(Dev::Ssd, data, base + p.inner).map_err(ssd_err)?;
+        } else {
+            // The bytes around the write in its edge sectors come from where they are current:
+            // the slot if it held the sector, else the HDD (which this piece's own HDD write,
+            // if any, has already updated; the block's stripe keeps other writers out).
+            let mut merged = vec![0u8; (end - start) as usize];
+            let hdd_base = p.block * sh.block_size();
+            let fill = |dst: &mut [u8], from: u64, valid: bool| -> Result<(), DeviceError> {
+                if valid {
+                    sh.backend.read(Dev::Ssd, dst, base + from).map_err(|e| DeviceError::io("reading the SSD image", e))
+                } else {
+                    sh.backend
+                        .read(Dev::Hdd, dst, hdd_base + from)
+                        .map_err(|e| DeviceError::io("reading the HDD image", e))
+                }
+            };
+            let head = (p.inner - start) as usize;
+            fill(&mut merged[..head], start, w.head_valid)?;
+            let tail_from = p.inner + p.len;
+            fill(&mut merged[(tail_from - start) as usize..], tail_from, w.tail_valid)?;
+            merged[head..head + p.len as usize].copy_from_slice(data);
+            sh.backend.write(Dev::Ssd, &merged, base + start).map_err(ssd_err)?;
+        }
+    }
+    Ok(())
+}
+
+/// Discards whole blocks in the range: each is told to the engine as deleted, and its HDD
+/// bytes are punched out if the engine then keeps no SSD copy (an architecture that ignores
+/// discards, as Flashcache does, keeps its copy, and the HDD's bytes stay equal to it). A
+/// block with work queued or running is discarded only once that work is done: a write-back
+/// of its old bytes must not land after the discard, or after a later write.
+pub(crate) fn trim(sh: &Shared, offset: u64, len: u64) -> Result<(), DeviceError> {
+    check_range(sh, offset, len)?;
+    let bs = sh.block_size();
+    let first = offset.div_ceil(bs);
+    let end = (offset + len) / bs;
+    if first >= end || sh.layout() != Layout::Identity {
+        return Ok(());
+    }
+    for block in first..end {
+        loop {
+            wait_block_idle(sh, block);
+            let _g = sh.stripe(block).write().unwrap_or_else(std::sync::PoisonError::into_inner);
+            {
+                let mut c = sh.lock();
+                if c.busy.contains_key(&block) {
+                    continue;
+                }
+                c.engine.access(&Request::op(ObjectId(block), tierwise_core::Op::Delete));
+                if c.drain() {
+                    sh.work_ready.notify_all();
+                }
+                c.reconcile(block);
+                if c.engine.placement(ObjectId(block)).on_fast {
+                    break;
+                }
+            }
+            sh.backend
+                .discard(Dev::Hdd, block * bs, bs)
+                .map_err(|e| DeviceError::io("discarding on the HDD image", e))?;
+            break;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_split_at_block_boundaries() {
+        let ps = pieces(4096, 4000, 5000);
+        let got: Vec<(u64, u64, u64, usize)> = ps.iter().map(|p| (p.block, p.inner, p.len, p.at)).collect();
+        assert_eq!(got, vec![(0, 4000, 96, 0), (1, 0, 4096, 96), (2, 0, 808, 4192)]);
+        assert_eq!(sector_span(4000, 96), (7, 1));
+        assert_eq!(sector_span(0, 4096), (0, 8));
+        assert_eq!(sector_span(100, 1000), (0, 3));
+        assert_eq!(stripe_ids([5, 1029, 3, 5].into_iter()), vec![3, 5]);
+    }
+}

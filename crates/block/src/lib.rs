@@ -1,0 +1,27 @@
+//! The hybrid block device behind `tierwise serve`: an SSD image and an HDD image run by the
+//! tierwise engine, with crash-safe metadata. A front end (the nbdkit plugin) only translates
+//! its protocol into [`HybridDevice`] calls.
+//!
+//! - [`recovery::create`] formats a pair of images (or adopts an HDD image in place) and
+//!   [`recovery::open`] opens one, recovering the newest checkpoint.
+//! - [`HybridDevice`] serves reads, writes, FUA, flushes, trims and zeroes; background movers
+//!   execute the engine's work ([`mover`]).
+//! - [`backend`] is the seam under it all: real image files, or memory images that can
+//!   simulate a power cut.
+//! - [`format`] is the on-disk format.
+
+pub mod backend;
+mod device;
+pub mod error;
+pub mod format;
+mod io;
+mod mover;
+pub mod recovery;
+mod slots;
+#[doc(hidden)]
+pub mod trace;
+
+pub use backend::{Backend, Dev, FileBackend, MemBackend};
+pub use device::{DeviceStats, HybridDevice, ServeOptions, SysClock};
+pub use error::{DeviceError, FormatError};
+pub use recovery::{CreateOptions, create, open, servable, servable_names};

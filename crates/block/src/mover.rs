@@ -1,0 +1,282 @@
+//! The movers: background threads that execute the engine's work in issue order (copies into
+//! the SSD, write-backs, promotions and demotions), report each outcome, and commit
+//! checkpoints.
+//!
+//! A move holds its block's stripe exclusively from the first byte read to its completion, so
+//! client I/O to that block waits and lands before or after the whole move, never inside it.
+//!
+//! # Commit protocol
+//! 1. Snapshot the slot table under the core lock. Every slot it names holds its block's bytes
+//!    already (a copy maps its slot only once written; a slot a client write maps is left out
+//!    until the write is in).
+//! 2. Sync both images: those bytes, and the HDD copies of blocks recorded clean, are durable.
+//! 3. Write the checkpoint to copy `seq % 2` on the SSD and on the HDD, and sync both.
+//! 4. Only now are the slots unmapped before the snapshot free for reuse: the previous
+//!    checkpoint, the one a crash during step 3 falls back to, may still name them.
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use tierwise_core::{Clock, EngineStats, Level, ObjectId, Outcome, Work, WorkKind};
+
+use crate::backend::Dev;
+use crate::device::Shared;
+use crate::error::DeviceError;
+use crate::format::{Checkpoint, SECTOR};
+
+/// A mover's loop. The first mover also runs the engine's timers and the periodic commit.
+pub(crate) fn run(sh: &Shared, timekeeper: bool) {
+    let mut last_commit = Instant::now();
+    loop {
+        let work = {
+            let mut c = sh.lock();
+            loop {
+                if c.stopping {
+                    return;
+                }
+                if timekeeper {
+                    let now = c.engine.clock().now();
+                    if c.engine.next_deadline().is_some_and(|d| d <= now) {
+                        c.engine.tick();
+                        if c.drain() {
+                            sh.work_ready.notify_all();
+                        }
+                    }
+                    if c.table_changed && last_commit.elapsed() >= sh.opts.commit_interval {
+                        break None;
+                    }
+                }
+                if let Some(w) = c.queue.pop_front() {
+                    break Some(w);
+                }
+                let wait = if timekeeper {
+                    let now = c.engine.clock().now();
+                    let tick = c.engine.next_deadline().map(|d| Duration::from_nanos(d.0.saturating_sub(now.0)));
+                    tick.unwrap_or(sh.opts.commit_interval).min(sh.opts.commit_interval).max(Duration::from_millis(1))
+                } else {
+                    Duration::from_secs(1)
+                };
+                c = sh.work_ready.wait_timeout(c, wait).unwrap_or_else(std::sync::PoisonError::into_inner).0;
+            }
+        };
+        match work {
+            Some(w) => {
+                pace(sh, w.bytes);
+                execute(sh, &w);
+            }
+            None => {
+                last_commit = Instant::now();
+                // A failed periodic commit is retried at the next period; flushes report theirs.
+                let _ = commit(sh, false);
+            }
+        }
+    }
+}
+
+/// `--move-rate`: spreads moves so that they copy at most that many bytes per second.
+fn pace(sh: &Shared, bytes: u64) {
+    let rate = sh.opts.move_rate;
+    if rate == 0 {
+        return;
+    }
+    let cost = bytes.saturating_mul(1_000_000_000) / rate;
+    let now = sh.started.elapsed().as_nanos() as u64;
+    let start = sh.moved_at.fetch_max(now, Ordering::AcqRel).max(now);
+    let due = sh.moved_at.fetch_add(cost, Ordering::AcqRel).max(start);
+    if due > now {
+        std::thread::sleep(Duration::from_nanos(due - now));
+    }
+}
+
+/// Executes one piece of work and reports its outcome.
+fn execute(sh: &Shared, w: &Work) {
+    let block = w.obj.0;
+    let _stripe = sh.stripe(block).write().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let outcome = match (w.kind, w.from, w.to) {
+        (WorkKind::Copy | WorkKind::Promote, Level::Slow, Level::Fast) => fill(sh, w),
+        (WorkKind::Writeback | WorkKind::Demote, Level::Fast, Level::Slow) => clean(sh, w),
+        _ => {
+            // A RAM level (refused when the device opens) or a move this layout has no place for.
+            sh.lock().stats.anomalies += 1;
+            Err(None)
+        }
+    };
+    crate::trace::note(block, || format!("executed {:?}: {:?}", w.kind, outcome));
+    let mut c = sh.lock();
+    let result = match outcome {
+        Ok(new_slot) => {
+            let r = c.engine.complete(w.id, Outcome::Done);
+            let i = EngineStats::kind_index(w.kind);
+            if i < 4 {
+                c.stats.moves_done[i] += 1;
+            }
+            c.stats.moved_bytes += w.bytes;
+            if let Some(s) = new_slot {
+                if c.engine.placement(ObjectId(block)).on_fast {
+                    c.slots.map(s, block, false);
+                    let _ = c.slots.set_valid(s, 0, sh.block_size() / SECTOR);
+                    c.table_changed = true;
+                } else {
+                    c.slots.give_back(s);
+                }
+            }
+            r
+        }
+        Err(new_slot) => {
+            c.stats.moves_failed += 1;
+            if let Some(s) = new_slot {
+                c.slots.give_back(s);
+            }
+            c.engine.complete(w.id, Outcome::Failed)
+        }
+    };
+    if result.is_err() {
+        c.stats.anomalies += 1;
+    }
+    c.settle_busy(block);
+    c.reconcile(block);
+    if c.drain() {
+        sh.work_ready.notify_all();
+    }
+    drop(c);
+    sh.work_done.notify_all();
+}
+
+/// Copies a block from the HDD into the SSD: into a new slot (returned, mapped at completion),
+/// or into the invalid sectors of the slot that already holds part of it.
+fn fill(sh: &Shared, w: &Work) -> Result<Option<u32>, Option<u32>> {
+    let block = w.obj.0;
+    let bs = sh.block_size();
+    let mut buf = vec![0u8; bs as usize];
+    let existing = {
+        let c = sh.lock();
+        c.slots.slot_of(block).map(|slot| {
+            sh.pin(slot);
+            (slot, c.slots.runs(slot, 0, bs / SECTOR))
+        })
+    };
+    if let Some((slot, runs)) = existing {
+        // Part of the block is in its slot already (an absorbed partial write): fill the rest.
+        let mut r = Ok(());
+        for (sec, n, valid) in runs {
+            if valid || r.is_err() {
+                continue;
+            }
+            let part = &mut buf[(sec * SECTOR) as usize..((sec + n) * SECTOR) as usize];
+            r = sh
+                .backend
+                .read(Dev::Hdd, part, block * bs + sec * SECTOR)
+                .and_then(|()| sh.backend.write(Dev::Ssd, part, sh.slot_offset(slot) + sec * SECTOR));
+        }
+        sh.unpin(slot);
+        r.map_err(|_| None)?;
+        let mut c = sh.lock();
+        if c.slots.slot_of(block) == Some(slot) && c.slots.set_valid(slot, 0, bs / SECTOR) {
+            c.table_changed = true;
+        }
+        return Ok(None);
+    }
+    sh.backend.read(Dev::Hdd, &mut buf, block * bs).map_err(|_| None)?;
+    let c = sh.lock();
+    let (c, slot) = crate::io::alloc_slot(sh, c).map_err(|_| None)?;
+    drop(c);
+    let slot = slot.ok_or(None)?;
+    sh.backend.write(Dev::Ssd, &buf, sh.slot_offset(slot)).map_err(|_| Some(slot))?;
+    Ok(Some(slot))
+}
+
+/// Writes a block's valid sectors from its slot to the HDD (a write-back, or a demotion whose
+/// slot is unmapped at completion).
+fn clean(sh: &Shared, w: &Work) -> Result<Option<u32>, Option<u32>> {
+    let block = w.obj.0;
+    let bs = sh.block_size();
+    let (slot, runs) = {
+        let c = sh.lock();
+        let Some(slot) = c.slots.slot_of(block) else {
+            return Err(None);
+        };
+        sh.pin(slot);
+        (slot, c.slots.runs(slot, 0, bs / SECTOR))
+    };
+    let mut result = Ok(None);
+    for (sec, n, valid) in runs {
+        if !valid {
+            continue;
+        }
+        let mut part = vec![0u8; (n * SECTOR) as usize];
+        let off = sec * SECTOR;
+        let r = sh
+            .backend
+            .read(Dev::Ssd, &mut part, sh.slot_offset(slot) + off)
+            .and_then(|()| sh.backend.write(Dev::Hdd, &part, block * bs + off));
+        if r.is_err() {
+            result = Err(None);
+            break;
+        }
+    }
+    sh.unpin(slot);
+    result
+}
+
+/// Syncs both images and, if the slot table changed since the last checkpoint (or `clean`
+/// asks for a final one), commits a new checkpoint. One commit at a time.
+pub(crate) fn commit(sh: &Shared, clean: bool) -> Result<(), DeviceError> {
+    let mut seq = sh.commit_lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let snapshot = {
+        let mut c = sh.lock();
+        if c.table_changed || clean {
+            c.table_changed = false;
+            let engine = &c.engine;
+            let dirty: Vec<u64> = c.slots.mapped_blocks().filter(|&b| engine.placement(ObjectId(b)).dirty).collect();
+            let dirty: std::collections::HashSet<u64> = dirty.into_iter().collect();
+            Some(c.slots.snapshot(|b| dirty.contains(&b)))
+        } else {
+            None
+        }
+    };
+    let sync = |d: Dev| sh.backend.sync(d).map_err(|e| DeviceError::io("syncing an image", e));
+    let result = (|| {
+        sync(Dev::Ssd)?;
+        sync(Dev::Hdd)?;
+        let Some((entries, _)) = &snapshot else {
+            return Ok(());
+        };
+        let cp = Checkpoint { seq: *seq + 1, clean, entries: entries.clone() };
+        write_checkpoint(sh, &cp)?;
+        crate::trace::note_test(|| format!("checkpoint {} durable", cp.seq));
+        *seq += 1;
+        Ok(())
+    })();
+    let mut c = sh.lock();
+    if let Some((_, freed)) = snapshot {
+        if result.is_ok() {
+            c.slots.release(freed);
+            c.stats.commits += 1;
+        } else {
+            // Not durable: the slots stay quarantined, and the next commit tries again.
+            c.table_changed = true;
+            c.slots.requarantine(freed);
+        }
+    }
+    result
+}
+
+/// Writes a checkpoint to its copy on both images and syncs them.
+pub(crate) fn write_checkpoint(sh: &Shared, cp: &Checkpoint) -> Result<(), DeviceError> {
+    let bytes = cp.encode(sh.ssd_sb.uuid, sh.block_size());
+    if bytes.len() as u64 > sh.ssd_sb.meta_len {
+        return Err(DeviceError::Images(format!(
+            "a checkpoint of {} bytes does not fit its {} bytes",
+            bytes.len(),
+            sh.ssd_sb.meta_len
+        )));
+    }
+    let copy = cp.seq % 2;
+    for (dev, sb) in [(Dev::Ssd, &sh.ssd_sb), (Dev::Hdd, &sh.hdd_sb)] {
+        sh.backend.write(dev, &bytes, sb.meta_offset(copy)).map_err(|e| DeviceError::io("writing a checkpoint", e))?;
+    }
+    for dev in [Dev::Ssd, Dev::Hdd] {
+        sh.backend.sync(dev).map_err(|e| DeviceError::io("syncing a checkpoint", e))?;
+    }
+    Ok(())
+}

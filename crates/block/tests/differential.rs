@@ -1,0 +1,309 @@
+//! The served device against a plain reference image: the same seeded operations (reads,
+//! writes of any alignment, FUA, flushes, trims, write zeroes) on both, with an SSD of a few
+//! blocks so that copies, evictions, write-backs and commits run all the time, for every
+//! architecture the block device serves. Then power cuts: after any cut, every byte that was
+//! written and flushed before it reads back.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tierwise_block::{Backend, CreateOptions, HybridDevice, MemBackend, ServeOptions, create, open, servable_names};
+
+const HDD: u64 = 1 << 20;
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+fn specs() -> Vec<String> {
+    let mut specs: Vec<String> = servable_names().iter().map(|s| s.to_string()).collect();
+    specs.extend(
+        [
+            "cache:mode=write-through",
+            "cache:mode=read-only",
+            "cache:mode=write-back,collector=arc,dirty-high=50%,dirty-low=5%",
+            "cache:mode=write-back,partial-writes=around",
+            "bcache-like:cache-mode=writeback",
+        ]
+        .map(String::from),
+    );
+    specs
+}
+
+fn new_device(spec: &str, ssd: u64, movers: usize) -> (Arc<MemBackend>, HybridDevice) {
+    let mem = Arc::new(MemBackend::new(0, HDD));
+    create(&*mem, &CreateOptions { spec: spec.into(), block_size: Some(4096), ssd_size: ssd, hdd_size: None })
+        .unwrap_or_else(|e| panic!("{spec}: {e}"));
+    let dev = open(
+        mem.clone() as Arc<dyn Backend>,
+        ServeOptions { spec: spec.into(), movers, commit_interval: Duration::from_millis(20), move_rate: 0 },
+    )
+    .unwrap_or_else(|e| panic!("{spec}: {e}"));
+    dev.start();
+    (mem, dev)
+}
+
+/// An operation's range: mostly inside a hot region so blocks are re-used, any alignment.
+fn range(rng: &mut Rng, size: u64) -> (u64, u64) {
+    let hot = rng.below(4) != 0;
+    let span = if hot { size / 8 } else { size };
+    let len = match rng.below(4) {
+        0 => 1 + rng.below(700),
+        1 => 4096,
+        2 => 512 * (1 + rng.below(24)),
+        _ => 1 + rng.below(3 * 4096),
+    };
+    let off = rng.below(span.saturating_sub(len).max(1));
+    let off = if rng.below(2) == 0 { off / 512 * 512 } else { off };
+    (off, len.min(size - off))
+}
+
+fn run_ops(dev: &HybridDevice, reference: &mut [u8], rng: &mut Rng, ops: usize, spec: &str) {
+    let size = reference.len() as u64;
+    for i in 0..ops {
+        let (off, len) = range(rng, size);
+        let o = off as usize;
+        let l = len as usize;
+        match rng.below(20) {
+            0..=8 => {
+                let mut buf = vec![0u8; l];
+                dev.read(&mut buf, off).unwrap_or_else(|e| panic!("{spec}: read: {e}"));
+                if let Some(j) = buf.iter().zip(&reference[o..o + l]).position(|(a, b)| a != b) {
+                    let b = (off + j as u64) / 4096;
+                    panic!(
+                        "{spec}: op {i}: read of {len} at {off} differs from the reference at byte {} ({}); {}",
+                        off + j as u64,
+                        (off + j as u64) % 4096,
+                        dev.describe_block(b)
+                    );
+                }
+            }
+            9..=16 => {
+                let tag = rng.next();
+                let data: Vec<u8> = (0..l).map(|j| (tag >> (j % 8 * 8)) as u8 ^ j as u8).collect();
+                let fua = rng.below(30) == 0;
+                dev.write(&data, off, fua).unwrap_or_else(|e| panic!("{spec}: write: {e}"));
+                reference[o..o + l].copy_from_slice(&data);
+            }
+            17 => dev.flush().unwrap_or_else(|e| panic!("{spec}: flush: {e}")),
+            18 => {
+                dev.write_zeroes(off, len, false).unwrap_or_else(|e| panic!("{spec}: zero: {e}"));
+                reference[o..o + l].fill(0);
+            }
+            _ => {
+                dev.trim(off, len, false).unwrap_or_else(|e| panic!("{spec}: trim: {e}"));
+                // A discarded block reads as zeroes, or as before where the architecture keeps
+                // its copy; either way it stays what it reads now.
+                let first = off.div_ceil(4096) * 4096;
+                let end = (off + len) / 4096 * 4096;
+                if first < end {
+                    let (f, e) = (first as usize, end as usize);
+                    let mut now = vec![0u8; e - f];
+                    dev.read(&mut now, first).unwrap_or_else(|e| panic!("{spec}: {e}"));
+                    for (k, (got, was)) in now.chunks(4096).zip(reference[f..e].chunks(4096)).enumerate() {
+                        assert!(
+                            got == was || got.iter().all(|&x| x == 0),
+                            "{spec}: op {i}: discarded block {} reads neither as before nor as zeroes",
+                            first / 4096 + k as u64
+                        );
+                    }
+                    reference[f..e].copy_from_slice(&now);
+                }
+            }
+        }
+    }
+}
+
+fn full_compare(dev: &HybridDevice, reference: &[u8], spec: &str) {
+    let mut all = vec![0u8; reference.len()];
+    dev.read(&mut all, 0).unwrap_or_else(|e| panic!("{spec}: {e}"));
+    if let Some(i) = all.iter().zip(reference).position(|(a, b)| a != b) {
+        panic!("{spec}: byte {i} (block {}) differs after the run", i / 4096);
+    }
+}
+
+#[test]
+fn every_served_architecture_matches_a_plain_image_with_moves_all_the_time() {
+    for spec in specs() {
+        let ssd = if spec == "linear" { 256 << 10 } else { 96 << 10 };
+        let (_mem, dev) = new_device(&spec, ssd, 2);
+        let size = dev.size();
+        let mut reference = vec![0u8; size as usize];
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ spec.len() as u64);
+        run_ops(&dev, &mut reference, &mut rng, 12_000, &spec);
+        assert!(dev.writeback_all(Duration::from_secs(20)).unwrap_or(false), "{spec}: work never drained");
+        full_compare(&dev, &reference, &spec);
+        dev.check().unwrap_or_else(|e| panic!("{spec}: {e}"));
+        let st = dev.stats();
+        assert_eq!(st.anomalies, 0, "{spec}: the device could not act on some answers: {st:?}");
+        let (es, _) = dev.engine_stats();
+        if spec.starts_with("cache") || spec.contains("like") {
+            assert!(es.total_bytes_moved() > 0 && st.commits > 3, "{spec}: nothing moved or committed: {st:?}");
+        }
+        dev.shutdown().unwrap_or_else(|e| panic!("{spec}: {e}"));
+    }
+}
+
+#[test]
+fn a_hundred_thousand_operations_on_a_tiny_write_back_cache() {
+    let spec = "cache:mode=write-back";
+    let (_mem, dev) = new_device(spec, 64 << 10, 3);
+    let mut reference = vec![0u8; dev.size() as usize];
+    let mut rng = Rng(42);
+    run_ops(&dev, &mut reference, &mut rng, 100_000, spec);
+    full_compare(&dev, &reference, spec);
+    assert_eq!(dev.stats().anomalies, 0);
+    dev.check().unwrap_or_else(|e| panic!("{e}"));
+}
+
+#[test]
+fn concurrent_clients_on_disjoint_ranges_see_their_own_writes() {
+    for spec in ["cache:mode=write-back", "dm-cache-smq-like", "flashcache-like"] {
+        let (_mem, dev) = new_device(spec, 64 << 10, 2);
+        let dev = Arc::new(dev);
+        let quarter = dev.size() / 4;
+        let handles: Vec<_> = (0..4u64)
+            .map(|t| {
+                let dev = Arc::clone(&dev);
+                std::thread::spawn(move || {
+                    let mut rng = Rng(1000 + t);
+                    let mut reference = vec![0u8; quarter as usize];
+                    for i in 0..4000 {
+                        let len = 1 + rng.below(9000).min(quarter - 1);
+                        let off = rng.below(quarter - len);
+                        let (o, l) = (off as usize, len as usize);
+                        if rng.below(2) == 0 {
+                            let v = (rng.next() & 0xff) as u8;
+                            let data = vec![v; l];
+                            dev.write(&data, t * quarter + off, false).unwrap_or_else(|e| panic!("{e}"));
+                            reference[o..o + l].fill(v);
+                        } else {
+                            let mut buf = vec![0u8; l];
+                            dev.read(&mut buf, t * quarter + off).unwrap_or_else(|e| panic!("{e}"));
+                            assert!(buf == reference[o..o + l], "{spec}: client {t} op {i}: read differs");
+                        }
+                    }
+                    reference
+                })
+            })
+            .collect();
+        let mut whole = Vec::new();
+        for h in handles {
+            whole.extend(h.join().unwrap_or_else(|_| panic!("{spec}: a client panicked")));
+        }
+        full_compare(&dev, &whole, spec);
+        assert_eq!(dev.stats().anomalies, 0, "{spec}");
+        dev.check().unwrap_or_else(|e| panic!("{spec}: {e}"));
+    }
+}
+
+#[test]
+fn after_a_power_cut_every_flushed_byte_reads_back() {
+    let specs = ["cache:mode=write-back", "cache:mode=write-through", "open-cas-like:cache-mode=wb", "flashcache-like"];
+    // TIERWISE_POWER_CUTS=N runs N trials per architecture (the default keeps CI short).
+    let trials = std::env::var("TIERWISE_POWER_CUTS").ok().and_then(|v| v.parse().ok()).unwrap_or(12u64);
+    let only = std::env::var("TIERWISE_POWER_SPEC").ok();
+    for spec in specs.into_iter().filter(|s| only.as_deref().is_none_or(|o| s.starts_with(o))) {
+        for trial in 0..trials {
+            let (mem, dev) = new_device(spec, 64 << 10, 2);
+            tierwise_block::trace::enable(std::env::var("TIERWISE_TRACE").is_ok());
+            let size = dev.size() as usize;
+            let mut rng = Rng(7 + trial * 1000);
+            let mut flushed = vec![0u8; size];
+            let mut current = vec![0u8; size];
+            // Bytes written since the last flush: after a cut, old or new are both allowed.
+            let mut unsettled = vec![false; size];
+            let mut history: Vec<String> = Vec::new();
+            let ops = 300 + rng.below(1500) as usize;
+            for _ in 0..ops {
+                let (off, len) = range(&mut rng, size as u64);
+                let (o, l) = (off as usize, len as usize);
+                match rng.below(10) {
+                    0 => {
+                        history.push("flush".into());
+                        tierwise_block::trace::note_test(|| "TEST flush".into());
+                        dev.flush().unwrap_or_else(|e| panic!("{e}"));
+                        flushed.copy_from_slice(&current);
+                        unsettled.fill(false);
+                    }
+                    1..=6 => {
+                        let v = (rng.next() & 0xff) as u8 | 1;
+                        let fua = rng.below(8) == 0;
+                        history.push(format!("write {v} at {off}+{len}{}", if fua { " fua" } else { "" }));
+                        tierwise_block::trace::note_test(|| format!("TEST write {v} at {off}+{len}"));
+                        dev.write(&vec![v; l], off, fua).unwrap_or_else(|e| panic!("{e}"));
+                        current[o..o + l].fill(v);
+                        if fua {
+                            // Durable now, as is everything written before it (FUA is a flush here).
+                            flushed.copy_from_slice(&current);
+                            unsettled.fill(false);
+                        } else {
+                            unsettled[o..o + l].fill(true);
+                        }
+                    }
+                    _ => {
+                        let mut buf = vec![0u8; l];
+                        dev.read(&mut buf, off).unwrap_or_else(|e| panic!("{e}"));
+                    }
+                }
+            }
+            if std::env::var("TIERWISE_HANG_CHECK").is_ok() && !dev.wait_idle(Duration::from_secs(5)).unwrap_or(false) {
+                eprintln!("HANG {spec} trial {trial}: {:?}", dev.stats());
+                std::thread::sleep(Duration::from_secs(120));
+            }
+            tierwise_block::trace::note_test(|| "TEST power cut".into());
+            // Cut the power while the movers may still be copying.
+            let after = Arc::new(mem.power_cut(trial * 31 + 5));
+            drop(dev);
+            let dev = open(
+                after.clone() as Arc<dyn Backend>,
+                ServeOptions { spec: spec.into(), movers: 1, ..ServeOptions::default() },
+            )
+            .unwrap_or_else(|e| panic!("{spec} trial {trial}: reopening after the cut: {e}"));
+            let mut all = vec![0u8; size];
+            dev.read(&mut all, 0).unwrap_or_else(|e| panic!("{e}"));
+            for i in 0..size {
+                // A byte written since the last flush may hold any value written to it since.
+                let ok = all[i] == flushed[i] || unsettled[i];
+                assert!(
+                    ok,
+                    "{spec} trial {trial}: flushed byte {i} (block {}) reads {} after the cut, flushed {}; {}; trace {:#?} history of the byte: {:?}",
+                    i / 4096,
+                    all[i],
+                    flushed[i],
+                    dev.describe_block(i as u64 / 4096),
+                    tierwise_block::trace::events(i as u64 / 4096),
+                    history
+                        .iter()
+                        .filter(|h| h.as_str() == "flush" || h.contains(&format!("write {} ", all[i])) || {
+                            let w: Vec<&str> = h.split(' ').collect();
+                            let (o, l) = w[3]
+                                .split_once('+')
+                                .map(|(o, l)| (o.parse::<usize>().unwrap_or(0), l.parse::<usize>().unwrap_or(0)))
+                                .unwrap_or((0, 0));
+                            o <= i && i < o + l
+                        })
+                        .collect::<Vec<_>>()
+                );
+            }
+            dev.check().unwrap_or_else(|e| panic!("{spec} trial {trial}: {e}"));
+            // Reads are stable after recovery: the same bytes once the cache has settled.
+            dev.start();
+            assert!(dev.writeback_all(Duration::from_secs(10)).unwrap_or(false));
+            let mut again = vec![0u8; size];
+            dev.read(&mut again, 0).unwrap_or_else(|e| panic!("{e}"));
+            assert!(again == all, "{spec} trial {trial}: reads changed after recovery settled");
+            dev.shutdown().unwrap_or_else(|e| panic!("{e}"));
+        }
+    }
+}
