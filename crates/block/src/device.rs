@@ -135,6 +135,7 @@ pub(crate) struct Shared {
     pub(crate) opts: ServeOptions,
     pub(crate) commit_lock: Mutex<u64>,
     pub(crate) moved_at: AtomicU64,
+    pub(crate) move_rate: AtomicU64,
     pub(crate) started: Instant,
 }
 
@@ -318,6 +319,31 @@ impl HybridDevice {
             }
         }
         self.wait_idle(timeout)
+    }
+
+    /// Cancels the work queued and not yet running (the engine rolls it back; a policy may
+    /// issue it again); returns how many.
+    pub fn cancel_queued(&self) -> usize {
+        let mut c = self.shared.lock();
+        let mut n = 0;
+        while let Some(w) = c.queue.pop_front() {
+            let _ = c.engine.complete(w.id, tierwise_core::Outcome::Cancelled);
+            c.settle_busy(w.obj.0);
+            c.reconcile(w.obj.0);
+            n += 1;
+        }
+        // A policy may answer at once with new work; it runs as usual.
+        if c.drain() {
+            self.shared.work_ready.notify_all();
+        }
+        drop(c);
+        self.shared.work_done.notify_all();
+        n
+    }
+
+    /// Changes the move rate (bytes per second, 0: unlimited).
+    pub fn set_move_rate(&self, rate: u64) {
+        self.shared.move_rate.store(rate, Ordering::Relaxed);
     }
 
     /// Waits until no work is queued or running; false on timeout.

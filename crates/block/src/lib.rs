@@ -25,3 +25,7 @@ pub use backend::{Backend, Dev, FileBackend, MemBackend};
 pub use device::{DeviceStats, HybridDevice, ServeOptions, SysClock};
 pub use error::{DeviceError, FormatError};
 pub use recovery::{CreateOptions, create, open, servable, servable_names};
+
+/// The architecture `tierwise serve` runs when none is named: a write-through cache (losing
+/// the SSD loses no data), as bcache and dm-cache default to.
+pub const DEFAULT_SERVE_POLICY: &str = "cache:mode=write-through";

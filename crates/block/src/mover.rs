@@ -75,7 +75,7 @@ pub(crate) fn run(sh: &Shared, timekeeper: bool) {
 
 /// `--move-rate`: spreads moves so that they copy at most that many bytes per second.
 fn pace(sh: &Shared, bytes: u64) {
-    let rate = sh.opts.move_rate;
+    let rate = sh.move_rate.load(Ordering::Relaxed);
     if rate == 0 {
         return;
     }

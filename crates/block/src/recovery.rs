@@ -223,7 +223,10 @@ fn check_images(backend: &dyn Backend) -> Result<(Superblock, Superblock), Devic
 }
 
 fn is_hdd_at_end(backend: &dyn Backend, dev: Dev, len: u64) -> bool {
-    read_super(backend, dev, len).is_ok_and(|s| s.role == Role::Hdd)
+    let mut b = vec![0u8; SUPER_LEN as usize];
+    len >= SUPER_LEN
+        && backend.read(dev, &mut b, len - SUPER_LEN).is_ok()
+        && Superblock::decode(&b).is_ok_and(|s| s.role == Role::Hdd)
 }
 
 fn hdd_has_ssd_super(backend: &dyn Backend) -> bool {
@@ -251,6 +254,14 @@ fn newest_checkpoint(backend: &dyn Backend, ssd: &Superblock, hdd: &Superblock) 
         }
     }
     best.ok_or_else(|| DeviceError::NoCheckpoint(problems.join("; ")))
+}
+
+/// Checks a pair of images without changing them: their superblocks agree and a valid
+/// checkpoint can be read. Returns the SSD's superblock.
+pub fn inspect(backend: &dyn Backend) -> Result<Superblock, DeviceError> {
+    let (ssd, hdd) = check_images(backend)?;
+    newest_checkpoint(backend, &ssd, &hdd)?;
+    Ok(ssd)
 }
 
 /// Opens a device: checks the images, recovers the newest checkpoint, tells the engine what
@@ -284,6 +295,7 @@ pub fn open(backend: Arc<dyn Backend>, opts: ServeOptions) -> Result<HybridDevic
         stats: DeviceStats::default(),
     };
     core.slots.restore(&cp.entries);
+    let move_rate = opts.move_rate;
     let shared = Arc::new(Shared {
         core: Mutex::new(core),
         work_ready: Condvar::new(),
@@ -296,6 +308,7 @@ pub fn open(backend: Arc<dyn Backend>, opts: ServeOptions) -> Result<HybridDevic
         opts,
         commit_lock: Mutex::new(cp.seq),
         moved_at: AtomicU64::new(0),
+        move_rate: AtomicU64::new(move_rate),
         started: Instant::now(),
     });
     adopt(&shared, &cp)?;

@@ -41,6 +41,8 @@ pub(crate) enum Command {
     /// Mount a hybrid file system (FUSE) over an SSD directory and an HDD directory.
     #[command(after_long_help = crate::mount::LONG_HELP)]
     Mount(crate::mount::MountArgs),
+    /// Serve a hybrid block device over NBD (nbdkit) from an SSD image and an HDD image.
+    Serve(crate::cmd::serve::ServeArgs),
     /// Where files on a tierwise mount are: ssd, hdd or ssd+hdd (the user.tierwise.tier xattr).
     WhichTier {
         /// Files on a tierwise mount.

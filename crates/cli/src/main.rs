@@ -57,6 +57,20 @@ fn run(cli: Cli) -> Result<()> {
         Command::Mount(a) => mount::cmd_mount(a),
         Command::Umount { mountpoint } => mount::cmd_umount(&mountpoint),
         Command::WhichTier { paths } => mount::cmd_which_tier(&paths),
+        Command::Serve(a) => cmd::serve::cmd_serve(a),
+        // A served device's control socket, or a mountpoint.
+        Command::Status { mountpoint } if cmd::serve::is_control_socket(&mountpoint) => {
+            cmd::serve::cmd_status(&mountpoint)
+        }
+        Command::Stats { mountpoint, json } if cmd::serve::is_control_socket(&mountpoint) => {
+            cmd::serve::cmd_stats(&mountpoint, json)
+        }
+        Command::Flush { mountpoint } if cmd::serve::is_control_socket(&mountpoint) => {
+            cmd::serve::cmd_flush(&mountpoint)
+        }
+        Command::Cancel { mountpoint } if cmd::serve::is_control_socket(&mountpoint) => {
+            cmd::serve::cmd_cancel(&mountpoint)
+        }
         Command::Status { mountpoint } => mount::cmd_status(&mountpoint),
         Command::Stats { mountpoint, json } => mount::cmd_stats(&mountpoint, json),
         Command::Pin { tier, paths } => mount::cmd_pin(&paths, &tier),

@@ -7,5 +7,6 @@ pub(crate) mod list;
 pub(crate) mod mrc;
 pub(crate) mod replay;
 pub(crate) mod reproduce;
+pub(crate) mod serve;
 pub(crate) mod sim;
 pub(crate) mod trace;

@@ -1,0 +1,284 @@
+//! The nbdkit plugin behind `tierwise serve`: a thin adapter that turns NBD requests into
+//! calls on [`tierwise_block::HybridDevice`]. All block logic lives in `tierwise-block`.
+//!
+//! ```text
+//! nbdkit ./libtierwise_nbd.so ssd=SSD.img hdd=HDD.img policy=cache:mode=write-back \
+//!        [movers=2] [move-rate=BYTES] [control=SOCKET] [metrics=ADDR:PORT]
+//! ```
+//!
+//! nbdkit's rules this follows: threads start in `after_fork` (nbdkit forks when it
+//! daemonizes), a panic must not cross into C (every callback catches unwinding and answers
+//! EIO), and only functions that nbdkit 1.32 exports are called.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use nbdkit::{Error, FuaFlags, Result, Server, ThreadModel};
+use tierwise_block::{Backend, DeviceError, FileBackend, HybridDevice, ServeOptions};
+
+pub mod control;
+
+/// The plugin's parameters, gathered by `config`.
+#[derive(Clone, Debug, Default)]
+struct Config {
+    ssd: Option<PathBuf>,
+    hdd: Option<PathBuf>,
+    policy: Option<String>,
+    movers: Option<usize>,
+    move_rate: Option<u64>,
+    control: Option<PathBuf>,
+    metrics: Option<String>,
+}
+
+static CONFIG: Mutex<Config> = Mutex::new(Config {
+    ssd: None,
+    hdd: None,
+    policy: None,
+    movers: None,
+    move_rate: None,
+    control: None,
+    metrics: None,
+});
+static DEVICE: OnceLock<Arc<HybridDevice>> = OnceLock::new();
+
+use tierwise_block::DEFAULT_SERVE_POLICY as DEFAULT_POLICY;
+
+fn config() -> std::sync::MutexGuard<'static, Config> {
+    CONFIG.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn device() -> Result<&'static Arc<HybridDevice>> {
+    DEVICE.get().ok_or_else(|| Error::new(libc::EIO, "the device is not open"))
+}
+
+fn to_nbd(e: DeviceError) -> Error {
+    Error::new(e.errno(), e.to_string())
+}
+
+/// Runs a callback, turning a panic into EIO: unwinding into nbdkit's C code would abort it.
+fn guarded<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| p.downcast_ref::<&str>().copied())
+                .unwrap_or("unknown panic");
+            Err(Error::new(libc::EIO, format!("tierwise: internal error in {what}: {msg}")))
+        }
+    }
+}
+
+/// One client connection (all state is the device's).
+#[derive(Debug, Default)]
+struct Connection;
+
+impl Server for Connection {
+    fn name() -> &'static str {
+        "tierwise"
+    }
+
+    fn description() -> Option<&'static str> {
+        Some("tierwise hybrid SSD/HDD block device: one policy engine places blocks on an SSD image and an HDD image")
+    }
+
+    fn config_help() -> Option<&'static str> {
+        Some(
+            "ssd=PATH        the SSD image (required)\n\
+             hdd=PATH        the HDD image (required)\n\
+             policy=SPEC     architecture spec (default cache:mode=write-through)\n\
+             movers=N        background moves in flight at most (default 2)\n\
+             move-rate=BYTES moves copy at most this many bytes per second (0: unlimited)\n\
+             control=PATH    Unix socket for tierwise stats|status|flush|cancel\n\
+             metrics=ADDR    Prometheus metrics on ADDR:PORT",
+        )
+    }
+
+    fn config(key: &str, value: &str) -> Result<()> {
+        guarded("config", || {
+            let mut c = config();
+            let number = |v: &str| {
+                v.parse::<u64>().map_err(|_| Error::new(libc::EINVAL, format!("{key}={v}: expected a whole number")))
+            };
+            match key {
+                "ssd" => c.ssd = Some(PathBuf::from(value)),
+                "hdd" => c.hdd = Some(PathBuf::from(value)),
+                "policy" => c.policy = Some(value.to_string()),
+                "movers" => c.movers = Some(number(value)?.clamp(1, 64) as usize),
+                "move-rate" => c.move_rate = Some(number(value)?),
+                "control" => c.control = Some(PathBuf::from(value)),
+                "metrics" => c.metrics = Some(value.to_string()),
+                _ => {
+                    return Err(Error::new(
+                        libc::EINVAL,
+                        format!(
+                            "unknown parameter {key}; allowed: ssd, hdd, policy, movers, move-rate, control, metrics"
+                        ),
+                    ));
+                }
+            }
+            Ok(())
+        })
+    }
+
+    fn config_complete() -> Result<()> {
+        guarded("config_complete", || {
+            let c = config();
+            if c.ssd.is_none() || c.hdd.is_none() {
+                return Err(Error::new(libc::EINVAL, "ssd=PATH and hdd=PATH are required"));
+            }
+            tierwise_block::servable(c.policy.as_deref().unwrap_or(DEFAULT_POLICY)).map_err(to_nbd)?;
+            Ok(())
+        })
+    }
+
+    fn get_ready() -> Result<()> {
+        guarded("get_ready", || {
+            let c = config().clone();
+            let (Some(ssd), Some(hdd)) = (c.ssd, c.hdd) else {
+                return Err(Error::new(libc::EINVAL, "ssd=PATH and hdd=PATH are required"));
+            };
+            let backend = FileBackend::open(&ssd, &hdd, None).map_err(to_nbd)?;
+            let defaults = ServeOptions::default();
+            let opts = ServeOptions {
+                spec: c.policy.unwrap_or_else(|| DEFAULT_POLICY.to_string()),
+                movers: c.movers.unwrap_or(defaults.movers),
+                move_rate: c.move_rate.unwrap_or(0),
+                ..defaults
+            };
+            let dev = tierwise_block::open(Arc::new(backend) as Arc<dyn Backend>, opts).map_err(to_nbd)?;
+            DEVICE.set(Arc::new(dev)).map_err(|_| Error::new(libc::EIO, "the device was opened twice"))?;
+            Ok(())
+        })
+    }
+
+    fn after_fork() -> Result<()> {
+        guarded("after_fork", || {
+            let dev = device()?;
+            dev.start();
+            let c = config().clone();
+            if let Some(path) = c.control {
+                control::serve_socket(&path, Arc::clone(dev))
+                    .map_err(|e| Error::new(libc::EIO, format!("control socket {}: {e}", path.display())))?;
+            }
+            if let Some(addr) = c.metrics {
+                control::serve_metrics(&addr, Arc::clone(dev))
+                    .map_err(|e| Error::new(libc::EIO, format!("metrics on {addr}: {e}")))?;
+            }
+            Ok(())
+        })
+    }
+
+    fn unload() {
+        // The final checkpoint, marked clean. A failure leaves the previous one, which
+        // recovery treats as a crash: nothing is lost either way.
+        let _ = catch_unwind(|| {
+            if let Some(dev) = DEVICE.get()
+                && let Err(e) = dev.shutdown()
+            {
+                eprintln!("tierwise: final checkpoint: {e}");
+            }
+        });
+    }
+
+    fn thread_model() -> Result<ThreadModel> {
+        Ok(ThreadModel::Parallel)
+    }
+
+    fn open(_readonly: bool) -> Result<Box<dyn Server>> {
+        Ok(Box::new(Connection))
+    }
+
+    fn get_size(&self) -> Result<i64> {
+        guarded("get_size", || Ok(device()?.size() as i64))
+    }
+
+    fn is_rotational(&self) -> Result<bool> {
+        Ok(false)
+    }
+
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
+        guarded("pread", || device()?.read(buf, offset).map_err(to_nbd))
+    }
+
+    fn write_at(&self, buf: &[u8], offset: u64, flags: nbdkit::Flags) -> Result<()> {
+        guarded("pwrite", || device()?.write(buf, offset, flags.contains(nbdkit::Flags::FUA)).map_err(to_nbd))
+    }
+
+    fn flush(&self) -> Result<()> {
+        guarded("flush", || device()?.flush().map_err(to_nbd))
+    }
+
+    fn trim(&self, count: u32, offset: u64, flags: nbdkit::Flags) -> Result<()> {
+        guarded("trim", || device()?.trim(offset, u64::from(count), flags.contains(nbdkit::Flags::FUA)).map_err(to_nbd))
+    }
+
+    fn zero(&self, count: u32, offset: u64, flags: nbdkit::Flags) -> Result<()> {
+        guarded("zero", || {
+            if flags.contains(nbdkit::Flags::FAST_ZERO) {
+                // Zeroes are written like data: never faster than a write, as FAST_ZERO asks.
+                return Err(Error::new(libc::ENOTSUP, "zeroes are written, not fast"));
+            }
+            device()?.write_zeroes(offset, u64::from(count), flags.contains(nbdkit::Flags::FUA)).map_err(to_nbd)
+        })
+    }
+
+    fn can_flush(&self) -> Result<bool> {
+        Ok(true)
+    }
+
+    fn can_fua(&self) -> Result<FuaFlags> {
+        Ok(FuaFlags::Native)
+    }
+
+    fn can_multi_conn(&self) -> Result<bool> {
+        // A flush syncs both images and commits the table for every connection's writes.
+        Ok(true)
+    }
+
+    fn can_trim(&self) -> Result<bool> {
+        Ok(true)
+    }
+
+    fn can_write(&self) -> Result<bool> {
+        Ok(true)
+    }
+
+    fn can_zero(&self) -> Result<bool> {
+        Ok(true)
+    }
+
+    fn can_fast_zero(&self) -> Result<bool> {
+        Ok(true)
+    }
+}
+
+/// The C entry point nbdkit looks for (`plugin_init`).
+mod entry {
+    use super::Connection;
+    use nbdkit::plugin;
+
+    plugin!(Connection {
+        config,
+        config_complete,
+        config_help,
+        get_ready,
+        after_fork,
+        unload,
+        thread_model,
+        is_rotational,
+        write_at,
+        flush,
+        trim,
+        zero,
+        can_flush,
+        can_fua,
+        can_multi_conn,
+        can_trim,
+        can_write,
+        can_zero,
+        can_fast_zero
+    });
+}
