@@ -37,6 +37,12 @@ command -v postmark >/dev/null 2>&1 || need_pkgs+=(postmark)
 # systemd-analyze (package systemd).
 command -v setpriv >/dev/null 2>&1 || need_pkgs+=(util-linux)
 command -v systemd-analyze >/dev/null 2>&1 || need_pkgs+=(systemd)
+# tierwise serve runs under nbdkit; its tests attach qemu-io (qemu-utils) and nbdfuse
+# (libnbd-bin), and put ext4 on the device (e2fsprogs).
+command -v nbdkit >/dev/null 2>&1 || need_pkgs+=(nbdkit)
+command -v qemu-io >/dev/null 2>&1 || need_pkgs+=(qemu-utils)
+command -v nbdfuse >/dev/null 2>&1 || need_pkgs+=(libnbd-bin)
+command -v mkfs.ext4 >/dev/null 2>&1 || need_pkgs+=(e2fsprogs)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   say "installing ${need_pkgs[*]}"
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
@@ -52,6 +58,15 @@ cargo fmt --all -- --check
 
 say "clippy (warnings are errors)"
 cargo clippy --workspace --all-targets --release --locked -- -D warnings
+
+say "the nbdkit plugin (loads in nbdkit; binds only symbols nbdkit exports)"
+cargo build --release --locked -p tierwise-nbd
+plugin=target/release/libtierwise_nbd.so
+missing=$(comm -23 <(nm -D --undefined-only "$plugin" | awk '{print $2}' | grep '^nbdkit_' | sort -u) \
+                   <(nm -D --defined-only "$(command -v nbdkit)" | awk '{print $3}' | grep '^nbdkit_' | sort -u))
+if [ -n "$missing" ]; then echo "error: the plugin needs symbols nbdkit lacks: $missing" >&2; exit 1; fi
+dump=$(nbdkit --dump-plugin "$plugin")
+grep -q '^thread_model=parallel$' <<<"$dump" || { echo "error: nbdkit does not load the plugin as parallel:" >&2; echo "$dump" >&2; exit 1; }
 
 say "tests (release build: the differential and property tests replay real traces)"
 cargo test --workspace --release --locked

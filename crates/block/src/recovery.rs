@@ -200,6 +200,12 @@ fn check_images(backend: &dyn Backend) -> Result<(Superblock, Superblock), Devic
         Err(_) if hdd_has_ssd_super(backend) => {
             return Err(DeviceError::Images("the images are swapped: --hdd names an SSD image".into()));
         }
+        Err(_) if is_hdd_at_end(backend, Dev::Hdd, ssd.hdd_len()) => {
+            return Err(DeviceError::Images(format!(
+                "the HDD image has {hdd_len} bytes, the device's is {} (resized?); nothing was changed",
+                ssd.hdd_len()
+            )));
+        }
         Err(e) => return Err(what(Dev::Hdd, e)),
     };
     if hdd.uuid != ssd.uuid {

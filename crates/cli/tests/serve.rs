@@ -1,0 +1,446 @@
+//! `tierwise serve` end to end with real NBD clients: qemu-io pattern tests for every servable
+//! architecture (FUA, flush, discard, write zeroes, unaligned I/O, I/O across blocks and to
+//! blocks mid-move), ext4 on nbdfuse + a loop device checked by fsck, kill -9 of the server
+//! while blocks move, and bad images refused with nothing changed.
+//! Skipped (saying so) where nbdkit or qemu-io is missing; `scripts/test-all.sh` installs them.
+
+#![expect(clippy::unwrap_used, reason = "a failing setup should stop the test loudly")]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn have(tool: &str) -> bool {
+    Command::new("sh").arg("-c").arg(format!("command -v {tool}")).output().is_ok_and(|o| o.status.success())
+}
+
+fn can_serve() -> bool {
+    let ok = have("nbdkit") && have("qemu-io");
+    if !ok {
+        eprintln!("SKIPPED: needs nbdkit and qemu-io (apt-get install nbdkit qemu-utils)");
+    }
+    ok
+}
+
+fn tierwise(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tierwise")).args(args).output().unwrap()
+}
+
+/// A served device in a temporary directory; the server is killed when this is dropped.
+struct Served {
+    dir: tempfile::TempDir,
+    policy: String,
+}
+
+impl Served {
+    fn create(policy: &str, ssd: &str, hdd: &str) -> Served {
+        let s = Served { dir: tempfile::tempdir().unwrap(), policy: policy.to_string() };
+        let out = tierwise(&[
+            "serve",
+            "--create",
+            "--ssd",
+            s.ssd().to_str().unwrap(),
+            "--hdd",
+            s.hdd().to_str().unwrap(),
+            "--ssd-size",
+            ssd,
+            "--hdd-size",
+            hdd,
+            "--policy",
+            policy,
+        ]);
+        assert!(out.status.success(), "{policy}: {}", String::from_utf8_lossy(&out.stderr));
+        s.wait_served();
+        s
+    }
+    fn ssd(&self) -> PathBuf {
+        self.dir.path().join("ssd.img")
+    }
+    fn hdd(&self) -> PathBuf {
+        self.dir.path().join("hdd.img")
+    }
+    fn socket(&self) -> PathBuf {
+        self.dir.path().join("ssd.img.sock")
+    }
+    fn control(&self) -> PathBuf {
+        self.dir.path().join("ssd.img.sock.control")
+    }
+    fn pid(&self) -> Option<i32> {
+        std::fs::read_to_string(self.dir.path().join("ssd.img.sock.control.pid")).ok()?.trim().parse().ok()
+    }
+    fn uri(&self) -> String {
+        format!("nbd+unix:///?socket={}", self.socket().display())
+    }
+    fn start(&self) -> Output {
+        let out = tierwise(&[
+            "serve",
+            "--ssd",
+            self.ssd().to_str().unwrap(),
+            "--hdd",
+            self.hdd().to_str().unwrap(),
+            "--policy",
+            &self.policy,
+            "--movers",
+            "2",
+        ]);
+        if out.status.success() {
+            self.wait_served();
+        }
+        out
+    }
+    fn wait_served(&self) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while self.pid().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(self.pid().is_some(), "{}: the server did not start", self.policy);
+    }
+    /// Runs qemu-io commands on the device; every one must succeed and every pattern match.
+    fn qemu_io(&self, cmds: &[String]) {
+        let out = self.try_qemu_io(cmds);
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success() && !text.contains("failed") && !text.contains("rror"),
+            "{}: qemu-io {cmds:?}:\n{text}",
+            self.policy
+        );
+    }
+    fn try_qemu_io(&self, cmds: &[String]) -> Output {
+        let mut c = Command::new("timeout");
+        c.args(["120", "qemu-io", "-f", "raw", &self.uri()]);
+        for cmd in cmds {
+            c.arg("-c").arg(cmd);
+        }
+        c.output().unwrap()
+    }
+    fn signal(&self, sig: &str) {
+        if let Some(pid) = self.pid() {
+            let _ = Command::new("kill").arg(sig).arg(pid.to_string()).status();
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while Path::new(&format!("/proc/{pid}")).exists() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            assert!(!Path::new(&format!("/proc/{pid}")).exists(), "{}: the server did not stop", self.policy);
+        }
+        let _ = std::fs::remove_file(self.dir.path().join("ssd.img.sock.control.pid"));
+    }
+    fn stats(&self) -> serde_json::Value {
+        let out = tierwise(&["stats", "--json", self.control().to_str().unwrap()]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        if let Some(pid) = self.pid() {
+            let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
+        }
+    }
+}
+
+/// The qemu-io commands that write the test patterns, and those that read them back.
+fn patterns() -> (Vec<String>, Vec<String>) {
+    let w = [
+        "write -P 0x11 0 64k",
+        "write -P 0x22 4000 10000",  // unaligned, across three blocks
+        "write -f -P 0x33 1M 8k",    // FUA
+        "write -P 0x44 1000001 777", // odd offset and length inside one block
+        "flush",
+        "write -z 2M 64k",
+        "discard 3M 64k",
+    ];
+    let r = [
+        "read -P 0x11 0 4000",
+        "read -P 0x22 4000 10000",
+        "read -P 0x11 14000 51536",
+        "read -P 0x33 1M 8k",
+        "read -P 0x44 1000001 777",
+        "read -P 0 2M 64k",
+    ];
+    (w.map(String::from).to_vec(), r.map(String::from).to_vec())
+}
+
+/// 32 regions of 64 KiB, each its own pattern: far more than the SSD holds, so blocks are
+/// copied, evicted and written back while they are read and written.
+fn churn(round: u32) -> (Vec<String>, Vec<String>) {
+    let mut w = Vec::new();
+    let mut r = Vec::new();
+    for i in 0..32u32 {
+        let p = (i * 7 + round * 13) % 250 + 1;
+        w.push(format!("write -P {p} {} 64k", 4 * 1024 * 1024 + i * 65536));
+        // Re-read the first regions while later ones are written: hits, fills mid-move.
+        w.push(format!("read -P {} {} 64k", (round * 13) % 250 + 1, 4 * 1024 * 1024));
+        r.push(format!("read -P {p} {} 64k", 4 * 1024 * 1024 + i * 65536));
+    }
+    (w, r)
+}
+
+#[test]
+fn qemu_io_patterns_hold_for_every_servable_architecture_and_survive_a_restart() {
+    if !can_serve() {
+        return;
+    }
+    let mut specs: Vec<String> = tierwise_block::servable_names().iter().map(|s| s.to_string()).collect();
+    specs.extend(["cache:mode=write-back".to_string(), "cache:mode=read-only".to_string()]);
+    for spec in specs {
+        let s = Served::create(&spec, "256KiB", "8MiB");
+        let (w, r) = patterns();
+        s.qemu_io(&w);
+        s.qemu_io(&r);
+        for round in 0..3 {
+            let (w, r) = churn(round);
+            s.qemu_io(&w);
+            s.qemu_io(&r);
+        }
+        let st = s.stats();
+        assert_eq!(st["device"]["anomalies"], 0, "{spec}: {st}");
+        if spec.starts_with("cache") || spec.contains("-like") {
+            let moved = st["device"]["moved_bytes"].as_u64().unwrap_or(0);
+            assert!(moved > 0, "{spec}: nothing moved: {st}");
+        }
+        // A clean stop, a restart: everything reads back.
+        s.signal("-TERM");
+        let out = s.start();
+        assert!(out.status.success(), "{spec}: restart: {}", String::from_utf8_lossy(&out.stderr));
+        s.qemu_io(&r);
+        let (_, churned) = churn(2);
+        s.qemu_io(&churned);
+        // Write-back: flush writes every dirty block back, then the HDD alone holds the data.
+        let out = tierwise(&["flush", s.control().to_str().unwrap()]);
+        assert!(out.status.success(), "{spec}: {}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(s.stats()["device"]["dirty_bytes"], 0, "{spec}");
+    }
+}
+
+#[test]
+fn kill_9_while_blocks_move_loses_no_flushed_byte() {
+    if !can_serve() {
+        return;
+    }
+    // TIERWISE_SERVE_CRASH_TRIALS=100 for the long run (scripts/serve-crash.sh).
+    let trials: u64 = std::env::var("TIERWISE_SERVE_CRASH_TRIALS").ok().and_then(|v| v.parse().ok()).unwrap_or(10);
+    for (trial, policy) in
+        (0..trials).zip(["cache:mode=write-back", "dm-cache-smq-like", "open-cas-like:cache-mode=wb"].iter().cycle())
+    {
+        let s = Served::create(policy, "512KiB", "8MiB");
+        const REGIONS: u64 = 64;
+        let mut flushed = vec![0u32; REGIONS as usize];
+        let mut rng = 0x2545_f491_4f6c_dd1du64 ^ (trial * 7919);
+        let mut next = move || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        let kill_after = Duration::from_millis(300 + next() % 900);
+        let started = Instant::now();
+        let mut killed = false;
+        let mut round = 0u32;
+        while !killed {
+            round += 1;
+            // Each round writes a few regions, reads others (copies into the SSD) and flushes.
+            let mut cmds = Vec::new();
+            let mut written = Vec::new();
+            for _ in 0..6 {
+                let region = next() % REGIONS;
+                let p = (round * 31 + region as u32) % 254 + 1;
+                cmds.push(format!("write -P {p} {} 64k", region * 65536));
+                cmds.push(format!("read {} 64k", (next() % REGIONS) * 65536));
+                written.push((region, p));
+            }
+            cmds.push("flush".to_string());
+            let mut child = Command::new("qemu-io")
+                .args(["-f", "raw", &s.uri()])
+                .args(cmds.iter().flat_map(|c| ["-c", c.as_str()]))
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            if started.elapsed() >= kill_after {
+                // Kill while this round's writes and the movers are in flight.
+                std::thread::sleep(Duration::from_millis(next() % 20));
+                let pid = s.pid().unwrap();
+                let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
+                killed = true;
+            }
+            let out = child.wait_with_output().unwrap();
+            let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+            let ok = out.status.success() && !text.contains("rror") && !text.contains("failed");
+            if ok && !killed {
+                for (region, p) in written {
+                    flushed[region as usize] = p;
+                }
+            } else {
+                assert!(killed, "trial {trial}: qemu-io failed before the kill:\n{text}");
+                // The interrupted round's regions may hold their old or new bytes.
+                for (region, _) in written {
+                    flushed[region as usize] = u32::MAX;
+                }
+            }
+        }
+        // Wait for the killed server to be gone, then restart and check.
+        s.signal("-KILL");
+        let out = s.start();
+        assert!(out.status.success(), "trial {trial}: restart after kill -9: {}", String::from_utf8_lossy(&out.stderr));
+        let checks: Vec<String> = flushed
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| **p != u32::MAX)
+            .map(|(r, p)| format!("read -P {p} {} 64k", r as u64 * 65536))
+            .collect();
+        s.qemu_io(&checks);
+        assert_eq!(s.stats()["device"]["anomalies"], 0, "trial {trial}");
+    }
+}
+
+#[test]
+fn bad_images_are_refused_and_left_unchanged() {
+    if !can_serve() {
+        return;
+    }
+    let s = Served::create("cache:mode=write-back", "256KiB", "4MiB");
+    s.qemu_io(&["write -P 0x5a 0 256k".to_string(), "flush".to_string()]);
+    s.signal("-TERM");
+    let ssd = s.ssd();
+    let hdd = s.hdd();
+    let sum = |p: &Path| std::fs::read(p).unwrap();
+    let serve = |ssd: &Path, hdd: &Path| {
+        tierwise(&[
+            "serve",
+            "--ssd",
+            ssd.to_str().unwrap(),
+            "--hdd",
+            hdd.to_str().unwrap(),
+            "--policy",
+            "cache:mode=write-back",
+        ])
+    };
+    let refused = |out: Output, want: &str| {
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(!out.status.success() && err.contains(want), "expected a refusal naming {want:?}, got: {err}");
+    };
+    let (before_ssd, before_hdd) = (sum(&ssd), sum(&hdd));
+    refused(serve(&hdd, &ssd), "swapped");
+    refused(serve(&ssd, &s.dir.path().join("missing.img")), "missing.img");
+    // Another device's HDD image.
+    let other = Served::create("cache", "256KiB", "4MiB");
+    other.signal("-TERM");
+    refused(serve(&ssd, &other.hdd()), "different devices");
+    // A resized HDD image.
+    let grown = s.dir.path().join("grown.img");
+    std::fs::copy(&hdd, &grown).unwrap();
+    std::fs::OpenOptions::new().write(true).open(&grown).unwrap().set_len(before_hdd.len() as u64 + 4096).unwrap();
+    refused(serve(&ssd, &grown), "resized");
+    assert!(sum(&ssd) == before_ssd && sum(&hdd) == before_hdd, "a refused start changed an image");
+    // Damaged checkpoints: one copy is survivable, all four are not.
+    let copy = s.dir.path().join("ssd-copy.img");
+    std::fs::copy(&ssd, &copy).unwrap();
+    let mut img = std::fs::read(&copy).unwrap();
+    let meta_len = {
+        // The superblock's checkpoint length (offset 48, little-endian).
+        u64::from_le_bytes(img[48..56].try_into().unwrap()) as usize
+    };
+    img[4096 + 100] ^= 0xff;
+    std::fs::write(&copy, &img).unwrap();
+    let out = serve(&copy, &hdd);
+    assert!(out.status.success(), "one damaged checkpoint copy: {}", String::from_utf8_lossy(&out.stderr));
+    let pid = std::fs::read_to_string(s.dir.path().join("ssd-copy.img.sock.control.pid")).unwrap();
+    let _ = Command::new("kill").arg(pid.trim()).status();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Path::new(&format!("/proc/{}", pid.trim())).exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut img = std::fs::read(&copy).unwrap();
+    for c in 0..2 {
+        img[4096 + c * meta_len + 20] ^= 0xff;
+    }
+    std::fs::write(&copy, &img).unwrap();
+    let mut h = std::fs::read(&hdd).unwrap();
+    let hdd_data = 4 * 1024 * 1024;
+    for c in 0..2 {
+        h[hdd_data + c * meta_len + 20] ^= 0xff;
+    }
+    let damaged_hdd = s.dir.path().join("hdd-damaged.img");
+    std::fs::write(&damaged_hdd, &h).unwrap();
+    let (b1, b2) = (sum(&copy), sum(&damaged_hdd));
+    refused(serve(&copy, &damaged_hdd), "no valid metadata checkpoint");
+    assert!(sum(&copy) == b1 && sum(&damaged_hdd) == b2, "a refused start changed an image");
+    // In use by another server.
+    let out = s.start();
+    assert!(out.status.success());
+    refused(serve(&ssd, &hdd), "in use");
+}
+
+#[test]
+fn ext4_on_nbdfuse_and_a_loop_device_passes_fsck_after_a_workload() {
+    if !can_serve() || !have("nbdfuse") || !have("mkfs.ext4") || !have("losetup") {
+        eprintln!("SKIPPED: needs nbdfuse, mkfs.ext4 and losetup");
+        return;
+    }
+    if std::fs::OpenOptions::new().read(true).write(true).open("/dev/fuse").is_err() {
+        eprintln!("SKIPPED: /dev/fuse cannot be opened");
+        return;
+    }
+    let s = Served::create("cache:mode=write-back", "8MiB", "256MiB");
+    let fuse_dir = s.dir.path().join("fuse");
+    std::fs::create_dir(&fuse_dir).unwrap();
+    let mut nbdfuse = Command::new("nbdfuse")
+        .arg(&fuse_dir)
+        .arg("--unix")
+        .arg(s.socket())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let file = fuse_dir.join("nbd");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !file.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let sh = |script: &str| {
+        let out = Command::new("timeout").args(["180", "sh", "-ec", script]).output().unwrap();
+        (
+            out.status.success(),
+            format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)),
+        )
+    };
+    let mnt = s.dir.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    let script = format!(
+        "loop=$(losetup -f --show {file})
+         echo $loop > {dir}/loop
+         mkfs.ext4 -q -F $loop
+         mount $loop {mnt}
+         mkdir -p {mnt}/a/b
+         for i in $(seq 1 40); do head -c $((i * 37 * 1024)) /dev/urandom > {mnt}/a/f$i; done
+         cp -r {mnt}/a {mnt}/copy
+         for i in $(seq 1 40); do cat {mnt}/a/f$i >> {mnt}/a/b/all; done
+         rm {mnt}/a/f1 {mnt}/a/f2
+         (cd {mnt} && find . -type f ! -name sums -exec sha256sum {{}} + | sort -k2 > {dir}/sums)
+         umount {mnt}
+         fsck.ext4 -fn $loop
+         mount $loop {mnt}
+         (cd {mnt} && find . -type f -exec sha256sum {{}} + | sort -k2 > {dir}/sums2)
+         umount {mnt}
+         losetup -d $loop
+         cmp {dir}/sums {dir}/sums2",
+        file = file.display(),
+        dir = s.dir.path().display(),
+        mnt = mnt.display()
+    );
+    let (ok, text) = sh(&script);
+    // Whatever happened, take everything down before asserting.
+    let _ = Command::new("umount").arg("-l").arg(&mnt).status();
+    if let Ok(l) = std::fs::read_to_string(s.dir.path().join("loop")) {
+        let _ = Command::new("losetup").arg("-d").arg(l.trim()).status();
+    }
+    let _ = Command::new("fusermount3").arg("-u").arg(&fuse_dir).status();
+    let _ = nbdfuse.kill();
+    let _ = nbdfuse.wait();
+    assert!(ok, "ext4 on the served device:\n{text}");
+    assert!(text.contains("clean") || text.contains("files"), "fsck said:\n{text}");
+    let st = s.stats();
+    assert_eq!(st["device"]["anomalies"], 0, "{st}");
+    assert!(st["device"]["moved_bytes"].as_u64().unwrap_or(0) > 0, "nothing moved: {st}");
+}
