@@ -250,7 +250,7 @@ fn kill_9_while_blocks_move_loses_no_flushed_byte() {
                 written.push((region, p));
             }
             cmds.push("flush".to_string());
-            let mut child = Command::new("qemu-io")
+            let child = Command::new("qemu-io")
                 .args(["-f", "raw", &s.uri()])
                 .args(cmds.iter().flat_map(|c| ["-c", c.as_str()]))
                 .stdout(Stdio::piped())
