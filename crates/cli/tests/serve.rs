@@ -444,3 +444,114 @@ fn ext4_on_nbdfuse_and_a_loop_device_passes_fsck_after_a_workload() {
     assert_eq!(st["device"]["anomalies"], 0, "{st}");
     assert!(st["device"]["moved_bytes"].as_u64().unwrap_or(0) > 0, "nothing moved: {st}");
 }
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+/// The served device against a plain image in memory: 100,000 seeded operations (reads,
+/// writes of any alignment, FUA, flushes, trims, zeroes) through NBD on an SSD of 16 blocks,
+/// so copies, evictions and write-backs run all the time; then four clients at once
+/// (multi-conn) on disjoint quarters.
+#[test]
+fn a_hundred_thousand_nbd_operations_match_a_plain_image() {
+    if !can_serve() {
+        return;
+    }
+    let s = Served::create("cache:mode=write-back", "96KiB", "2MiB");
+    let mut c = tierwise_nbd_client::NbdClient::connect(&s.uri()).unwrap();
+    let size = c.size();
+    let mut reference = vec![0u8; size as usize];
+    let mut rng = Rng(0xfeed_beef);
+    for i in 0..100_000u32 {
+        let hot = rng.below(4) != 0;
+        let span = if hot { size / 8 } else { size };
+        let len = match rng.below(4) {
+            0 => 1 + rng.below(700),
+            1 => 4096,
+            2 => 512 * (1 + rng.below(24)),
+            _ => 1 + rng.below(3 * 4096),
+        };
+        let off = rng.below(span - len);
+        let (o, l) = (off as usize, len as usize);
+        match rng.below(20) {
+            0..=8 => {
+                let mut buf = vec![0u8; l];
+                c.read(&mut buf, off).unwrap();
+                assert!(buf == reference[o..o + l], "op {i}: read of {len} at {off} differs from the plain image");
+            }
+            9..=16 => {
+                let v = rng.next();
+                let data: Vec<u8> = (0..l).map(|j| (v >> (j % 8 * 8)) as u8 ^ j as u8).collect();
+                c.write(&data, off, rng.below(30) == 0).unwrap();
+                reference[o..o + l].copy_from_slice(&data);
+            }
+            17 => c.flush().unwrap(),
+            18 => {
+                c.write_zeroes(off, len as u32, false).unwrap();
+                reference[o..o + l].fill(0);
+            }
+            _ => {
+                c.trim(off, len as u32).unwrap();
+                // A discarded block reads as zeroes or as before; it stays what it reads now.
+                let (first, end) = (off.div_ceil(4096) * 4096, (off + len) / 4096 * 4096);
+                if first < end {
+                    let mut now = vec![0u8; (end - first) as usize];
+                    c.read(&mut now, first).unwrap();
+                    for (got, was) in now.chunks(4096).zip(reference[first as usize..end as usize].chunks(4096)) {
+                        assert!(got == was || got.iter().all(|&x| x == 0), "op {i}: a discarded block reads neither");
+                    }
+                    reference[first as usize..end as usize].copy_from_slice(&now);
+                }
+            }
+        }
+    }
+    let mut all = vec![0u8; size as usize];
+    c.read(&mut all, 0).unwrap();
+    assert!(all == reference, "the whole device differs from the plain image after 100,000 operations");
+    c.disconnect().unwrap();
+    // Four connections at once, each on its own quarter.
+    let quarter = size / 4;
+    let uri = s.uri();
+    let handles: Vec<_> = (0..4u64)
+        .map(|t| {
+            let uri = uri.clone();
+            std::thread::spawn(move || {
+                let mut c = tierwise_nbd_client::NbdClient::connect(&uri).unwrap();
+                let mut rng = Rng(77 + t);
+                let mut mine = vec![0u8; quarter as usize];
+                c.read(&mut mine, t * quarter).unwrap();
+                for _ in 0..5000 {
+                    let len = 1 + rng.below(9000);
+                    let off = rng.below(quarter - len);
+                    let (o, l) = (off as usize, len as usize);
+                    if rng.below(2) == 0 {
+                        let v = (rng.next() & 0xff) as u8;
+                        c.write(&vec![v; l], t * quarter + off, false).unwrap();
+                        mine[o..o + l].fill(v);
+                    } else {
+                        let mut buf = vec![0u8; l];
+                        c.read(&mut buf, t * quarter + off).unwrap();
+                        assert!(buf == mine[o..o + l], "client {t}: a read differs");
+                    }
+                }
+                c.flush().unwrap();
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    let st = s.stats();
+    assert_eq!(st["device"]["anomalies"], 0, "{st}");
+    assert!(st["device"]["moves_done"][3].as_u64().unwrap_or(0) > 100, "too few write-backs: {st}");
+}
