@@ -61,6 +61,8 @@ pub struct ServeOptions {
     pub commit_interval: Duration,
     /// Bytes per second the movers may copy in total (0: unlimited).
     pub move_rate: u64,
+    /// What the backend emulates (labels for stats; see [`crate::Emulated`]).
+    pub emulation: Vec<String>,
 }
 
 impl Default for ServeOptions {
@@ -70,6 +72,7 @@ impl Default for ServeOptions {
             movers: 2,
             commit_interval: Duration::from_secs(1),
             move_rate: 0,
+            emulation: Vec::new(),
         }
     }
 }
@@ -91,6 +94,9 @@ pub struct DeviceStats {
     pub moves_failed: u64,
     /// Bytes copied by work.
     pub moved_bytes: u64,
+    /// Copies into the SSD that took their bytes from the read that missed instead of
+    /// reading the HDD again.
+    pub fills_from_ram: u64,
     /// Checkpoints committed.
     pub commits: u64,
     /// Flushes and FUA writes handled.
@@ -101,6 +107,8 @@ pub struct DeviceStats {
     pub slots_used: u64,
     /// Slots in all.
     pub slots: u64,
+    /// SSD bytes the architecture may fill (the slots less a few kept spare).
+    pub ssd_capacity: u64,
     /// Dirty bytes on the SSD.
     pub dirty_bytes: u64,
     /// Answers the device could not act on as given (a read served by the SSD with no slot):
@@ -116,6 +124,11 @@ pub(crate) struct Core {
     pub(crate) queue: VecDeque<Work>,
     /// Work queued or running per block (accesses that must wait for it look here).
     pub(crate) busy: HashMap<u64, u32>,
+    /// Blocks whose queued copy may take its bytes from the read that missed (the engine's
+    /// `source_in_ram`), and those bytes once that read has them: the copy then writes the
+    /// SSD without reading the HDD a second time.
+    pub(crate) want_ram: HashMap<u64, ()>,
+    pub(crate) ram_fill: HashMap<u64, Vec<u8>>,
     /// The slot table changed since the last commit.
     pub(crate) table_changed: bool,
     pub(crate) stopping: bool,
@@ -176,6 +189,9 @@ impl Core {
         for w in work {
             crate::trace::note(w.obj.0, || format!("issued {:?} {:?}->{:?}", w.kind, w.from, w.to));
             if w.kind.needs_completion() {
+                if w.source_in_ram && w.from == tierwise_core::Level::Slow {
+                    self.want_ram.insert(w.obj.0, ());
+                }
                 *self.busy.entry(w.obj.0).or_insert(0) += 1;
                 self.queue.push_back(w);
                 queued = true;
@@ -265,6 +281,11 @@ impl HybridDevice {
         self.shared.block_size()
     }
 
+    /// What the images emulate (empty: the real devices).
+    pub fn emulation(&self) -> &[String] {
+        &self.shared.opts.emulation
+    }
+
     /// The architecture spec served.
     pub fn spec(&self) -> &str {
         &self.shared.opts.spec
@@ -330,6 +351,8 @@ impl HybridDevice {
             let _ = c.engine.complete(w.id, tierwise_core::Outcome::Cancelled);
             c.settle_busy(w.obj.0);
             c.reconcile(w.obj.0);
+            c.want_ram.remove(&w.obj.0);
+            c.ram_fill.remove(&w.obj.0);
             n += 1;
         }
         // A policy may answer at once with new work; it runs as usual.
@@ -374,6 +397,7 @@ impl HybridDevice {
         s.slots = self.shared.ssd_sb.slots;
         s.slots_used = c.slots.mapped_blocks().count() as u64;
         s.dirty_bytes = u.dirty_bytes;
+        s.ssd_capacity = u.fast_capacity;
         s
     }
 
@@ -427,6 +451,8 @@ impl HybridDevice {
                 c.reconcile(w.obj.0);
             }
             c.drain();
+            c.want_ram.clear();
+            c.ram_fill.clear();
             c.queue.clear();
         }
         crate::mover::commit(&self.shared, true)

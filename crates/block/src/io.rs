@@ -197,6 +197,7 @@ pub(crate) fn read(sh: &Shared, buf: &mut [u8], offset: u64) -> Result<(), Devic
             }
         }
         result?;
+        keep_for_fills(sh, buf, &routes);
     }
     for (p, req, served) in waited {
         wait_block_idle(sh, p.block);
@@ -214,6 +215,20 @@ pub(crate) fn read(sh: &Shared, buf: &mut [u8], offset: u64) -> Result<(), Devic
         r?;
     }
     Ok(())
+}
+
+/// Hands the bytes of whole blocks this read took from the HDD to the copies it issued, while
+/// the blocks' stripes are still held (so no write can have changed them).
+fn keep_for_fills(sh: &Shared, buf: &[u8], routes: &[(Piece, ReadRoute)]) {
+    let bs = sh.block_size();
+    let whole = routes.iter().filter(|(p, r)| p.inner == 0 && p.len == bs && r.dev == Dev::Hdd && r.overlay.is_none());
+    let mut c = None;
+    for (p, _) in whole {
+        let core = c.get_or_insert_with(|| sh.lock());
+        if core.want_ram.remove(&p.block).is_some() {
+            core.ram_fill.insert(p.block, buf[p.at..p.at + p.len as usize].to_vec());
+        }
+    }
 }
 
 /// Executes read routes, merging consecutive plain HDD reads into one.

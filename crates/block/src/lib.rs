@@ -12,6 +12,7 @@
 
 pub mod backend;
 mod device;
+pub mod emulate;
 pub mod error;
 pub mod format;
 mod io;
@@ -23,6 +24,7 @@ pub mod trace;
 
 pub use backend::{Backend, Dev, FileBackend, MemBackend};
 pub use device::{DeviceStats, HybridDevice, ServeOptions, SysClock};
+pub use emulate::Emulated;
 pub use error::{DeviceError, FormatError};
 pub use recovery::{CreateOptions, create, open, servable, servable_names};
 

@@ -103,6 +103,7 @@ fn execute(sh: &Shared, w: &Work) {
     };
     crate::trace::note(block, || format!("executed {:?}: {:?}", w.kind, outcome));
     let mut c = sh.lock();
+    c.ram_fill.remove(&block);
     let result = match outcome {
         Ok(new_slot) => {
             let r = c.engine.complete(w.id, Outcome::Done);
@@ -176,8 +177,20 @@ fn fill(sh: &Shared, w: &Work) -> Result<Option<u32>, Option<u32>> {
         }
         return Ok(None);
     }
-    sh.backend.read(Dev::Hdd, &mut buf, block * bs).map_err(|_| None)?;
-    let c = sh.lock();
+    let mut c = sh.lock();
+    c.want_ram.remove(&block);
+    match c.ram_fill.remove(&block) {
+        // The read that missed has the bytes already (the engine's source_in_ram).
+        Some(bytes) if bytes.len() == buf.len() => {
+            buf = bytes;
+            c.stats.fills_from_ram += 1;
+        }
+        _ => {
+            drop(c);
+            sh.backend.read(Dev::Hdd, &mut buf, block * bs).map_err(|_| None)?;
+            c = sh.lock();
+        }
+    }
     let (c, slot) = crate::io::alloc_slot(sh, c).map_err(|_| None)?;
     drop(c);
     let slot = slot.ok_or(None)?;

@@ -296,6 +296,8 @@ pub fn open(backend: Arc<dyn Backend>, opts: ServeOptions) -> Result<HybridDevic
         slots: Slots::new(slots, bs),
         queue: VecDeque::new(),
         busy: HashMap::new(),
+        want_ram: HashMap::new(),
+        ram_fill: HashMap::new(),
         table_changed: true,
         stopping: false,
         stats: DeviceStats::default(),

@@ -46,7 +46,12 @@ fn new_device(spec: &str, ssd: u64, movers: usize) -> (Arc<MemBackend>, HybridDe
         .unwrap_or_else(|e| panic!("{spec}: {e}"));
     let dev = open(
         mem.clone() as Arc<dyn Backend>,
-        ServeOptions { spec: spec.into(), movers, commit_interval: Duration::from_millis(20), move_rate: 0 },
+        ServeOptions {
+            spec: spec.into(),
+            movers,
+            commit_interval: Duration::from_millis(20),
+            ..ServeOptions::default()
+        },
     )
     .unwrap_or_else(|e| panic!("{spec}: {e}"));
     dev.start();

@@ -20,6 +20,7 @@ pub fn answer(dev: &HybridDevice, line: &str) -> String {
                 "spec": dev.spec(),
                 "size": dev.size(),
                 "block_size": dev.block_size(),
+                "emulation": dev.emulation(),
                 "device": dev.stats(),
                 "engine": engine,
                 "arch": arch.into_iter().collect::<std::collections::BTreeMap<_, _>>(),

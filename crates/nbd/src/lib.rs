@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use nbdkit::{Error, FuaFlags, Result, Server, ThreadModel};
-use tierwise_block::{Backend, DeviceError, FileBackend, HybridDevice, ServeOptions};
+use tierwise_block::{Backend, DeviceError, Emulated, FileBackend, HybridDevice, ServeOptions};
 
 pub mod control;
 
@@ -29,6 +29,8 @@ struct Config {
     move_rate: Option<u64>,
     control: Option<PathBuf>,
     metrics: Option<String>,
+    emulate_hdd: Option<String>,
+    emulate_ssd: Option<String>,
 }
 
 static CONFIG: Mutex<Config> = Mutex::new(Config {
@@ -39,6 +41,8 @@ static CONFIG: Mutex<Config> = Mutex::new(Config {
     move_rate: None,
     control: None,
     metrics: None,
+    emulate_hdd: None,
+    emulate_ssd: None,
 });
 static DEVICE: OnceLock<Arc<HybridDevice>> = OnceLock::new();
 
@@ -92,7 +96,9 @@ impl Server for Connection {
              movers=N        background moves in flight at most (default 2)\n\
              move-rate=BYTES moves copy at most this many bytes per second (0: unlimited)\n\
              control=PATH    Unix socket for tierwise stats|status|flush|cancel\n\
-             metrics=ADDR    Prometheus metrics on ADDR:PORT",
+             metrics=ADDR    Prometheus metrics on ADDR:PORT\n\
+             emulate-hdd=PRESET  the HDD image answers at this simulated disk's speed (labelled)\n\
+             emulate-ssd=PRESET  the SSD image answers at this simulated SSD's speed (labelled)",
         )
     }
 
@@ -110,11 +116,13 @@ impl Server for Connection {
                 "move-rate" => c.move_rate = Some(number(value)?),
                 "control" => c.control = Some(PathBuf::from(value)),
                 "metrics" => c.metrics = Some(value.to_string()),
+                "emulate-hdd" => c.emulate_hdd = Some(value.to_string()),
+                "emulate-ssd" => c.emulate_ssd = Some(value.to_string()),
                 _ => {
                     return Err(Error::new(
                         libc::EINVAL,
                         format!(
-                            "unknown parameter {key}; allowed: ssd, hdd, policy, movers, move-rate, control, metrics"
+                            "unknown parameter {key}; allowed: ssd, hdd, policy, movers, move-rate, control, metrics, emulate-hdd, emulate-ssd"
                         ),
                     ));
                 }
@@ -140,15 +148,25 @@ impl Server for Connection {
             let (Some(ssd), Some(hdd)) = (c.ssd, c.hdd) else {
                 return Err(Error::new(libc::EINVAL, "ssd=PATH and hdd=PATH are required"));
             };
-            let backend = FileBackend::open(&ssd, &hdd, None).map_err(to_nbd)?;
+            let files = FileBackend::open(&ssd, &hdd, None).map_err(to_nbd)?;
+            let (backend, emulation): (Arc<dyn Backend>, Vec<String>) =
+                if c.emulate_hdd.is_some() || c.emulate_ssd.is_some() {
+                    let e = Emulated::new(Box::new(files), c.emulate_hdd.as_deref(), c.emulate_ssd.as_deref())
+                        .map_err(|e| Error::new(libc::EINVAL, e))?;
+                    let labels = e.labels().to_vec();
+                    (Arc::new(e), labels)
+                } else {
+                    (Arc::new(files), Vec::new())
+                };
             let defaults = ServeOptions::default();
             let opts = ServeOptions {
                 spec: c.policy.unwrap_or_else(|| DEFAULT_POLICY.to_string()),
                 movers: c.movers.unwrap_or(defaults.movers),
                 move_rate: c.move_rate.unwrap_or(0),
+                emulation,
                 ..defaults
             };
-            let dev = tierwise_block::open(Arc::new(backend) as Arc<dyn Backend>, opts).map_err(to_nbd)?;
+            let dev = tierwise_block::open(backend, opts).map_err(to_nbd)?;
             DEVICE.set(Arc::new(dev)).map_err(|_| Error::new(libc::EIO, "the device was opened twice"))?;
             Ok(())
         })

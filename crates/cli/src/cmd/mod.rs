@@ -6,6 +6,7 @@ pub(crate) mod compare;
 pub(crate) mod list;
 pub(crate) mod mrc;
 pub(crate) mod replay;
+pub(crate) mod replay_nbd;
 pub(crate) mod reproduce;
 pub(crate) mod serve;
 pub(crate) mod sim;

@@ -19,10 +19,20 @@ use crate::progress::Bars;
 
 #[derive(Args)]
 pub struct ReplayArgs {
-    /// The directory to replay against: a tierwise mount (or a directory in one), or any other.
-    #[arg(long = "fs")]
-    dir: PathBuf,
-    /// A file trace (`tierwise trace gen-files` writes them).
+    /// The directory to replay a file trace against: a tierwise mount (or a directory in one),
+    /// or any other.
+    #[arg(long = "fs", required_unless_present = "nbd", conflicts_with = "nbd")]
+    dir: Option<PathBuf>,
+    /// The NBD device to replay a block trace against (`nbd+unix:///?socket=PATH` or
+    /// `nbd://HOST:PORT`, as `tierwise serve` prints), one connection per worker.
+    #[arg(long)]
+    nbd: Option<String>,
+    /// With --nbd: the served device's control socket, for its policy, devices and counters
+    /// [default: the NBD socket's path + ".control"].
+    #[arg(long)]
+    control: Option<PathBuf>,
+    /// A file trace (`tierwise trace gen-files` writes them), or with --nbd a block trace in
+    /// any format the simulator reads.
     trace: PathBuf,
     /// Operations in flight (worker threads; the simulator runs a closed loop of as many).
     #[arg(long, default_value_t = 4)]
@@ -88,8 +98,23 @@ fn mount_of(dir: &Path) -> Option<(PathBuf, Snapshot)> {
 }
 
 pub fn cmd_replay(a: ReplayArgs, bars: &Bars) -> Result<()> {
-    if !a.dir.is_dir() {
-        bail!("--fs {}: not a directory", a.dir.display());
+    if let Some(uri) = &a.nbd {
+        return crate::cmd::replay_nbd::cmd_replay_nbd(
+            crate::cmd::replay_nbd::NbdReplay {
+                uri,
+                trace: &a.trace,
+                workers: a.workers,
+                max_ops: a.max_ops,
+                control: a.control.clone(),
+                no_sim: a.no_sim,
+                json: a.json.as_deref(),
+            },
+            bars,
+        );
+    }
+    let dir = a.dir.clone().unwrap_or_default();
+    if !dir.is_dir() {
+        bail!("--fs {}: not a directory", dir.display());
     }
     if a.workers == 0 {
         bail!("--workers 0: expected at least 1");
@@ -112,7 +137,7 @@ pub fn cmd_replay(a: ReplayArgs, bars: &Bars) -> Result<()> {
             .filter(|&n| n < ops.len())
             .with_context(|| format!("--measure-from {n}: `auto` or an operation index below {}", ops.len()))?,
     };
-    let mount = mount_of(&a.dir);
+    let mount = mount_of(&dir);
     // The simulation, first: it is quick, and a bad --sim spec should fail before the replay.
     let sim_arch = a.sim.clone().or_else(|| mount.as_ref().map(|(_, s)| s.policy.clone()));
     let simulated = match (&sim_arch, a.no_sim) {
@@ -121,7 +146,7 @@ pub fn cmd_replay(a: ReplayArgs, bars: &Bars) -> Result<()> {
     };
     if setup > 0 {
         let bar = bars.counter("setup (not measured)");
-        let report = replay_dir(&a.dir, &ops[..setup], a.workers, &|done| bar.step("operations", done as usize, setup));
+        let report = replay_dir(&dir, &ops[..setup], a.workers, &|done| bar.step("operations", done as usize, setup));
         bar.done();
         if report.all.errors > 0 {
             bail!(
@@ -135,7 +160,7 @@ pub fn cmd_replay(a: ReplayArgs, bars: &Bars) -> Result<()> {
     let bar = bars.counter("replay");
     let run = &ops[setup..];
     let total = run.len();
-    let measured = replay_dir(&a.dir, run, a.workers, &|done| bar.step("operations", done as usize, total));
+    let measured = replay_dir(&dir, run, a.workers, &|done| bar.step("operations", done as usize, total));
     bar.done();
     if setup > 0 {
         println!("setup: the first {setup} operations were replayed first and are not measured (--measure-from)");

@@ -64,6 +64,13 @@ pub(crate) struct ServeArgs {
     /// Moves copy at most this many bytes per second (e.g. 50MiB; 0: unlimited).
     #[arg(long)]
     move_rate: Option<String>,
+    /// The HDD image answers at this simulated disk's speed (`tierwise list devices`), so
+    /// tiering shows on a machine without an HDD; labelled in stats.
+    #[arg(long)]
+    emulate_hdd: Option<String>,
+    /// The SSD image answers at this simulated SSD's speed; labelled in stats.
+    #[arg(long)]
+    emulate_ssd: Option<String>,
     /// Settings from a TOML file (the same names as the flags; flags win).
     #[arg(long)]
     config: Option<PathBuf>,
@@ -88,6 +95,8 @@ struct ServeFile {
     metrics: Option<String>,
     movers: Option<usize>,
     move_rate: Option<String>,
+    emulate_hdd: Option<String>,
+    emulate_ssd: Option<String>,
 }
 
 fn merged(mut a: ServeArgs) -> Result<ServeArgs> {
@@ -107,6 +116,8 @@ fn merged(mut a: ServeArgs) -> Result<ServeArgs> {
     a.metrics = a.metrics.or(f.metrics);
     a.movers = a.movers.or(f.movers);
     a.move_rate = a.move_rate.or(f.move_rate);
+    a.emulate_hdd = a.emulate_hdd.or(f.emulate_hdd);
+    a.emulate_ssd = a.emulate_ssd.or(f.emulate_ssd);
     Ok(a)
 }
 
@@ -197,6 +208,11 @@ pub(crate) fn cmd_serve(args: ServeArgs) -> Result<()> {
     if let Some(m) = &a.metrics {
         cmd.arg(format!("metrics={m}"));
     }
+    for (key, preset) in [("emulate-hdd", &a.emulate_hdd), ("emulate-ssd", &a.emulate_ssd)] {
+        if let Some(p) = preset {
+            cmd.arg(format!("{key}={p}"));
+        }
+    }
     let uri = match a.port {
         Some(p) => format!("nbd://{}:{p}", a.bind),
         None => format!("nbd+unix:///?socket={}", abs(&socket).display()),
@@ -227,6 +243,11 @@ pub(crate) fn cmd_serve(args: ServeArgs) -> Result<()> {
 
 fn print_attach(uri: &str, a: &ServeArgs, socket: &Path, control: &Path, policy: &str) {
     println!("tierwise: serving {policy} at {uri}");
+    for (what, preset) in [("HDD", &a.emulate_hdd), ("SSD", &a.emulate_ssd)] {
+        if let Some(p) = preset {
+            println!("  EMULATED {what}: the image answers at the simulated {p}'s speed");
+        }
+    }
     println!("  attach:  nbdinfo '{uri}'");
     println!("           qemu-io -f raw '{uri}'   |   qemu-img info '{uri}'");
     match a.port {
@@ -356,6 +377,9 @@ pub(crate) fn cmd_status(control: &Path) -> Result<()> {
     let d = &v["device"];
     let n = |x: &serde_json::Value| x.as_u64().unwrap_or(0);
     println!("policy     {}", v["spec"].as_str().unwrap_or("?"));
+    for label in v["emulation"].as_array().into_iter().flatten() {
+        println!("emulated   {}", label.as_str().unwrap_or("?"));
+    }
     println!("size       {} bytes in blocks of {}", n(&v["size"]), n(&v["block_size"]));
     println!(
         "ssd        {} of {} slots used, {} bytes dirty",

@@ -1,0 +1,121 @@
+//! Opt-in latency emulation (`tierwise serve --emulate-hdd PRESET`, `--emulate-ssd PRESET`):
+//! each I/O on an image is held until the simulator's device model says it would have
+//! completed — one device, a FIFO queue, seeks that depend on the distance from the previous
+//! request, at the image's own addresses — so tiering effects show on a machine whose two
+//! images sit on one fast device. A device that emulates says so in its stats.
+
+use std::io;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use tierwise_core::Nanos;
+use tierwise_devices::{DevOp, Device, Hdd, Presets, Ssd};
+
+use crate::backend::{Backend, Dev};
+
+/// A backend whose images answer at an emulated device's speed.
+pub struct Emulated {
+    inner: Box<dyn Backend>,
+    devices: [Option<Mutex<Device>>; 2],
+    labels: Vec<String>,
+    start: Instant,
+}
+
+impl std::fmt::Debug for Emulated {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Emulated").field("labels", &self.labels).finish()
+    }
+}
+
+impl Emulated {
+    /// Wraps `inner`, emulating the HDD and/or SSD presets given (`tierwise list devices`).
+    pub fn new(inner: Box<dyn Backend>, hdd: Option<&str>, ssd: Option<&str>) -> Result<Emulated, String> {
+        let presets = Presets::builtin();
+        let mut labels = Vec::new();
+        let hdd = match hdd {
+            Some(p) => {
+                let spec = presets.hdd(p).map_err(|e| e.to_string())?;
+                labels.push(format!("hdd {p} (emulated: {})", spec.description));
+                Some(Mutex::new(Device::new(Box::new(Hdd::new(spec)?), None)))
+            }
+            None => None,
+        };
+        let ssd = match ssd {
+            Some(p) => {
+                let spec = presets.ssd(p).map_err(|e| e.to_string())?;
+                labels.push(format!("ssd {p} (emulated: {})", spec.description));
+                Some(Mutex::new(Device::new(Box::new(Ssd::new(spec)?), None)))
+            }
+            None => None,
+        };
+        Ok(Emulated { inner, devices: [ssd, hdd], labels, start: Instant::now() })
+    }
+
+    /// What is emulated, for stats.
+    pub fn labels(&self) -> &[String] {
+        &self.labels
+    }
+
+    fn delay(&self, dev: Dev, op: DevOp, addr: u64, len: u64) {
+        let Some(d) = &self.devices[dev as usize] else {
+            return;
+        };
+        let now = Nanos(self.start.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64);
+        let done = d.lock().unwrap_or_else(std::sync::PoisonError::into_inner).submit(now, op, addr, len);
+        let wait = done.0.saturating_sub(now.0);
+        if wait > 0 {
+            std::thread::sleep(Duration::from_nanos(wait));
+        }
+    }
+}
+
+impl Backend for Emulated {
+    fn read(&self, dev: Dev, buf: &mut [u8], off: u64) -> io::Result<()> {
+        self.inner.read(dev, buf, off)?;
+        self.delay(dev, DevOp::Read, off, buf.len() as u64);
+        Ok(())
+    }
+    fn write(&self, dev: Dev, buf: &[u8], off: u64) -> io::Result<()> {
+        self.inner.write(dev, buf, off)?;
+        self.delay(dev, DevOp::Write, off, buf.len() as u64);
+        Ok(())
+    }
+    fn sync(&self, dev: Dev) -> io::Result<()> {
+        self.inner.sync(dev)
+    }
+    fn discard(&self, dev: Dev, off: u64, len: u64) -> io::Result<()> {
+        self.inner.discard(dev, off, len)
+    }
+    fn len(&self, dev: Dev) -> io::Result<u64> {
+        self.inner.len(dev)
+    }
+    fn grow(&self, dev: Dev, len: u64) -> io::Result<()> {
+        self.inner.grow(dev, len)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::MemBackend;
+
+    #[test]
+    fn an_emulated_hdd_takes_milliseconds_for_a_random_read_and_the_ssd_stays_fast() {
+        let e = Emulated::new(Box::new(MemBackend::new(1 << 20, 64 << 20)), Some("wd5000aaks"), None)
+            .unwrap_or_else(|err| panic!("{err}"));
+        assert_eq!(e.labels().len(), 1);
+        let mut buf = vec![0u8; 4096];
+        let t = Instant::now();
+        for i in 0..5u64 {
+            e.read(Dev::Hdd, &mut buf, (i * 7_919 % 13) * (4 << 20)).unwrap_or_else(|err| panic!("{err}"));
+        }
+        let hdd = t.elapsed();
+        let t = Instant::now();
+        for i in 0..5u64 {
+            e.read(Dev::Ssd, &mut buf, i * 4096).unwrap_or_else(|err| panic!("{err}"));
+        }
+        assert!(hdd > Duration::from_millis(10), "five random HDD reads took {hdd:?}");
+        assert!(t.elapsed() < hdd / 10, "the SSD is not emulated: {:?}", t.elapsed());
+        assert!(Emulated::new(Box::new(MemBackend::new(1, 1)), Some("no-such-disk"), None).is_err());
+    }
+}

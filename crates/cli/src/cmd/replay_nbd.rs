@@ -1,0 +1,308 @@
+//! `tierwise replay --nbd URI TRACE`: a block trace replayed against a served device with N
+//! requests outstanding (one NBD connection each), measured, and beside it the simulator's
+//! prediction for the same requests, architecture and (emulated) devices: the same policy code
+//! predicting and running.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use serde::Serialize;
+use tierwise_core::Nanos;
+use tierwise_nbd_client::NbdClient;
+use tierwise_sim::device::{Presets, Scheduler};
+use tierwise_sim::objects::ObjectMode;
+use tierwise_sim::trace::{IoOp, OpenOptions, TraceRecord, open_bytes, open_trace};
+use tierwise_sim::{SimConfig, Timing};
+
+use crate::progress::Bars;
+
+/// What `replay --nbd` needs.
+pub(crate) struct NbdReplay<'a> {
+    pub(crate) uri: &'a str,
+    pub(crate) trace: &'a Path,
+    pub(crate) workers: usize,
+    pub(crate) max_ops: Option<usize>,
+    pub(crate) control: Option<PathBuf>,
+    pub(crate) no_sim: bool,
+    pub(crate) json: Option<&'a Path>,
+}
+
+/// One replayed request.
+#[derive(Clone, Copy, Debug)]
+struct Req {
+    write: bool,
+    offset: u64,
+    len: u64,
+}
+
+/// Measured throughput and latency.
+#[derive(Serialize, Debug, Default)]
+struct Measured {
+    requests: u64,
+    seconds: f64,
+    iops: f64,
+    mb_s: f64,
+    p50_us: f64,
+    p95_us: f64,
+    p99_us: f64,
+    /// Reads the device served from the SSD, as a share of its reads (from its counters).
+    ssd_read_share: Option<f64>,
+    errors: u64,
+}
+
+#[derive(Serialize)]
+struct Report {
+    uri: String,
+    trace: String,
+    workers: usize,
+    /// Requests moved to fit the device (offsets beyond it wrap around).
+    wrapped: u64,
+    policy: Option<String>,
+    emulation: Vec<String>,
+    measured: Measured,
+    predicted: Option<tierwise_sim::metrics::SimReport>,
+}
+
+fn load(trace: &Path, size: u64, max: Option<usize>) -> Result<(Vec<Req>, u64)> {
+    let mut t = open_trace(trace, &OpenOptions::default())?;
+    let mut rec = TraceRecord::default();
+    let mut out = Vec::new();
+    let mut wrapped = 0;
+    while t.next(&mut rec)? {
+        if rec.len == 0 {
+            continue;
+        }
+        let len = rec.len.min(size).min(32 << 20);
+        // Volumes side by side, then wrapped into the device, sector-aligned.
+        let at = rec.offset.wrapping_add(u64::from(rec.volume) << 40);
+        let span = size - len + 1;
+        let mut offset = at % span;
+        if offset != at {
+            wrapped += 1;
+        }
+        offset = offset / 512 * 512;
+        out.push(Req { write: rec.op == IoOp::Write, offset, len });
+        if max.is_some_and(|m| out.len() >= m) {
+            break;
+        }
+    }
+    Ok((out, wrapped))
+}
+
+/// The same requests as an MSR trace, for the simulator (one volume, the device's addresses).
+fn as_msr(reqs: &[Req]) -> Vec<u8> {
+    let mut s = String::with_capacity(reqs.len() * 48);
+    for (i, r) in reqs.iter().enumerate() {
+        let kind = if r.write { "Write" } else { "Read" };
+        s.push_str(&format!("{},replay,0,{kind},{},{},0\n", 128_166_372_000_000_000u64 + i as u64, r.offset, r.len));
+    }
+    s.into_bytes()
+}
+
+fn ask_stats(control: &Path) -> Option<serde_json::Value> {
+    use std::io::{BufRead, BufReader, Write};
+    let mut s = std::os::unix::net::UnixStream::connect(control).ok()?;
+    writeln!(s, "stats").ok()?;
+    let mut line = String::new();
+    BufReader::new(&s).read_line(&mut line).ok()?;
+    serde_json::from_str(&line).ok()
+}
+
+fn percentile(sorted: &[u32], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((sorted.len() - 1) as f64 * q).round() as usize;
+    f64::from(sorted[i.min(sorted.len() - 1)])
+}
+
+/// The emulated preset named in a label such as `hdd wd5000aaks (emulated: ...)`.
+fn preset_of(emulation: &[String], kind: &str) -> Option<String> {
+    emulation.iter().find_map(|l| l.strip_prefix(&format!("{kind} "))?.split_whitespace().next().map(str::to_string))
+}
+
+/// `tierwise replay --nbd`.
+pub(crate) fn cmd_replay_nbd(a: NbdReplay<'_>, bars: &Bars) -> Result<()> {
+    if a.workers == 0 {
+        bail!("--workers 0: expected at least 1");
+    }
+    let probe = NbdClient::connect(a.uri).with_context(|| format!("connecting to {}", a.uri))?;
+    let size = probe.size();
+    probe.disconnect()?;
+    let control = a.control.clone().or_else(|| {
+        let socket = a.uri.split_once("socket=")?.1;
+        Some(PathBuf::from(format!("{socket}.control")))
+    });
+    let before = control.as_deref().and_then(ask_stats);
+    let policy = before.as_ref().and_then(|v| v["spec"].as_str().map(str::to_string));
+    let emulation: Vec<String> = before
+        .as_ref()
+        .and_then(|v| v["emulation"].as_array().cloned())
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|l| l.as_str().map(str::to_string))
+        .collect();
+    let block = before.as_ref().and_then(|v| v["block_size"].as_u64()).unwrap_or(4096);
+    let (reqs, wrapped) = load(a.trace, size, a.max_ops)?;
+    if reqs.is_empty() {
+        bail!("{}: no requests", a.trace.display());
+    }
+    // The prediction first: quick, and a problem with it shows before the run.
+    let predicted = match (&policy, a.no_sim) {
+        (Some(spec), false) => Some(predict(spec, &reqs, &emulation, before.as_ref(), block, a.workers, a.trace)?),
+        _ => None,
+    };
+    let bar = bars.counter("replay");
+    let next = AtomicUsize::new(0);
+    let latencies = Mutex::new(Vec::with_capacity(reqs.len()));
+    let errors = AtomicUsize::new(0);
+    let first_error = Mutex::new(None::<String>);
+    let max_len = reqs.iter().map(|r| r.len).max().unwrap_or(0) as usize;
+    let start = Instant::now();
+    std::thread::scope(|s| {
+        for _ in 0..a.workers {
+            s.spawn(|| {
+                let mut c = match NbdClient::connect(a.uri) {
+                    Ok(c) => c,
+                    Err(e) => {
+                        errors.fetch_add(1, Ordering::Relaxed);
+                        *first_error.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(e.to_string());
+                        return;
+                    }
+                };
+                let mut buf = vec![0x5au8; max_len];
+                let mut mine = Vec::new();
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(r) = reqs.get(i) else { break };
+                    let t = Instant::now();
+                    let b = &mut buf[..r.len as usize];
+                    let res = if r.write { c.write(b, r.offset, false) } else { c.read(b, r.offset) };
+                    mine.push(t.elapsed().as_micros().min(u128::from(u32::MAX)) as u32);
+                    if let Err(e) = res {
+                        errors.fetch_add(1, Ordering::Relaxed);
+                        first_error
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner)
+                            .get_or_insert(e.to_string());
+                    }
+                    if i.is_multiple_of(1024) {
+                        bar.step("requests", i, reqs.len());
+                    }
+                }
+                latencies.lock().unwrap_or_else(std::sync::PoisonError::into_inner).extend(mine);
+                let _ = c.disconnect();
+            });
+        }
+    });
+    let seconds = start.elapsed().as_secs_f64();
+    bar.done();
+    if let Some(e) = first_error.into_inner().unwrap_or(None) {
+        eprintln!("warning: {} requests failed; the first: {e}", errors.load(Ordering::Relaxed));
+    }
+    let mut lat = latencies.into_inner().unwrap_or_default();
+    lat.sort_unstable();
+    let bytes: u64 = reqs.iter().map(|r| r.len).sum();
+    let after = control.as_deref().and_then(ask_stats);
+    let ssd_read_share = match (&before, &after) {
+        (Some(b), Some(a)) => {
+            let d = |i: usize| {
+                a["device"]["reads_by_level"][i].as_u64().unwrap_or(0)
+                    - b["device"]["reads_by_level"][i].as_u64().unwrap_or(0)
+            };
+            let (ssd, hdd) = (d(1), d(2));
+            (ssd + hdd > 0).then(|| ssd as f64 / (ssd + hdd) as f64)
+        }
+        _ => None,
+    };
+    let measured = Measured {
+        requests: reqs.len() as u64,
+        seconds,
+        iops: reqs.len() as f64 / seconds,
+        mb_s: bytes as f64 / 1e6 / seconds,
+        p50_us: percentile(&lat, 0.5),
+        p95_us: percentile(&lat, 0.95),
+        p99_us: percentile(&lat, 0.99),
+        ssd_read_share,
+        errors: errors.load(Ordering::Relaxed) as u64,
+    };
+    let report = Report {
+        uri: a.uri.to_string(),
+        trace: a.trace.display().to_string(),
+        workers: a.workers,
+        wrapped,
+        policy,
+        emulation,
+        measured,
+        predicted,
+    };
+    print_report(&report);
+    if let Some(path) = a.json {
+        crate::write_file(path, serde_json::to_string_pretty(&report)?.as_bytes())?;
+    }
+    Ok(())
+}
+
+fn predict(
+    spec: &str,
+    reqs: &[Req],
+    emulation: &[String],
+    stats: Option<&serde_json::Value>,
+    block: u64,
+    workers: usize,
+    trace: &Path,
+) -> Result<tierwise_sim::metrics::SimReport> {
+    let ssd_bytes = stats.and_then(|v| v["device"]["ssd_capacity"].as_u64()).unwrap_or(0);
+    let presets = Presets::builtin();
+    let hdd = preset_of(emulation, "hdd").unwrap_or_else(|| "wd5000aaks".into());
+    let ssd = preset_of(emulation, "ssd").unwrap_or_else(|| "vertex3".into());
+    let mut cfg = SimConfig::new(spec, ssd_bytes);
+    cfg.devices = presets.set(&hdd, &ssd, "ddr3")?;
+    cfg.objects = ObjectMode::parse(&format!("blocks:{block}@0")).map_err(anyhow::Error::msg)?;
+    cfg.timing = Timing::Closed { depth: workers as u32 };
+    // The daemon's emulation is one device serving in arrival order, as the fifo queue models.
+    cfg.hdd_queue.scheduler = Scheduler::Fifo;
+    cfg.spin_down = None::<Nanos>;
+    let mut t =
+        open_bytes("replay.msr.csv", as_msr(reqs), &OpenOptions { format: Some("msr".into()), skip_bad_lines: false })?;
+    let mut report = tierwise_sim::simulate(&mut t, &cfg, &mut tierwise_sim::sim::NoProgress)?;
+    report.trace = trace.display().to_string();
+    Ok(report)
+}
+
+fn print_report(r: &Report) {
+    let m = &r.measured;
+    println!("replay of {} against {} ({} requests, {} outstanding)", r.trace, r.uri, m.requests, r.workers);
+    if let Some(p) = &r.policy {
+        println!("policy    {p}");
+    }
+    if r.emulation.is_empty() {
+        println!("devices   the images' real storage (not emulated); the prediction assumes the preset devices");
+    }
+    for e in &r.emulation {
+        println!("EMULATED  {e}");
+    }
+    if r.wrapped > 0 {
+        println!("note      {} requests beyond the device wrapped around into it", r.wrapped);
+    }
+    println!("{:<22} {:>14} {:>14} {:>8}", "", "measured", "predicted", "ratio");
+    let row = |name: &str, got: f64, want: Option<f64>| match want {
+        Some(w) if w > 0.0 => println!("{name:<22} {got:>14.1} {w:>14.1} {:>8.2}", got / w),
+        _ => println!("{name:<22} {got:>14.1} {:>14} {:>8}", "-", "-"),
+    };
+    let p = r.predicted.as_ref();
+    row("IOPS", m.iops, p.map(|p| p.iops));
+    row("MB/s", m.mb_s, p.map(|p| p.mb_s));
+    row("p50 latency (us)", m.p50_us, p.map(|p| p.latency.p50_us));
+    row("p95 latency (us)", m.p95_us, p.map(|p| p.latency.p95_us));
+    row("p99 latency (us)", m.p99_us, p.map(|p| p.latency.p99_us));
+    if let Some(share) = m.ssd_read_share {
+        row("SSD share of reads %", share * 100.0, p.map(|p| p.read_hit.ssd * 100.0));
+    }
+    if m.errors > 0 {
+        println!("errors    {}", m.errors);
+    }
+}
