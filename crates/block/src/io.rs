@@ -109,8 +109,7 @@ fn read_route(sh: &Shared, c: &mut Core, p: &Piece, served: &Served) -> ReadRout
         (Level::Fast, Some(s)) | (Level::Slow, Some(s)) if served.level == Level::Fast || both => {
             sh.pin(s);
             let (first, n) = sector_span(p.inner, p.len);
-            let whole = c.slots.runs(s, first, n).iter().all(|r| r.2);
-            if whole {
+            if c.slots.all_valid(s, first, n) {
                 ReadRoute { dev: Dev::Ssd, off: sh.slot_offset(s) + p.inner, overlay: None, pinned: Some(s) }
             } else {
                 if !both {
@@ -237,11 +236,13 @@ fn run_reads(sh: &Shared, buf: &mut [u8], routes: &[(Piece, ReadRoute)]) -> Resu
     while i < routes.len() {
         let (p, r) = routes[i];
         let mut j = i + 1;
-        if r.dev == Dev::Hdd && r.overlay.is_none() {
+        // Pieces next to each other on the same image (HDD blocks, or SSD slots allocated in
+        // a row) are read with one call.
+        if r.overlay.is_none() {
             while j < routes.len() {
                 let (q, s) = routes[j];
                 let (last, lr) = routes[j - 1];
-                if s.dev == Dev::Hdd
+                if s.dev == r.dev
                     && s.overlay.is_none()
                     && s.off == lr.off + last.len
                     && q.at == last.at + last.len as usize
@@ -303,6 +304,8 @@ struct SlotWrite {
     /// merged with the slot's bytes, else with the HDD's.
     head_valid: bool,
     tail_valid: bool,
+    /// Every sector the write covers was valid before: nothing to record after it.
+    all_valid: bool,
 }
 
 /// Writes `buf` at `offset`.
@@ -336,15 +339,7 @@ pub(crate) fn write(sh: &Shared, buf: &[u8], offset: u64) -> Result<(), DeviceEr
         if queued {
             sh.work_ready.notify_all();
         }
-        let mut result = Ok(());
-        let mut written = 0;
-        for (p, r) in &routes {
-            result = execute_write(sh, buf, p, r);
-            if result.is_err() {
-                break;
-            }
-            written += 1;
-        }
+        let (result, written) = run_writes(sh, buf, &routes);
         finish_writes(sh, &routes, written);
         result?;
     }
@@ -363,6 +358,47 @@ pub(crate) fn write(sh: &Shared, buf: &[u8], offset: u64) -> Result<(), DeviceEr
     Ok(())
 }
 
+/// Executes write routes in order, merging runs of whole-sector pieces that are next to each
+/// other on both their images into one call per image. Returns how many routes were written.
+fn run_writes(sh: &Shared, buf: &[u8], routes: &[(Piece, WriteRoute)]) -> (Result<(), DeviceError>, usize) {
+    let aligned = |p: &Piece| p.inner % SECTOR == 0 && p.len % SECTOR == 0;
+    // Where a piece's bytes start on the SSD image.
+    let ssd_at = |p: &Piece, r: &WriteRoute| r.ssd.map(|w| sh.slot_offset(w.slot) + p.inner).or(r.ssd_at);
+    let mut i = 0;
+    while i < routes.len() {
+        let (p, r) = routes[i];
+        let mut j = i + 1;
+        if aligned(&p) {
+            while j < routes.len() {
+                let (q, s) = routes[j];
+                let (last, lr) = routes[j - 1];
+                let follows = |a: Option<u64>, b: Option<u64>| match (a, b) {
+                    (None, None) => true,
+                    (Some(a), Some(b)) => b == a + last.len,
+                    _ => false,
+                };
+                if aligned(&q)
+                    && q.at == last.at + last.len as usize
+                    && lr.ssd.is_some() == s.ssd.is_some()
+                    && follows(lr.hdd, s.hdd)
+                    && follows(ssd_at(&last, &lr), ssd_at(&q, &s))
+                {
+                    j += 1;
+                } else {
+                    break;
+                }
+            }
+        }
+        let (last, _) = routes[j - 1];
+        let merged = Piece { block: p.block, inner: p.inner, len: (last.at - p.at) as u64 + last.len, at: p.at };
+        if let Err(e) = execute_write(sh, buf, &merged, &r) {
+            return (Err(e), i);
+        }
+        i = j;
+    }
+    (Ok(()), routes.len())
+}
+
 /// Once the bytes of the first `written` routes are in: marks the sectors they wrote valid,
 /// settles the slots they mapped, and unpins every route's slot.
 fn finish_writes(sh: &Shared, routes: &[(Piece, WriteRoute)], written: usize) {
@@ -370,7 +406,7 @@ fn finish_writes(sh: &Shared, routes: &[(Piece, WriteRoute)], written: usize) {
     for (i, (p, r)) in routes.iter().enumerate() {
         if let Some(w) = r.ssd {
             sh.unpin(w.slot);
-            if i < written {
+            if i < written && !w.all_valid {
                 done.push((*p, w));
             }
         }
@@ -444,7 +480,8 @@ fn write_route<'a>(
             let (first, n) = sector_span(p.inner, p.len);
             let head_valid = c.slots.is_valid(s, first);
             let tail_valid = c.slots.is_valid(s, first + n - 1);
-            route.ssd = Some(SlotWrite { slot: s, new, head_valid, tail_valid });
+            let all_valid = !new && c.slots.all_valid(s, first, n);
+            route.ssd = Some(SlotWrite { slot: s, new, head_valid, tail_valid, all_valid });
         }
     }
     Ok((c, route))

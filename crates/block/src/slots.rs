@@ -132,6 +132,11 @@ impl Slots {
         self.valid[slot as usize * self.words + (sec / 64) as usize] & (1 << (sec % 64)) != 0
     }
 
+    /// Whether sectors `[first, first + n)` of `slot` are all valid.
+    pub(crate) fn all_valid(&self, slot: u32, first: u64, n: u64) -> bool {
+        (first..first + n).all(|sec| self.is_valid(slot, sec))
+    }
+
     /// Whether every sector of `slot` is valid.
     pub(crate) fn is_full(&self, slot: u32) -> bool {
         (0..self.sectors).all(|sec| self.is_valid(slot, sec))

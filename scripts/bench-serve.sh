@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Speed of `tierwise serve` against nbdkit's own file plugin, in the same run, on images in
+# tmpfs (warm "page cache"): nbdcopy sequential read and write of the whole device, fio's nbd
+# engine at 4 KiB random, depth 16. Ours runs with everything on one tier: hdd-only (every
+# block on the HDD image) and a warm write-back cache whose SSD holds the whole device.
+# Then the tiering gain with an emulated HDD: a Zipf block trace replayed by `tierwise replay
+# --nbd` under HDD-only and two caches, each beside the simulator's prediction.
+#
+# Usage: ./scripts/bench-serve.sh [SIZE_MIB=1024] [SECONDS=10]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+size_mib=${1:-1024}
+secs=${2:-10}
+for t in nbdkit nbdcopy fio; do command -v $t >/dev/null || { echo "error: $t is missing (apt-get install nbdkit libnbd-bin fio)" >&2; exit 1; }; done
+cargo build --release --locked --quiet -p tierwise -p tierwise-nbd
+tw=$PWD/target/release/tierwise
+base=$(mktemp -d /dev/shm/tierwise-bench.XXXXXX)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; sleep 0.5; rm -rf "$base"; }
+trap cleanup EXIT
+
+# One measurement: prints "name MB/s-or-IOPS".
+measure() { # uri [control socket: write back between the phases, untimed]
+  local uri=$1 control=${2:-}
+  local src=$base/src.img
+  [ -f "$src" ] || head -c $((size_mib << 20)) /dev/urandom > "$src"
+  local t0 t1
+  # Written first, so that no image is sparse (nbdcopy skips holes it is told of).
+  t0=$(date +%s.%N); nbdcopy "$src" "$uri" ; t1=$(date +%s.%N)
+  echo "seq-write-MBps $(echo "$size_mib * 1.048576 / ($t1 - $t0)" | bc -l)"
+  [ -z "$control" ] || "$tw" flush "$control" >/dev/null
+  t0=$(date +%s.%N); nbdcopy "$uri" null: ; t1=$(date +%s.%N)
+  echo "seq-read-MBps $(echo "$size_mib * 1.048576 / ($t1 - $t0)" | bc -l)"
+  for rw in randread randwrite; do
+    local iops
+    iops=$(fio --name=x --ioengine=nbd --uri="$uri" --rw=$rw --bs=4k --iodepth=16 --runtime="$secs" --time_based \
+             --output-format=json 2>/dev/null | sed -n '/^{/,$p' | python3 -c "import json,sys; j=json.load(sys.stdin)['jobs'][0]; print(j['read']['iops']+j['write']['iops'])")
+    echo "$rw-4k-IOPS $iops"
+    [ -z "$control" ] || "$tw" flush "$control" >/dev/null
+  done
+}
+
+start_file_plugin() {
+  local img=$base/plain.img
+  truncate -s ${size_mib}M "$img"
+  nbdkit --unix "$base/plain.sock" --pidfile "$base/plain.pid" file "$img"
+  while [ ! -s "$base/plain.pid" ]; do sleep 0.05; done
+  pids+=("$(cat "$base/plain.pid")")
+}
+
+start_ours() { # policy ssd_size
+  local d=$base/$1
+  mkdir -p "$d"
+  "$tw" serve --create --ssd "$d/ssd.img" --hdd "$d/hdd.img" --ssd-size "$2" --hdd-size ${size_mib}MiB --policy "$1" >/dev/null
+  pids+=("$(cat "$d/ssd.img.sock.control.pid")")
+  echo "nbd+unix:///?socket=$d/ssd.img.sock"
+}
+
+echo "== steady state, ${size_mib} MiB device in tmpfs, fio ${secs}s runs"
+start_file_plugin
+declare -A r
+while read -r k v; do r["file,$k"]=$v; done < <(measure "nbd+unix:///?socket=$base/plain.sock")
+uri=$(start_ours hdd-only 64MiB)
+while read -r k v; do r["hdd-only,$k"]=$v; done < <(measure "$uri")
+uri=$(start_ours cache:mode=write-back $((size_mib + size_mib / 8 + 64))MiB)
+# Warm: every block written (absorbed by the SSD) and written back, so the cache is full and
+# clean when measuring starts (its cleaner then runs only for what the random writes dirty).
+nbdcopy "$base/src.img" "$uri"
+"$tw" flush "$base/cache:mode=write-back/ssd.img.sock.control" >/dev/null
+while read -r k v; do r["cache,$k"]=$v; done < <(measure "$uri" "$base/cache:mode=write-back/ssd.img.sock.control")
+printf '%-18s %12s %12s %7s %12s %7s\n' job file-plugin hdd-only ratio warm-cache ratio
+for k in seq-write-MBps seq-read-MBps randread-4k-IOPS randwrite-4k-IOPS; do
+  f=${r["file,$k"]}; h=${r["hdd-only,$k"]}; c=${r["cache,$k"]}
+  printf '%-18s %12.0f %12.0f %7.2f %12.0f %7.2f\n' "$k" "$f" "$h" "$(echo "$h / $f" | bc -l)" "$c" "$(echo "$c / $f" | bc -l)"
+done
+
+echo
+echo "== tiering gain on an emulated HDD (wd5000aaks) and SSD (vertex3): Zipf 1.0, 6,000 requests, 20% writes, depth 4"
+"$tw" trace gen -q -o "$base/zipf.mqsim" --requests 6000 --objects 20000 --alpha 1.0 --write-fraction 0.2 >/dev/null
+for pol in hdd-only cache:mode=write-back dm-cache-smq-like; do
+  d=$base/emu-${pol//[:=]/-}
+  mkdir -p "$d"
+  "$tw" serve --create --ssd "$d/ssd.img" --hdd "$d/hdd.img" --ssd-size 16MiB --hdd-size 256MiB --policy "$pol" \
+     --emulate-hdd wd5000aaks --emulate-ssd vertex3 >/dev/null
+  pids+=("$(cat "$d/ssd.img.sock.control.pid")")
+  echo "-- $pol"
+  "$tw" replay -q --nbd "nbd+unix:///?socket=$d/ssd.img.sock" "$base/zipf.mqsim" --workers 4 | tail -7
+done
