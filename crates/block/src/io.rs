@@ -361,7 +361,7 @@ pub(crate) fn write(sh: &Shared, buf: &[u8], offset: u64) -> Result<(), DeviceEr
 /// Executes write routes in order, merging runs of whole-sector pieces that are next to each
 /// other on both their images into one call per image. Returns how many routes were written.
 fn run_writes(sh: &Shared, buf: &[u8], routes: &[(Piece, WriteRoute)]) -> (Result<(), DeviceError>, usize) {
-    let aligned = |p: &Piece| p.inner % SECTOR == 0 && p.len % SECTOR == 0;
+    let aligned = |p: &Piece| p.inner.is_multiple_of(SECTOR) && p.len.is_multiple_of(SECTOR);
     // Where a piece's bytes start on the SSD image.
     let ssd_at = |p: &Piece, r: &WriteRoute| r.ssd.map(|w| sh.slot_offset(w.slot) + p.inner).or(r.ssd_at);
     let mut i = 0;
