@@ -417,6 +417,9 @@ fn ext4_on_nbdfuse_and_a_loop_device_passes_fsck_after_a_workload() {
          cp -r {mnt}/a {mnt}/copy
          for i in $(seq 1 40); do cat {mnt}/a/f$i >> {mnt}/a/b/all; done
          rm {mnt}/a/f1 {mnt}/a/f2
+         {tw} trace gen-files postmark -q --scale 0.02 -o {dir}/postmark.csv
+         mkdir {mnt}/pm
+         {tw} replay -q --fs {mnt}/pm {dir}/postmark.csv --no-sim --workers 2
          (cd {mnt} && find . -type f ! -name sums -exec sha256sum {{}} + | sort -k2 > {dir}/sums)
          umount {mnt}
          fsck.ext4 -fn $loop
@@ -426,6 +429,7 @@ fn ext4_on_nbdfuse_and_a_loop_device_passes_fsck_after_a_workload() {
          losetup -d $loop
          cmp {dir}/sums {dir}/sums2",
         file = file.display(),
+        tw = env!("CARGO_BIN_EXE_tierwise"),
         dir = s.dir.path().display(),
         mnt = mnt.display()
     );
