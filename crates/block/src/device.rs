@@ -147,6 +147,9 @@ pub(crate) struct Shared {
     pub(crate) hdd_sb: Superblock,
     pub(crate) opts: ServeOptions,
     pub(crate) commit_lock: Mutex<u64>,
+    /// RAM copies of blocks being moved (architectures with `RamLevel::MoveCopies`).
+    pub(crate) ram: crate::ram::RamCopies,
+    pub(crate) ram_copies: bool,
     pub(crate) moved_at: AtomicU64,
     pub(crate) move_rate: AtomicU64,
     pub(crate) started: Instant,
@@ -327,6 +330,7 @@ impl HybridDevice {
     /// changed, a checkpoint is committed (dm-cache commits its metadata on flush).
     pub fn flush(&self) -> Result<(), DeviceError> {
         self.shared.lock().stats.flushes += 1;
+        self.shared.ram.persist(&self.shared)?;
         crate::mover::commit(&self.shared, false)
     }
 
@@ -455,6 +459,9 @@ impl HybridDevice {
             c.ram_fill.clear();
             c.queue.clear();
         }
+        // Writes a move's RAM copy absorbed reach the HDD before the final checkpoint.
+        self.shared.ram.persist(&self.shared)?;
+        self.shared.ram.clear();
         crate::mover::commit(&self.shared, true)
     }
 }

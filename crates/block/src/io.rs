@@ -78,6 +78,8 @@ fn lock_stripes<'a>(sh: &'a Shared, blocks: impl Iterator<Item = u64>, exclusive
 /// Where a piece's bytes are read from.
 #[derive(Clone, Copy, Debug)]
 struct ReadRoute {
+    /// From the block's RAM copy (it is being moved; `RamLevel::MoveCopies`).
+    ram: bool,
     dev: Dev,
     off: u64,
     /// Valid sectors of this slot are laid over the bytes read (an assembled read).
@@ -95,22 +97,32 @@ fn read_route(sh: &Shared, c: &mut Core, p: &Piece, served: &Served) -> ReadRout
     if sh.layout() == Layout::Concatenated {
         return match served.level {
             Level::Fast => ReadRoute {
+                ram: false,
                 dev: Dev::Ssd,
                 off: sh.ssd_sb.ssd_data_start() + served.fast_addr + p.inner,
                 overlay: None,
                 pinned: None,
             },
-            _ => ReadRoute { dev: Dev::Hdd, off: served.slow_addr + p.inner, overlay: None, pinned: None },
+            _ => ReadRoute { ram: false, dev: Dev::Hdd, off: served.slow_addr + p.inner, overlay: None, pinned: None },
         };
     }
-    let hdd = ReadRoute { dev: Dev::Hdd, off: hdd_offset(sh, p), overlay: None, pinned: None };
+    let hdd = ReadRoute { ram: false, dev: Dev::Hdd, off: hdd_offset(sh, p), overlay: None, pinned: None };
+    if served.level == Level::Ram && sh.ram_copies {
+        return ReadRoute { ram: true, ..hdd };
+    }
     let both = served.touches.contains(Level::Fast) && served.touches.contains(Level::Slow);
     match (served.level, c.slots.slot_of(p.block)) {
         (Level::Fast, Some(s)) | (Level::Slow, Some(s)) if served.level == Level::Fast || both => {
             sh.pin(s);
             let (first, n) = sector_span(p.inner, p.len);
             if c.slots.all_valid(s, first, n) {
-                ReadRoute { dev: Dev::Ssd, off: sh.slot_offset(s) + p.inner, overlay: None, pinned: Some(s) }
+                ReadRoute {
+                    ram: false,
+                    dev: Dev::Ssd,
+                    off: sh.slot_offset(s) + p.inner,
+                    overlay: None,
+                    pinned: Some(s),
+                }
             } else {
                 if !both {
                     // Told "the SSD" for sectors the slot does not hold: the best bytes there are.
@@ -136,6 +148,9 @@ fn sector_span(inner: u64, len: u64) -> (u64, u64) {
 
 fn execute_read(sh: &Shared, buf: &mut [u8], p: &Piece, r: &ReadRoute) -> Result<(), DeviceError> {
     let dst = &mut buf[p.at..p.at + p.len as usize];
+    if r.ram {
+        return sh.ram.read(sh, p.block, p.inner, dst);
+    }
     let dev_name = if r.dev == Dev::Ssd { "SSD" } else { "HDD" };
     sh.backend.read(r.dev, dst, r.off).map_err(|e| DeviceError::io(format!("reading the {dev_name} image"), e))?;
     if let Some(slot) = r.overlay {
@@ -238,11 +253,12 @@ fn run_reads(sh: &Shared, buf: &mut [u8], routes: &[(Piece, ReadRoute)]) -> Resu
         let mut j = i + 1;
         // Pieces next to each other on the same image (HDD blocks, or SSD slots allocated in
         // a row) are read with one call.
-        if r.overlay.is_none() {
+        if r.overlay.is_none() && !r.ram {
             while j < routes.len() {
                 let (q, s) = routes[j];
                 let (last, lr) = routes[j - 1];
                 if s.dev == r.dev
+                    && !s.ram
                     && s.overlay.is_none()
                     && s.off == lr.off + last.len
                     && q.at == last.at + last.len as usize
@@ -288,6 +304,8 @@ fn wait_block_idle(sh: &Shared, block: u64) {
 /// Where a piece's bytes are written.
 #[derive(Clone, Copy, Debug, Default)]
 struct WriteRoute {
+    /// Into the block's RAM copy (it is being moved; `RamLevel::MoveCopies`).
+    ram: bool,
     hdd: Option<u64>,
     ssd: Option<SlotWrite>,
     /// Concatenated layout: the SSD image offset.
@@ -368,7 +386,7 @@ fn run_writes(sh: &Shared, buf: &[u8], routes: &[(Piece, WriteRoute)]) -> (Resul
     while i < routes.len() {
         let (p, r) = routes[i];
         let mut j = i + 1;
-        if aligned(&p) {
+        if aligned(&p) && !r.ram {
             while j < routes.len() {
                 let (q, s) = routes[j];
                 let (last, lr) = routes[j - 1];
@@ -378,6 +396,7 @@ fn run_writes(sh: &Shared, buf: &[u8], routes: &[(Piece, WriteRoute)]) -> (Resul
                     _ => false,
                 };
                 if aligned(&q)
+                    && !s.ram
                     && q.at == last.at + last.len as usize
                     && lr.ssd.is_some() == s.ssd.is_some()
                     && follows(lr.hdd, s.hdd)
@@ -450,7 +469,11 @@ fn write_route<'a>(
         route.hdd = Some(hdd_offset(sh, p));
     }
     if served.touches.contains(Level::Ram) {
-        c.stats.anomalies += 1;
+        if sh.ram_copies {
+            route.ram = true;
+        } else {
+            c.stats.anomalies += 1;
+        }
     }
     if served.touches.contains(Level::Fast) {
         let slot = match c.slots.slot_of(p.block) {
@@ -513,6 +536,9 @@ pub(crate) fn alloc_slot<'a>(
 /// HDD's) first, so the slot never holds a torn sector.
 fn execute_write(sh: &Shared, buf: &[u8], p: &Piece, r: &WriteRoute) -> Result<(), DeviceError> {
     let data = &buf[p.at..p.at + p.len as usize];
+    if r.ram {
+        sh.ram.write(sh, p.block, p.inner, data)?;
+    }
     if let Some(off) = r.hdd {
         sh.backend.write(Dev::Hdd, data, off).map_err(|e| DeviceError::io("writing the HDD image", e))?;
     }

@@ -17,6 +17,7 @@ pub mod error;
 pub mod format;
 mod io;
 mod mover;
+mod ram;
 pub mod recovery;
 mod slots;
 #[doc(hidden)]

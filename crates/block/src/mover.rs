@@ -92,8 +92,16 @@ fn pace(sh: &Shared, bytes: u64) {
 fn execute(sh: &Shared, w: &Work) {
     let block = w.obj.0;
     let _stripe = sh.stripe(block).write().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut ram_copy = None;
     let outcome = match (w.kind, w.from, w.to) {
-        (WorkKind::Copy | WorkKind::Promote, Level::Slow, Level::Fast) => fill(sh, w),
+        // The architecture's own metadata written from RAM (GreenDM's table flush) carries no
+        // block: the device's checkpoint is its metadata, committed now.
+        (_, Level::Ram, _) if block == u64::MAX => crate::mover::commit(sh, false).map(|()| None).map_err(|_| None),
+        (WorkKind::Copy | WorkKind::Promote, Level::Slow, Level::Fast) => {
+            // A block served from RAM while it moves: the move writes the RAM copy.
+            ram_copy = if sh.ram_copies { sh.ram.take(block) } else { None };
+            fill(sh, w, ram_copy.as_ref().map(|c| c.bytes.clone()))
+        }
         (WorkKind::Writeback | WorkKind::Demote, Level::Fast, Level::Slow) => clean(sh, w),
         _ => {
             // A RAM level (refused when the device opens) or a move this layout has no place for.
@@ -128,6 +136,12 @@ fn execute(sh: &Shared, w: &Work) {
             if let Some(s) = new_slot {
                 c.slots.give_back(s);
             }
+            // A failed move's RAM copy goes back to its source (the HDD address).
+            if let Some(copy) = ram_copy.take().filter(|c| c.written)
+                && sh.backend.write(Dev::Hdd, &copy.bytes, block * sh.block_size()).is_err()
+            {
+                c.stats.anomalies += 1;
+            }
             c.engine.complete(w.id, Outcome::Failed)
         }
     };
@@ -145,10 +159,17 @@ fn execute(sh: &Shared, w: &Work) {
 
 /// Copies a block from the HDD into the SSD: into a new slot (returned, mapped at completion),
 /// or into the invalid sectors of the slot that already holds part of it.
-fn fill(sh: &Shared, w: &Work) -> Result<Option<u32>, Option<u32>> {
+fn fill(sh: &Shared, w: &Work, from_ram: Option<Vec<u8>>) -> Result<Option<u32>, Option<u32>> {
     let block = w.obj.0;
     let bs = sh.block_size();
     let mut buf = vec![0u8; bs as usize];
+    if let Some(bytes) = from_ram.filter(|b| b.len() == buf.len()) {
+        let (core, slot) = crate::io::alloc_slot(sh, sh.lock()).map_err(|_| None)?;
+        drop(core);
+        let slot = slot.ok_or(None)?;
+        sh.backend.write(Dev::Ssd, &bytes, sh.slot_offset(slot)).map_err(|_| Some(slot))?;
+        return Ok(Some(slot));
+    }
     let existing = {
         let c = sh.lock();
         c.slots.slot_of(block).map(|slot| {

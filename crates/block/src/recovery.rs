@@ -13,7 +13,8 @@ use std::sync::atomic::{AtomicU32, AtomicU64};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::time::Instant;
 
-use tierwise_core::arch::{Addressing, CostClass, arch_info};
+use tierwise_core::arch::Architecture;
+use tierwise_core::arch::{Addressing, CostClass, RamLevel, arch_info};
 use tierwise_core::params::Params;
 use tierwise_core::{Engine, Level, ObjectId, Setup, build_arch, extent_size_of};
 
@@ -48,10 +49,10 @@ pub fn servable(spec: &str) -> Result<tierwise_core::arch::Capabilities, DeviceE
     if caps.cost == CostClass::SsdOnly {
         return Err(DeviceError::Spec(format!("{name} puts everything on the SSD: serve the SSD image directly")));
     }
-    if caps.ram_level {
+    if caps.ram_level == RamLevel::Held {
         return Err(DeviceError::Spec(format!(
-            "{name} keeps blocks in a RAM level (in-RAM promotion copies, write buffers or an L1), \
-             which the block device does not hold yet; servable now: {}",
+            "{name} keeps blocks in a RAM level (write buffers or an L1) that the block device does \
+             not hold yet; servable now: {}",
             servable_names().join(", ")
         )));
     }
@@ -62,7 +63,7 @@ pub fn servable(spec: &str) -> Result<tierwise_core::arch::Capabilities, DeviceE
 pub fn servable_names() -> Vec<&'static str> {
     tierwise_core::ARCHITECTURES
         .iter()
-        .filter(|a| a.caps.runs_on_blocks() && !a.caps.ram_level && a.caps.cost != CostClass::SsdOnly)
+        .filter(|a| a.caps.runs_on_blocks() && a.caps.ram_level != RamLevel::Held && a.caps.cost != CostClass::SsdOnly)
         .map(|a| a.name)
         .collect()
 }
@@ -285,12 +286,26 @@ pub fn open(backend: Arc<dyn Backend>, opts: ServeOptions) -> Result<HybridDevic
     }
     let cp = newest_checkpoint(&*backend, &ssd_sb, &hdd_sb)?;
     let bs = ssd_sb.block_size;
+    if let Some(es) = extent_size_of(&opts.spec).filter(|&es| es != bs) {
+        return Err(DeviceError::Spec(format!(
+            "{} places extents of {es} bytes, the device's blocks are {bs} bytes: give the spec es={bs} \
+             (or sub-lun=), or create the device with --block-size {es}; nothing was changed",
+            opts.spec
+        )));
+    }
     let slots = ssd_sb.slots;
     // A few slots are kept over the engine's capacity, so a slot waiting for a commit rarely
     // makes a move wait (SSD over-provisioning).
     let spare = if want == Layout::Identity { (slots / 16).clamp(1, 1024) } else { 0 };
     let setup = Setup { fast_capacity: (slots - spare) * bs, slow_capacity: ssd_sb.hdd_data, object_size: bs };
     let arch = build_arch(&opts.spec, &setup).map_err(|e| DeviceError::Spec(e.to_string()))?;
+    if want == Layout::Identity && arch.usage().fast_used > 0 {
+        return Err(DeviceError::Spec(format!(
+            "{} starts with blocks on the SSD (a scanned start); the device starts with an empty \
+             SSD, so serve it without that knob",
+            opts.spec
+        )));
+    }
     let mut core = Core {
         engine: Engine::new(arch, SysClock::new()),
         slots: Slots::new(slots, bs),
@@ -315,6 +330,8 @@ pub fn open(backend: Arc<dyn Backend>, opts: ServeOptions) -> Result<HybridDevic
         hdd_sb,
         opts,
         commit_lock: Mutex::new(cp.seq),
+        ram: crate::ram::RamCopies::default(),
+        ram_copies: caps.ram_level == RamLevel::MoveCopies,
         moved_at: AtomicU64::new(0),
         move_rate: AtomicU64::new(move_rate),
         started: Instant::now(),

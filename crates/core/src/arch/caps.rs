@@ -48,6 +48,21 @@ pub enum Addressing {
     Concatenated,
 }
 
+/// What an architecture keeps in RAM that a block front end must hold for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RamLevel {
+    /// Nothing.
+    None,
+    /// An object's bytes while a move of it runs: accesses answered [`crate::Level::Ram`] use
+    /// that copy (writes included), the move's destination gets it on success and its source
+    /// on failure (GreenDM's promotion copy).
+    MoveCopies,
+    /// Objects kept in RAM beyond moves: answers with `keep_in_ram`, RAM copies written out by
+    /// work from [`crate::Level::Ram`] (HCA's L1 and transient buffer, ZFS's ARC, OTF-AST's
+    /// write buffer).
+    Held,
+}
+
 /// An architecture's capabilities.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Capabilities {
@@ -64,10 +79,8 @@ pub struct Capabilities {
     pub passthrough: bool,
     /// Which devices a deployment buys.
     pub cost: CostClass,
-    /// It keeps objects in a RAM level that the front end must hold for it: answers with
-    /// `keep_in_ram`, reads served from [`crate::Level::Ram`], work from or to RAM (HCA's L1,
-    /// ZFS's ARC, GreenDM's in-RAM promotion copy, OTF-AST's write buffer).
-    pub ram_level: bool,
+    /// What it keeps in RAM that a block front end must hold for it.
+    pub ram_level: RamLevel,
     /// Where a block front end puts the bytes.
     pub addressing: Addressing,
 }
@@ -80,7 +93,7 @@ impl Capabilities {
         per_io_bytes: true,
         passthrough: false,
         cost: CostClass::Hybrid,
-        ram_level: false,
+        ram_level: RamLevel::None,
         addressing: Addressing::FrontEnd,
     };
     /// A block-level cache.
@@ -93,7 +106,7 @@ impl Capabilities {
         per_io_bytes: false,
         passthrough: true,
         cost: CostClass::Hybrid,
-        ram_level: false,
+        ram_level: RamLevel::None,
         addressing: Addressing::FrontEnd,
     };
     /// A file-level read cache (writes go to the HDD copy, and through or around the SSD
@@ -122,7 +135,7 @@ impl Capabilities {
             per_io_bytes: false,
             passthrough: true,
             cost,
-            ram_level: false,
+            ram_level: RamLevel::None,
             addressing: Addressing::FrontEnd,
         }
     }
@@ -138,8 +151,8 @@ impl Capabilities {
     }
 
     /// With a RAM level the front end must hold.
-    pub const fn with_ram_level(self) -> Capabilities {
-        Capabilities { ram_level: true, ..self }
+    pub const fn with_ram_level(self, ram_level: RamLevel) -> Capabilities {
+        Capabilities { ram_level, ..self }
     }
 
     /// One line for `tierwise list`.
@@ -163,7 +176,11 @@ impl Capabilities {
             "{granularity}, {copies}, {}, passthrough {}, buys {cost}{}{}",
             if self.per_io_bytes { "sees every I/O" } else { "told at open/close" },
             if self.passthrough { "allowed" } else { "no" },
-            if self.ram_level { ", RAM level" } else { "" },
+            match self.ram_level {
+                RamLevel::None => "",
+                RamLevel::MoveCopies => ", RAM copies during moves",
+                RamLevel::Held => ", RAM level",
+            },
             if self.addressing == Addressing::Concatenated { ", SSD and HDD concatenated" } else { "" },
         )
     }

@@ -47,7 +47,7 @@ pub mod ssd_only;
 pub mod static_tiering;
 pub mod type_aware;
 
-pub use caps::{Addressing, Capabilities, Copies, CostClass, Granularity};
+pub use caps::{Addressing, Capabilities, Copies, CostClass, Granularity, RamLevel};
 use serde::{Deserialize, Serialize};
 
 use crate::collector::{COLLECTORS, collector_info};

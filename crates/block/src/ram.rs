@@ -1,0 +1,120 @@
+//! RAM copies of blocks being moved, for architectures that serve a block from RAM while it
+//! moves (`RamLevel::MoveCopies`: GreenDM holds an extent under promotion in RAM and serves its
+//! I/O there). The copy is loaded on first use from the block's current bytes; writes answered
+//! [`tierwise_core::Level::Ram`] land in it; the move writes it to its destination, or back to
+//! its source if the move fails. A flush writes copies that absorbed writes to the block's HDD
+//! address first, so an acknowledged flush covers them too.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use crate::backend::Dev;
+use crate::device::Shared;
+use crate::error::DeviceError;
+use crate::format::SECTOR;
+
+/// One block's RAM copy.
+#[derive(Debug)]
+pub(crate) struct RamCopy {
+    pub(crate) bytes: Vec<u8>,
+    /// A write landed in it that its block's HDD bytes lack.
+    pub(crate) written: bool,
+}
+
+/// The RAM copies, by block.
+#[derive(Debug, Default)]
+pub(crate) struct RamCopies {
+    map: Mutex<HashMap<u64, RamCopy>>,
+}
+
+impl RamCopies {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, RamCopy>> {
+        self.map.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Loads `block`'s copy if it has none. The caller holds the block's stripe.
+    fn ensure(&self, sh: &Shared, block: u64) -> Result<(), DeviceError> {
+        if self.lock().contains_key(&block) {
+            return Ok(());
+        }
+        let bytes = current_bytes(sh, block)?;
+        self.lock().entry(block).or_insert(RamCopy { bytes, written: false });
+        Ok(())
+    }
+
+    /// Reads `dst.len()` bytes at `inner` of `block` from its RAM copy.
+    pub(crate) fn read(&self, sh: &Shared, block: u64, inner: u64, dst: &mut [u8]) -> Result<(), DeviceError> {
+        self.ensure(sh, block)?;
+        let g = self.lock();
+        let c = g.get(&block).ok_or_else(|| DeviceError::Images(format!("block {block}'s RAM copy vanished")))?;
+        dst.copy_from_slice(&c.bytes[inner as usize..inner as usize + dst.len()]);
+        Ok(())
+    }
+
+    /// Writes `data` at `inner` of `block` into its RAM copy.
+    pub(crate) fn write(&self, sh: &Shared, block: u64, inner: u64, data: &[u8]) -> Result<(), DeviceError> {
+        self.ensure(sh, block)?;
+        let mut g = self.lock();
+        let c = g.get_mut(&block).ok_or_else(|| DeviceError::Images(format!("block {block}'s RAM copy vanished")))?;
+        c.bytes[inner as usize..inner as usize + data.len()].copy_from_slice(data);
+        c.written = true;
+        Ok(())
+    }
+
+    /// Takes `block`'s copy (the move that runs now writes it). The caller holds the stripe.
+    pub(crate) fn take(&self, block: u64) -> Option<RamCopy> {
+        self.lock().remove(&block)
+    }
+
+    /// Writes every copy that absorbed writes to its block's HDD address (a flush), each under
+    /// its block's stripe.
+    pub(crate) fn persist(&self, sh: &Shared) -> Result<(), DeviceError> {
+        let blocks: Vec<u64> = self.lock().iter().filter(|(_, c)| c.written).map(|(&b, _)| b).collect();
+        for block in blocks {
+            let _stripe = sh.stripe(block).write().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let bytes = match self.lock().get_mut(&block) {
+                Some(c) if c.written => {
+                    c.written = false;
+                    c.bytes.clone()
+                }
+                _ => continue,
+            };
+            sh.backend
+                .write(Dev::Hdd, &bytes, block * sh.block_size())
+                .map_err(|e| DeviceError::io("writing a RAM copy to the HDD image", e))?;
+        }
+        Ok(())
+    }
+
+    /// Drops every copy (shutdown, after the moves stopped).
+    pub(crate) fn clear(&self) {
+        self.lock().clear();
+    }
+}
+
+/// A block's bytes as they are now: the HDD's, with the valid sectors of its slot over them.
+/// The caller holds the block's stripe.
+pub(crate) fn current_bytes(sh: &Shared, block: u64) -> Result<Vec<u8>, DeviceError> {
+    let bs = sh.block_size();
+    let mut bytes = vec![0u8; bs as usize];
+    sh.backend.read(Dev::Hdd, &mut bytes, block * bs).map_err(|e| DeviceError::io("reading the HDD image", e))?;
+    let slot = {
+        let c = sh.lock();
+        c.slots.slot_of(block).map(|s| {
+            sh.pin(s);
+            (s, c.slots.runs(s, 0, bs / SECTOR))
+        })
+    };
+    if let Some((s, runs)) = slot {
+        let mut r = Ok(());
+        for (sec, n, valid) in runs {
+            if valid && r.is_ok() {
+                let part = &mut bytes[(sec * SECTOR) as usize..((sec + n) * SECTOR) as usize];
+                r = sh.backend.read(Dev::Ssd, part, sh.slot_offset(s) + sec * SECTOR);
+            }
+        }
+        sh.unpin(s);
+        r.map_err(|e| DeviceError::io("reading the SSD image", e))?;
+    }
+    Ok(bytes)
+}
