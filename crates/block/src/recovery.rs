@@ -368,7 +368,8 @@ fn adopt(sh: &Shared, cp: &Checkpoint) -> Result<(), DeviceError> {
         let dirty = e.dirty || !cp.clean;
         c.engine.adopt(ObjectId(e.block), Level::Fast, bs, dirty);
         let p = c.engine.placement(ObjectId(e.block));
-        if dirty && !(p.on_fast && p.dirty) {
+        // Kept as a dirty copy, or as the only copy (tiering): nothing to write back.
+        if dirty && !(p.on_fast && (p.dirty || !p.on_slow)) {
             let mut buf = vec![0u8; bs as usize];
             sh.backend.read(Dev::Ssd, &mut buf, sh.slot_offset(slot)).map_err(io("reading the SSD image"))?;
             sh.backend.write(Dev::Hdd, &buf, e.block * bs).map_err(io("writing back to the HDD image"))?;

@@ -333,3 +333,25 @@ fn after_a_power_cut_every_flushed_byte_reads_back() {
         }
     }
 }
+
+#[test]
+fn a_clean_restart_keeps_the_ssd_warm_and_every_byte() {
+    for spec in
+        ["cache:mode=write-back", "dm-cache-smq-like", "greendm-tiering:es=4KiB,lt=2,ht=6,reserved=16,md-flush=1s"]
+    {
+        let (mem, dev) = new_device(spec, 96 << 10, 2);
+        let mut reference = vec![0u8; dev.size() as usize];
+        let mut rng = Rng(99);
+        run_ops(&dev, &mut reference, &mut rng, 4000, spec);
+        assert!(dev.wait_idle(Duration::from_secs(20)).unwrap_or(false), "{spec}: work never drained");
+        let before = dev.stats().slots_used;
+        assert!(before > 0, "{spec}: nothing on the SSD before the restart");
+        dev.shutdown().unwrap_or_else(|e| panic!("{spec}: {e}"));
+        drop(dev);
+        let dev = open(mem.clone() as Arc<dyn Backend>, ServeOptions { spec: spec.into(), ..ServeOptions::default() })
+            .unwrap_or_else(|e| panic!("{spec}: reopening: {e}"));
+        assert_eq!(dev.stats().slots_used, before, "{spec}: the SSD's blocks were not taken back");
+        full_compare(&dev, &reference, spec);
+        dev.check().unwrap_or_else(|e| panic!("{spec}: {e}"));
+    }
+}

@@ -551,6 +551,34 @@ impl Architecture for GreenDmTiering {
         self.run_demotion(cx);
     }
 
+    /// A front end restarting tells which extents its SSD holds: each takes a free SSD extent
+    /// as a completed promotion would (its HDD place is freed for demotions). An extent that
+    /// does not fit, or is already placed, is left where the table has it.
+    fn adopt(&mut self, cx: &mut Ctx<'_>, obj: ObjectId, level: Level, _size: u64, _dirty: bool) {
+        let v = obj.0;
+        let e = self.entry(v);
+        if level != Level::Fast || e.flags & (ON_SSD | PROMOTING | DEMOTING) != 0 {
+            return;
+        }
+        let Some(le) = self.alloc_ssd() else {
+            return;
+        };
+        let old = self.hdd_le(v, &e);
+        if e.flags & RELOCATED != 0 {
+            self.relocated_free.push(e.le);
+        }
+        self.owner[le as usize] = v;
+        let now = cx.now;
+        let ent = self.entry_mut(v);
+        ent.flags = (ent.flags | ON_SSD | REFERENCED) & !(RELOCATED | STALE);
+        ent.le = le;
+        ent.miss.reset();
+        ent.miss.touch_at(now);
+        self.release_hdd(old);
+        self.ssd_residents += 1;
+        self.run_demotion(cx);
+    }
+
     fn tick(&mut self, cx: &mut Ctx<'_>) {
         self.meta.tick(cx, self.map.memory_bytes() as u64);
     }
@@ -750,5 +778,28 @@ mod tests {
         assert!(build_arch("greendm-tiering", &tiny).unwrap_err().to_string().contains("smaller than one extent"));
         let variable = Setup { object_size: 0, ..setup };
         assert!(build_arch("greendm-tiering", &variable).unwrap_err().to_string().contains("blocks:ES"));
+    }
+
+    #[test]
+    fn adopted_extents_are_on_the_ssd_and_demote_as_promoted_ones() {
+        let mut h = Harness::new("greendm-tiering:pt=1,lt=1,ht=2,mcml=4,md-flush=0,reserved=16", 6, false);
+        for v in [3u64, 9, 40] {
+            h.engine.adopt(ObjectId(v), Level::Fast, OBJ, true);
+            let p = h.engine.placement(ObjectId(v));
+            assert!(p.on_fast && !p.on_slow, "{v}: {p:?}");
+        }
+        h.engine.adopt(ObjectId(9), Level::Fast, OBJ, true);
+        assert_eq!(h.engine.usage().fast_objects, 3, "adopting twice places once");
+        h.engine.check_invariants().unwrap_or_else(|e| panic!("{e}"));
+        // Misses on other extents promote them; adopted ones are demoted to make room.
+        for v in 100..130u64 {
+            h.step(&Step::Read(v, true)).unwrap();
+            for _ in 0..4 {
+                h.step(&Step::Execute(0)).unwrap();
+                h.step(&Step::Complete(0, 9)).unwrap();
+            }
+        }
+        h.engine.check_invariants().unwrap_or_else(|e| panic!("{e}"));
+        assert!(h.engine.stats().done(WorkKind::Demote) > 0);
     }
 }
