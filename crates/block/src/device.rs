@@ -289,6 +289,11 @@ impl HybridDevice {
         &self.shared.opts.emulation
     }
 
+    /// Background moves executing at once, at most.
+    pub fn movers(&self) -> usize {
+        self.shared.opts.movers.max(1)
+    }
+
     /// The architecture spec served.
     pub fn spec(&self) -> &str {
         &self.shared.opts.spec

@@ -111,6 +111,9 @@ pub struct SimConfig {
     pub footprint_bytes: Option<u64>,
     /// The HDD's request queue (scheduler, merging, NCQ).
     pub hdd_queue: QueueConfig,
+    /// Background work executing at once, at most (a served device's `--movers`); 0: all the
+    /// work issued runs at once, as the papers' simulations assume.
+    pub movers: u32,
 }
 
 impl SimConfig {
@@ -130,6 +133,7 @@ impl SimConfig {
             check_every: 0,
             hdd_queue: QueueConfig::default(),
             footprint_bytes: None,
+            movers: 0,
         }
     }
 }

@@ -107,6 +107,11 @@ pub(crate) struct Timed {
     hist: Histogram,
     last_completion: Nanos,
     in_flight: u32,
+    /// Work executing at most at once (`SimConfig::movers`; u32::MAX: no limit), work
+    /// executing now, and work waiting for a mover, in issue order.
+    movers: u32,
+    moving: u32,
+    deferred: std::collections::VecDeque<Work>,
 }
 
 pub(crate) fn class_of(p: Priority) -> Class {
@@ -151,6 +156,9 @@ impl Timed {
             hist: Histogram::default(),
             last_completion: Nanos::ZERO,
             in_flight: 0,
+            movers: if cfg.movers == 0 { u32::MAX } else { cfg.movers },
+            moving: 0,
+            deferred: std::collections::VecDeque::new(),
         })
     }
 
@@ -233,7 +241,7 @@ impl Timed {
     /// Starts the work the engine queued, at `now`, in batches (one per direction and
     /// priority): the source reads in address order, then the destination writes.
     fn start_work(&mut self, engine: &mut Engine<ManualClock>, now: Nanos) {
-        if engine.pending_work().is_empty() {
+        if engine.pending_work().is_empty() && self.deferred.is_empty() {
             return;
         }
         self.work_buf.extend(engine.drain_work());
@@ -248,6 +256,15 @@ impl Timed {
             }
         }
         self.work_buf.retain(|w| w.kind != WorkKind::Invalidate);
+        if self.movers != u32::MAX {
+            // A limited number of movers: the rest waits, in issue order.
+            self.deferred.extend(self.work_buf.drain(..));
+            while self.moving < self.movers {
+                let Some(w) = self.deferred.pop_front() else { break };
+                self.work_buf.push(w);
+                self.moving += 1;
+            }
+        }
         let mut i = 0;
         while i < self.work_buf.len() {
             let w = self.work_buf[i];
@@ -334,6 +351,9 @@ impl Timed {
             }
             Purpose::BatchWrite(slot) => {
                 let mut batch = std::mem::take(&mut self.batches[slot as usize]);
+                if self.movers != u32::MAX {
+                    self.moving -= batch.len() as u32;
+                }
                 for w in batch.drain(..) {
                     engine.complete(w.id, Outcome::Done).map_err(|e| SimError::Complete(e.to_string()))?;
                 }
@@ -353,6 +373,9 @@ impl Timed {
                 } else {
                     self.chunked[slot] = None;
                     self.chunked.free(slot);
+                    if self.movers != u32::MAX {
+                        self.moving -= 1;
+                    }
                     engine.complete(c.work.id, Outcome::Done).map_err(|e| SimError::Complete(e.to_string()))?;
                     self.start_work(engine, time);
                 }

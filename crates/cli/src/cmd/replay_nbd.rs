@@ -266,6 +266,8 @@ fn predict(
     // The daemon's emulation is one device serving in arrival order, as the fifo queue models.
     cfg.hdd_queue.scheduler = Scheduler::Fifo;
     cfg.spin_down = None::<Nanos>;
+    // As many moves at once as the device's movers run.
+    cfg.movers = stats.and_then(|v| v["movers"].as_u64()).unwrap_or(0) as u32;
     let mut t =
         open_bytes("replay.msr.csv", as_msr(reqs), &OpenOptions { format: Some("msr".into()), skip_bad_lines: false })?;
     let mut report = tierwise_sim::simulate(&mut t, &cfg, &mut tierwise_sim::sim::NoProgress)?;
