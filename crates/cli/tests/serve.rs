@@ -559,3 +559,74 @@ fn a_hundred_thousand_nbd_operations_match_a_plain_image() {
     assert_eq!(st["device"]["anomalies"], 0, "{st}");
     assert!(st["device"]["moves_done"][3].as_u64().unwrap_or(0) > 100, "too few write-backs: {st}");
 }
+
+/// `tierwise replay --nbd` runs a block trace against a served device on an emulated HDD and
+/// reports the measurement beside the simulator's prediction (the numbers are figures for
+/// docs/PERFORMANCE.md; here only that both are there, whole and consistent).
+#[test]
+fn replay_nbd_measures_and_predicts_the_same_requests() {
+    if !can_serve() {
+        return;
+    }
+    let s = Served { dir: tempfile::tempdir().unwrap(), policy: "cache:mode=write-back".into() };
+    let out = tierwise(&[
+        "serve",
+        "--create",
+        "--ssd",
+        s.ssd().to_str().unwrap(),
+        "--hdd",
+        s.hdd().to_str().unwrap(),
+        "--ssd-size",
+        "4MiB",
+        "--hdd-size",
+        "64MiB",
+        "--policy",
+        "cache:mode=write-back",
+        "--emulate-hdd",
+        "wd5000aaks",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    s.wait_served();
+    let trace = s.dir.path().join("zipf.mqsim");
+    let out = tierwise(&[
+        "trace",
+        "gen",
+        "-q",
+        "-o",
+        trace.to_str().unwrap(),
+        "--requests",
+        "600",
+        "--objects",
+        "4000",
+        "--write-fraction",
+        "0.2",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let json = s.dir.path().join("replay.json");
+    let out = tierwise(&[
+        "replay",
+        "-q",
+        "--nbd",
+        &s.uri(),
+        trace.to_str().unwrap(),
+        "--workers",
+        "2",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("EMULATED") && text.contains("predicted"), "{text}");
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(r["measured"]["requests"], 600, "{r}");
+    assert_eq!(r["measured"]["errors"], 0, "{r}");
+    assert_eq!(r["predicted"]["requests"], 600, "{r}");
+    assert_eq!(r["policy"], "cache:mode=write-back");
+    assert!(
+        r["measured"]["iops"].as_f64().unwrap_or(0.0) > 0.0 && r["predicted"]["iops"].as_f64().unwrap_or(0.0) > 0.0
+    );
+    assert!(r["measured"]["ssd_read_share"].as_f64().is_some(), "{r}");
+    // A URI that is not NBD is refused with the forms allowed.
+    let out = tierwise(&["replay", "--nbd", "http://x", trace.to_str().unwrap()]);
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("nbd+unix"));
+}
