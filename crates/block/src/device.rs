@@ -128,6 +128,9 @@ pub(crate) struct Core {
     /// `source_in_ram`), and those bytes once that read has them: the copy then writes the
     /// SSD without reading the HDD a second time.
     pub(crate) want_ram: HashMap<u64, ()>,
+    /// RAM copies held for the architecture (shared with [`Shared::ram`]): an invalidation
+    /// from RAM drops one.
+    pub(crate) ram: Arc<crate::ram::RamCopies>,
     pub(crate) ram_fill: HashMap<u64, Vec<u8>>,
     /// The slot table changed since the last commit.
     pub(crate) table_changed: bool,
@@ -147,9 +150,10 @@ pub(crate) struct Shared {
     pub(crate) hdd_sb: Superblock,
     pub(crate) opts: ServeOptions,
     pub(crate) commit_lock: Mutex<u64>,
-    /// RAM copies of blocks being moved (architectures with `RamLevel::MoveCopies`).
-    pub(crate) ram: crate::ram::RamCopies,
-    pub(crate) ram_copies: bool,
+    /// RAM copies of blocks being moved (`RamLevel::MoveCopies`) or held in a RAM cache
+    /// level (`RamLevel::Cache`).
+    pub(crate) ram: Arc<crate::ram::RamCopies>,
+    pub(crate) ram_level: tierwise_core::arch::RamLevel,
     pub(crate) moved_at: AtomicU64,
     pub(crate) move_rate: AtomicU64,
     pub(crate) started: Instant,
@@ -198,7 +202,12 @@ impl Core {
                 *self.busy.entry(w.obj.0).or_insert(0) += 1;
                 self.queue.push_back(w);
                 queued = true;
-            } else if w.from == tierwise_core::Level::Fast && self.slots.unmap(w.obj.0).is_some() {
+            } else if w.from == tierwise_core::Level::Ram {
+                self.ram.drop_copy(w.obj.0);
+            } else if w.from == tierwise_core::Level::Fast
+                && self.slots.holds_at(w.obj.0, w.fast_addr)
+                && self.slots.unmap(w.obj.0).is_some()
+            {
                 self.table_changed = true;
             }
         }

@@ -8,6 +8,7 @@
 
 use std::sync::{RwLockReadGuard, RwLockWriteGuard};
 
+use tierwise_core::arch::RamLevel;
 use tierwise_core::driver::still_valid;
 use tierwise_core::{Level, ObjectId, Request, Served};
 
@@ -107,7 +108,7 @@ fn read_route(sh: &Shared, c: &mut Core, p: &Piece, served: &Served) -> ReadRout
         };
     }
     let hdd = ReadRoute { ram: false, dev: Dev::Hdd, off: hdd_offset(sh, p), overlay: None, pinned: None };
-    if served.level == Level::Ram && sh.ram_copies {
+    if served.level == Level::Ram && sh.ram_level != RamLevel::None {
         return ReadRoute { ram: true, ..hdd };
     }
     let both = served.touches.contains(Level::Fast) && served.touches.contains(Level::Slow);
@@ -192,18 +193,25 @@ pub(crate) fn read(sh: &Shared, buf: &mut [u8], offset: u64) -> Result<(), Devic
                 crate::trace::note(p.block, || {
                     format!("read {}+{} -> {:?} {:?}", p.inner, p.len, served.level, served.touches)
                 });
-                queued |= c.drain();
                 if served.blocked {
+                    queued |= c.drain();
                     waited.push((*p, req, served));
                     continue;
                 }
                 c.stats.reads_by_level[served.level.index()] += 1;
-                routes.push((*p, read_route(sh, &mut c, p, &served)));
+                // The route first: an architecture may invalidate, in the same answer, the SSD
+                // copy it serves this read from (HCA moving a page up from its L2); the pin
+                // keeps the slot until the read is done.
+                let route = read_route(sh, &mut c, p, &served);
+                routes.push((*p, route, served.keep_in_ram));
+                queued |= c.drain();
             }
         }
         if queued {
             sh.work_ready.notify_all();
         }
+        let kept: Vec<Piece> = routes.iter().filter(|r| r.2).map(|r| r.0).collect();
+        let routes: Vec<(Piece, ReadRoute)> = routes.into_iter().map(|(p, r, _)| (p, r)).collect();
         let result = run_reads(sh, buf, &routes);
         for (_, r) in &routes {
             if let Some(s) = r.pinned {
@@ -212,6 +220,14 @@ pub(crate) fn read(sh: &Shared, buf: &mut [u8], offset: u64) -> Result<(), Devic
         }
         result?;
         keep_for_fills(sh, buf, &routes);
+        // A RAM cache level keeps the whole blocks this read touched.
+        for p in kept {
+            if p.inner == 0 && p.len == sh.block_size() {
+                sh.ram.put(p.block, &buf[p.at..p.at + p.len as usize], false);
+            } else {
+                sh.ram.keep(sh, p.block)?;
+            }
+        }
     }
     for (p, req, served) in waited {
         wait_block_idle(sh, p.block);
@@ -469,7 +485,7 @@ fn write_route<'a>(
         route.hdd = Some(hdd_offset(sh, p));
     }
     if served.touches.contains(Level::Ram) {
-        if sh.ram_copies {
+        if sh.ram_level != RamLevel::None {
             route.ram = true;
         } else {
             c.stats.anomalies += 1;
@@ -537,7 +553,9 @@ pub(crate) fn alloc_slot<'a>(
 fn execute_write(sh: &Shared, buf: &[u8], p: &Piece, r: &WriteRoute) -> Result<(), DeviceError> {
     let data = &buf[p.at..p.at + p.len as usize];
     if r.ram {
-        sh.ram.write(sh, p.block, p.inner, data)?;
+        // Written through to the HDD as well when the route says so; else the RAM copy is
+        // the only place of these bytes until its move ends (a flush writes it to the HDD).
+        sh.ram.write(sh, p.block, p.inner, data, r.hdd.is_none())?;
     }
     if let Some(off) = r.hdd {
         sh.backend.write(Dev::Hdd, data, off).map_err(|e| DeviceError::io("writing the HDD image", e))?;

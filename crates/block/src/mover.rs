@@ -97,9 +97,16 @@ fn execute(sh: &Shared, w: &Work) {
         // The architecture's own metadata written from RAM (GreenDM's table flush) carries no
         // block: the device's checkpoint is its metadata, committed now.
         (_, Level::Ram, _) if block == u64::MAX => crate::mover::commit(sh, false).map(|()| None).map_err(|_| None),
+        // A RAM cache level writes the page it holds to the SSD (HCA's transient buffer
+        // flush, L2ARC's feed).
+        (WorkKind::Copy, Level::Ram, Level::Fast) => match sh.ram.bytes(sh, block) {
+            Ok(bytes) => fill(sh, w, Some(bytes)),
+            Err(_) => Err(None),
+        },
         (WorkKind::Copy | WorkKind::Promote, Level::Slow, Level::Fast) => {
             // A block served from RAM while it moves: the move writes the RAM copy.
-            ram_copy = if sh.ram_copies { sh.ram.take(block) } else { None };
+            ram_copy =
+                if sh.ram_level == tierwise_core::arch::RamLevel::MoveCopies { sh.ram.take(block) } else { None };
             fill(sh, w, ram_copy.as_ref().map(|c| c.bytes.clone()))
         }
         (WorkKind::Writeback | WorkKind::Demote, Level::Fast, Level::Slow) => clean(sh, w),
@@ -121,8 +128,20 @@ fn execute(sh: &Shared, w: &Work) {
             }
             c.stats.moved_bytes += w.bytes;
             if let Some(s) = new_slot {
-                if c.engine.placement(ObjectId(block)).on_fast {
+                // An architecture that writes a block to a new SSD address while an older copy
+                // is still valid (HCA's log) invalidates whichever copy is garbage when this
+                // completes: the new one is kept unless its own address is invalidated now.
+                let refused = w.fast_addr != tierwise_core::LOGICAL_ADDR
+                    && c.engine.pending_work().iter().any(|x| {
+                        x.kind == WorkKind::Invalidate
+                            && x.obj.0 == block
+                            && x.from == Level::Fast
+                            && x.fast_addr == w.fast_addr
+                    });
+                if c.engine.placement(ObjectId(block)).on_fast && !refused {
+                    c.slots.unmap(block);
                     c.slots.map(s, block, false);
+                    c.slots.set_addr(s, w.fast_addr);
                     let _ = c.slots.set_valid(s, 0, sh.block_size() / SECTOR);
                     c.table_changed = true;
                 } else {

@@ -51,14 +51,57 @@ impl RamCopies {
         Ok(())
     }
 
-    /// Writes `data` at `inner` of `block` into its RAM copy.
-    pub(crate) fn write(&self, sh: &Shared, block: u64, inner: u64, data: &[u8]) -> Result<(), DeviceError> {
+    /// Writes `data` at `inner` of `block` into its RAM copy; `written`: the HDD lacks it.
+    pub(crate) fn write(
+        &self,
+        sh: &Shared,
+        block: u64,
+        inner: u64,
+        data: &[u8],
+        written: bool,
+    ) -> Result<(), DeviceError> {
+        if inner == 0 && data.len() as u64 == sh.block_size() {
+            self.put(block, data, written);
+            return Ok(());
+        }
         self.ensure(sh, block)?;
         let mut g = self.lock();
         let c = g.get_mut(&block).ok_or_else(|| DeviceError::Images(format!("block {block}'s RAM copy vanished")))?;
         c.bytes[inner as usize..inner as usize + data.len()].copy_from_slice(data);
-        c.written = true;
+        c.written |= written;
         Ok(())
+    }
+
+    /// Replaces `block`'s copy with a whole block's bytes (a whole write, or a read the
+    /// architecture keeps). `written`: the HDD lacks them.
+    pub(crate) fn put(&self, block: u64, bytes: &[u8], written: bool) {
+        let mut g = self.lock();
+        let c = g.entry(block).or_insert_with(|| RamCopy { bytes: Vec::new(), written: false });
+        c.bytes.clear();
+        c.bytes.extend_from_slice(bytes);
+        c.written = written;
+    }
+
+    /// Keeps `block`'s current bytes (a partial read the architecture keeps: it was not in
+    /// RAM, so a copy held from before is stale). The caller holds the block's stripe.
+    pub(crate) fn keep(&self, sh: &Shared, block: u64) -> Result<(), DeviceError> {
+        let bytes = current_bytes(sh, block)?;
+        self.put(block, &bytes, false);
+        Ok(())
+    }
+
+    /// A copy of `block`'s bytes, loaded from its current bytes if none is held.
+    pub(crate) fn bytes(&self, sh: &Shared, block: u64) -> Result<Vec<u8>, DeviceError> {
+        self.ensure(sh, block)?;
+        self.lock()
+            .get(&block)
+            .map(|c| c.bytes.clone())
+            .ok_or_else(|| DeviceError::Images(format!("block {block}'s RAM copy vanished")))
+    }
+
+    /// Drops `block`'s copy (an invalidation from RAM).
+    pub(crate) fn drop_copy(&self, block: u64) {
+        self.lock().remove(&block);
     }
 
     /// Takes `block`'s copy (the move that runs now writes it). The caller holds the stripe.

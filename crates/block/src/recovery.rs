@@ -49,9 +49,9 @@ pub fn servable(spec: &str) -> Result<tierwise_core::arch::Capabilities, DeviceE
     if caps.cost == CostClass::SsdOnly {
         return Err(DeviceError::Spec(format!("{name} puts everything on the SSD: serve the SSD image directly")));
     }
-    if caps.ram_level == RamLevel::Held {
+    if caps.ram_level == RamLevel::WriteBuffer {
         return Err(DeviceError::Spec(format!(
-            "{name} keeps blocks in a RAM level (write buffers or an L1) that the block device does \
+            "{name} buffers newer sectors in RAM while a sub-LUN moves, which the block device does \
              not hold yet; servable now: {}",
             servable_names().join(", ")
         )));
@@ -63,7 +63,9 @@ pub fn servable(spec: &str) -> Result<tierwise_core::arch::Capabilities, DeviceE
 pub fn servable_names() -> Vec<&'static str> {
     tierwise_core::ARCHITECTURES
         .iter()
-        .filter(|a| a.caps.runs_on_blocks() && a.caps.ram_level != RamLevel::Held && a.caps.cost != CostClass::SsdOnly)
+        .filter(|a| {
+            a.caps.runs_on_blocks() && a.caps.ram_level != RamLevel::WriteBuffer && a.caps.cost != CostClass::SsdOnly
+        })
         .map(|a| a.name)
         .collect()
 }
@@ -306,7 +308,9 @@ pub fn open(backend: Arc<dyn Backend>, opts: ServeOptions) -> Result<HybridDevic
             opts.spec
         )));
     }
+    let ram = Arc::new(crate::ram::RamCopies::default());
     let mut core = Core {
+        ram: Arc::clone(&ram),
         engine: Engine::new(arch, SysClock::new()),
         slots: Slots::new(slots, bs),
         queue: VecDeque::new(),
@@ -330,8 +334,8 @@ pub fn open(backend: Arc<dyn Backend>, opts: ServeOptions) -> Result<HybridDevic
         hdd_sb,
         opts,
         commit_lock: Mutex::new(cp.seq),
-        ram: crate::ram::RamCopies::default(),
-        ram_copies: caps.ram_level == RamLevel::MoveCopies,
+        ram,
+        ram_level: caps.ram_level,
         moved_at: AtomicU64::new(0),
         move_rate: AtomicU64::new(move_rate),
         started: Instant::now(),
@@ -408,12 +412,13 @@ mod tests {
     }
 
     #[test]
-    fn only_block_architectures_without_a_ram_level_are_served() {
-        assert!(servable("cache:mode=write-back").is_ok());
-        assert!(servable("linear").is_ok());
+    fn block_architectures_are_served_but_the_write_buffers() {
+        for ok in ["cache:mode=write-back", "linear", "hca", "zfs-l2arc-like", "greendm-tiering", "greendm-caching"] {
+            assert!(servable(ok).is_ok(), "{ok}");
+        }
         assert!(servable("on-demand-caching").is_err());
         assert!(servable("ssd-only").is_err());
-        let e = servable("hca").err().map(|e| e.to_string()).unwrap_or_default();
-        assert!(e.contains("RAM level") && e.contains("bcache-like"), "{e}");
+        let e = servable("otf-ast").err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.contains("sub-LUN") && e.contains("bcache-like"), "{e}");
     }
 }

@@ -28,6 +28,9 @@ enum State {
 #[derive(Debug)]
 pub(crate) struct Slots {
     owner: Vec<u64>,
+    /// The address the architecture gave the copy in each slot (`LOGICAL_ADDR`: none): an
+    /// invalidation naming another address is of an older copy (HCA's log).
+    addr: Vec<u64>,
     state: Vec<State>,
     valid: Vec<u64>,
     words: usize,
@@ -43,6 +46,7 @@ impl Slots {
         let words = words_per_slot(block_size);
         Slots {
             owner: vec![NONE; n],
+            addr: vec![NONE; n],
             state: vec![State::Free; n],
             valid: vec![0; n * words],
             words,
@@ -78,6 +82,7 @@ impl Slots {
         let s = slot as usize;
         self.owner[s] = block;
         self.state[s] = if pending { State::Pending } else { State::Mapped };
+        self.addr[s] = NONE;
         self.valid[s * self.words..(s + 1) * self.words].fill(0);
         self.map.insert(block, slot);
         crate::trace::note(block, || format!("map slot {slot} pending={pending}"));
@@ -101,6 +106,20 @@ impl Slots {
         self.owner[s] = NONE;
         self.state[s] = State::Free;
         self.free.push(slot);
+    }
+
+    /// Records the address the architecture gave the copy in `slot`.
+    pub(crate) fn set_addr(&mut self, slot: u32, addr: u64) {
+        self.addr[slot as usize] = addr;
+    }
+
+    /// Whether an invalidation of `block` at `addr` is of the copy its slot holds (true when
+    /// either has no address).
+    pub(crate) fn holds_at(&self, block: u64, addr: u64) -> bool {
+        self.slot_of(block).is_some_and(|s| {
+            let a = self.addr[s as usize];
+            a == NONE || addr == NONE || a == addr
+        })
     }
 
     /// Unmaps `block`: its slot waits for the next commit.

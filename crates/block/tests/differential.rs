@@ -33,6 +33,9 @@ fn specs() -> Vec<String> {
         .map(|s| match *s {
             "greendm-tiering" => "greendm-tiering:es=4KiB,lt=2,ht=6,reserved=16,md-flush=1s".to_string(),
             "greendm-caching" => "greendm-caching:es=4KiB,lt=2,ht=6".to_string(),
+            // RAM levels smaller than the SSD, so pages go down to it and come back up.
+            "hca" => "hca:l1=32KiB,tb=16KiB".to_string(),
+            "zfs-l2arc-like" => "zfs-l2arc-like:l1=32KiB,feed=10ms,write-max=64KiB,write-boost=64KiB".to_string(),
             other => other.to_string(),
         })
         .collect();
@@ -151,6 +154,7 @@ fn every_served_architecture_matches_a_plain_image_with_moves_all_the_time() {
     for spec in specs() {
         let ssd = if spec == "linear" { 256 << 10 } else { 96 << 10 };
         let (_mem, dev) = new_device(&spec, ssd, 2);
+        tierwise_block::trace::enable(std::env::var("TIERWISE_TRACE").is_ok());
         let size = dev.size();
         let mut reference = vec![0u8; size as usize];
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ spec.len() as u64);
@@ -161,7 +165,8 @@ fn every_served_architecture_matches_a_plain_image_with_moves_all_the_time() {
         let st = dev.stats();
         assert_eq!(st.anomalies, 0, "{spec}: the device could not act on some answers: {st:?}");
         let (es, _) = dev.engine_stats();
-        if spec.starts_with("cache") || spec.contains("like") || spec.starts_with("greendm") {
+        if spec.starts_with("cache") || spec.contains("like") || spec.starts_with("greendm") || spec.starts_with("hca")
+        {
             assert!(es.total_bytes_moved() > 0 && st.commits > 3, "{spec}: nothing moved or committed: {st:?}");
         }
         if spec.starts_with("greendm-tiering") {
@@ -235,6 +240,7 @@ fn after_a_power_cut_every_flushed_byte_reads_back() {
         "open-cas-like:cache-mode=wb",
         "flashcache-like",
         "greendm-tiering:es=4KiB,lt=2,ht=6,reserved=16,md-flush=1s",
+        "hca:l1=32KiB,tb=16KiB",
     ];
     // TIERWISE_POWER_CUTS=N runs N trials per architecture (the default keeps CI short).
     let trials = std::env::var("TIERWISE_POWER_CUTS").ok().and_then(|v| v.parse().ok()).unwrap_or(12u64);

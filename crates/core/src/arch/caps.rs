@@ -57,10 +57,14 @@ pub enum RamLevel {
     /// that copy (writes included), the move's destination gets it on success and its source
     /// on failure (GreenDM's promotion copy).
     MoveCopies,
-    /// Objects kept in RAM beyond moves: answers with `keep_in_ram`, RAM copies written out by
-    /// work from [`crate::Level::Ram`] (HCA's L1 and transient buffer, ZFS's ARC, OTF-AST's
-    /// write buffer).
-    Held,
+    /// A RAM cache level: a read answered with `keep_in_ram` leaves the whole object in RAM,
+    /// later reads are answered from it, writes go through it to the HDD, work from
+    /// [`crate::Level::Ram`] writes it to the SSD, and an invalidation from RAM drops it
+    /// (HCA's L1 and transient buffer, ZFS's ARC).
+    Cache,
+    /// A buffer of newer sectors kept while an object moves, merged into its home at the end
+    /// (OTF-AST's temporary buffer).
+    WriteBuffer,
 }
 
 /// An architecture's capabilities.
@@ -179,7 +183,8 @@ impl Capabilities {
             match self.ram_level {
                 RamLevel::None => "",
                 RamLevel::MoveCopies => ", RAM copies during moves",
-                RamLevel::Held => ", RAM level",
+                RamLevel::Cache => ", RAM cache level",
+                RamLevel::WriteBuffer => ", RAM write buffer during moves",
             },
             if self.addressing == Addressing::Concatenated { ", SSD and HDD concatenated" } else { "" },
         )

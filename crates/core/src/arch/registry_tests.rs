@@ -45,7 +45,7 @@ fn declared_capabilities_match_the_placements_kept() {
                         a.name,
                         e.placement(req.obj)
                     ),
-                    super::RamLevel::Held => {}
+                    super::RamLevel::Cache | super::RamLevel::WriteBuffer => {}
                 }
                 for obj in 0..24u64 {
                     let p = e.placement(ObjectId(obj));
