@@ -203,7 +203,8 @@ fn qemu_io_patterns_hold_for_every_servable_architecture_and_survive_a_restart()
         }
         let st = s.stats();
         assert_eq!(st["device"]["anomalies"], 0, "{spec}: {st}");
-        if spec.starts_with("cache") || spec.contains("-like") || spec.starts_with("greendm") || spec.starts_with("hca") {
+        if spec.starts_with("cache") || spec.contains("-like") || spec.starts_with("greendm") || spec.starts_with("hca")
+        {
             let moved = st["device"]["moved_bytes"].as_u64().unwrap_or(0);
             assert!(moved > 0, "{spec}: nothing moved: {st}");
         }

@@ -48,7 +48,7 @@ struct Measured {
     p50_us: f64,
     p95_us: f64,
     p99_us: f64,
-    /// Reads the device served from the SSD, as a share of its reads (from its counters).
+    /// Reads the device served from the SSD, as a share of all its reads (from its counters).
     ssd_read_share: Option<f64>,
     errors: u64,
 }
@@ -213,8 +213,9 @@ pub(crate) fn cmd_replay_nbd(a: NbdReplay<'_>, bars: &Bars) -> Result<()> {
                 a["device"]["reads_by_level"][i].as_u64().unwrap_or(0)
                     - b["device"]["reads_by_level"][i].as_u64().unwrap_or(0)
             };
-            let (ssd, hdd) = (d(1), d(2));
-            (ssd + hdd > 0).then(|| ssd as f64 / (ssd + hdd) as f64)
+            // As the simulator counts it: a share of all reads, RAM hits included.
+            let (ram, ssd, hdd) = (d(0), d(1), d(2));
+            (ram + ssd + hdd > 0).then(|| ssd as f64 / (ram + ssd + hdd) as f64)
         }
         _ => None,
     };
