@@ -639,3 +639,53 @@ fn replay_nbd_measures_and_predicts_the_same_requests() {
     let out = tierwise(&["replay", "--nbd", "http://x", trace.to_str().unwrap()]);
     assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("nbd+unix"));
 }
+
+/// `--metrics ADDR` serves the device's counters in Prometheus text format on loopback, and a
+/// `--config` file gives the same settings as the flags.
+#[test]
+fn metrics_and_a_config_file() {
+    if !can_serve() {
+        return;
+    }
+    let s = Served { dir: tempfile::tempdir().unwrap(), policy: "cache:mode=write-back".into() };
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let config = s.dir.path().join("serve.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "ssd = \"{}\"\nhdd = \"{}\"\npolicy = \"cache:mode=write-back\"\nmetrics = \"127.0.0.1:{port}\"\nmovers = 3\n",
+            s.ssd().display(),
+            s.hdd().display()
+        ),
+    )
+    .unwrap();
+    let out = tierwise(&[
+        "serve",
+        "--config",
+        config.to_str().unwrap(),
+        "--create",
+        "--ssd-size",
+        "1MiB",
+        "--hdd-size",
+        "8MiB",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    s.wait_served();
+    s.qemu_io(&["write -P 7 0 256k".to_string(), "read -P 7 0 256k".to_string(), "flush".to_string()]);
+    assert_eq!(s.stats()["movers"], 3);
+    use std::io::{Read, Write};
+    let mut conn = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    conn.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
+    let mut body = String::new();
+    conn.read_to_string(&mut body).unwrap();
+    assert!(body.starts_with("HTTP/1.1 200"), "{body}");
+    assert!(body.contains("tierwise_block_write_bytes_total 262144"), "{body}");
+    assert!(body.contains("# TYPE tierwise_block_dirty_bytes gauge"), "{body}");
+    // A key the file does not know is refused, naming it.
+    std::fs::write(&config, "ssd = \"x\"\nhdd = \"y\"\ncolour = \"blue\"\n").unwrap();
+    let out = tierwise(&["serve", "--config", config.to_str().unwrap()]);
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("colour"));
+}
