@@ -689,3 +689,49 @@ fn metrics_and_a_config_file() {
     let out = tierwise(&["serve", "--config", config.to_str().unwrap()]);
     assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("colour"));
 }
+
+/// The shipped unit verifies, and a foreground server stopped by SIGTERM (what systemd sends)
+/// exits cleanly with the data flushed before it readable after a restart.
+#[test]
+fn foreground_server_stops_cleanly_on_sigterm_and_its_unit_verifies() {
+    if !can_serve() {
+        return;
+    }
+    let unit =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../contrib/systemd/tierwise-serve@.service"))
+            .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tierwise-serve@vol1.service");
+    std::fs::write(&path, unit.replace("/usr/local/bin/tierwise", env!("CARGO_BIN_EXE_tierwise"))).unwrap();
+    match Command::new("systemd-analyze").args(["verify", "--man=no"]).arg(&path).output() {
+        Ok(o) => assert!(o.status.success(), "systemd-analyze verify: {}", String::from_utf8_lossy(&o.stderr)),
+        Err(_) => eprintln!("systemd-analyze not installed: the unit is not verified here"),
+    }
+    let s = Served::create("cache:mode=write-back", "1MiB", "8MiB");
+    s.signal("-TERM");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tierwise"))
+        .args(["serve", "--foreground", "--ssd", s.ssd().to_str().unwrap(), "--hdd", s.hdd().to_str().unwrap()])
+        .args(["--policy", "cache:mode=write-back"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    s.wait_served();
+    s.qemu_io(&["write -P 0x42 0 512k".to_string(), "flush".to_string(), "write -P 0x43 512k 64k".to_string()]);
+    // The child is nbdkit itself now: SIGTERM stops the device cleanly.
+    let _ = Command::new("kill").arg("-TERM").arg(child.id().to_string()).status();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(Instant::now() < deadline, "the foreground server did not stop on SIGTERM");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "exit {status}");
+    let _ = std::fs::remove_file(s.dir.path().join("ssd.img.sock.control.pid"));
+    let out = s.start();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // Flushed, and the clean stop kept the unflushed write too.
+    s.qemu_io(&["read -P 0x42 0 512k".to_string(), "read -P 0x43 512k 64k".to_string()]);
+}

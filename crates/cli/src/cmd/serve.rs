@@ -219,11 +219,11 @@ pub(crate) fn cmd_serve(args: ServeArgs) -> Result<()> {
     };
     if a.foreground {
         print_attach(&uri, &a, &socket, &control, &policy);
-        let status = cmd.status().context("starting nbdkit (install it: apt-get install nbdkit)")?;
-        if !status.success() {
-            bail!("nbdkit exited with {status}");
-        }
-        return Ok(());
+        // nbdkit takes this process's place, so that a supervisor's SIGTERM reaches it and the
+        // device stops cleanly (final checkpoint) instead of losing its parent first.
+        use std::os::unix::process::CommandExt;
+        let err = cmd.exec();
+        bail!("starting nbdkit: {err} (install it: apt-get install nbdkit)");
     }
     let status = cmd.status().context("starting nbdkit (install it: apt-get install nbdkit)")?;
     if !status.success() {
