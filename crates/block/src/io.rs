@@ -183,6 +183,8 @@ pub(crate) fn read(sh: &Shared, buf: &mut [u8], offset: u64) -> Result<(), Devic
     {
         let _g = lock_stripes(sh, ps.iter().map(|p| p.block), false);
         let mut routes = Vec::with_capacity(ps.len());
+        // Blocks the architecture keeps in its RAM level after this read.
+        let mut kept: Vec<Piece> = Vec::new();
         let mut queued = false;
         {
             let mut c = sh.lock();
@@ -203,15 +205,16 @@ pub(crate) fn read(sh: &Shared, buf: &mut [u8], offset: u64) -> Result<(), Devic
                 // copy it serves this read from (HCA moving a page up from its L2); the pin
                 // keeps the slot until the read is done.
                 let route = read_route(sh, &mut c, p, &served);
-                routes.push((*p, route, served.keep_in_ram));
+                routes.push((*p, route));
+                if served.keep_in_ram {
+                    kept.push(*p);
+                }
                 queued |= c.drain();
             }
         }
         if queued {
             sh.work_ready.notify_all();
         }
-        let kept: Vec<Piece> = routes.iter().filter(|r| r.2).map(|r| r.0).collect();
-        let routes: Vec<(Piece, ReadRoute)> = routes.into_iter().map(|(p, r, _)| (p, r)).collect();
         let result = run_reads(sh, buf, &routes);
         for (_, r) in &routes {
             if let Some(s) = r.pinned {
