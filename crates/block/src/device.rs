@@ -12,7 +12,7 @@
 //!   block until the I/O is done, even if its block was evicted meanwhile.
 //! - Lock order: stripes (ascending), then the commit lock, then the core lock.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
 use std::thread::JoinHandle;
@@ -127,7 +127,7 @@ pub(crate) struct Core {
     /// Blocks whose queued copy may take its bytes from the read that missed (the engine's
     /// `source_in_ram`), and those bytes once that read has them: the copy then writes the
     /// SSD without reading the HDD a second time.
-    pub(crate) want_ram: HashMap<u64, ()>,
+    pub(crate) want_ram: HashSet<u64>,
     /// RAM copies held for the architecture (shared with [`Shared::ram`]): an invalidation
     /// from RAM drops one.
     pub(crate) ram: Arc<crate::ram::RamCopies>,
@@ -197,7 +197,7 @@ impl Core {
             crate::trace::note(w.obj.0, || format!("issued {:?} {:?}->{:?}", w.kind, w.from, w.to));
             if w.kind.needs_completion() {
                 if w.source_in_ram && w.from == tierwise_core::Level::Slow {
-                    self.want_ram.insert(w.obj.0, ());
+                    self.want_ram.insert(w.obj.0);
                 }
                 *self.busy.entry(w.obj.0).or_insert(0) += 1;
                 self.queue.push_back(w);

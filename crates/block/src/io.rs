@@ -258,7 +258,7 @@ fn keep_for_fills(sh: &Shared, buf: &[u8], routes: &[(Piece, ReadRoute)]) {
     let mut c = None;
     for (p, _) in whole {
         let core = c.get_or_insert_with(|| sh.lock());
-        if core.want_ram.remove(&p.block).is_some() {
+        if core.want_ram.remove(&p.block) {
             core.ram_fill.insert(p.block, buf[p.at..p.at + p.len as usize].to_vec());
         }
     }
@@ -595,6 +595,29 @@ fn execute_write(sh: &Shared, buf: &[u8], p: &Piece, r: &WriteRoute) -> Result<(
             merged[head..head + p.len as usize].copy_from_slice(data);
             sh.backend.write(Dev::Ssd, &merged, base + start).map_err(ssd_err)?;
         }
+    }
+    Ok(())
+}
+
+/// Copies the runs of `block`'s sectors whose validity in `slot` is `valid` from one image to
+/// the other: valid runs from the slot to the block's HDD address (a write-back), or invalid
+/// runs from the HDD into the slot (making a partial slot whole). The caller keeps the slot
+/// from being reused (holds the block's stripe and a pin, or runs before serving).
+pub(crate) fn copy_runs(
+    sh: &Shared,
+    block: u64,
+    slot: u32,
+    runs: &[(u64, u64, bool)],
+    valid: bool,
+) -> std::io::Result<()> {
+    let (from, to) = if valid { (Dev::Ssd, Dev::Hdd) } else { (Dev::Hdd, Dev::Ssd) };
+    let at =
+        |dev: Dev, off: u64| if dev == Dev::Ssd { sh.slot_offset(slot) + off } else { block * sh.block_size() + off };
+    let mut buf = Vec::new();
+    for &(sec, n, _) in runs.iter().filter(|r| r.2 == valid) {
+        buf.resize((n * SECTOR) as usize, 0);
+        sh.backend.read(from, &mut buf, at(from, sec * SECTOR))?;
+        sh.backend.write(to, &buf, at(to, sec * SECTOR))?;
     }
     Ok(())
 }

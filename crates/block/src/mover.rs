@@ -198,17 +198,7 @@ fn fill(sh: &Shared, w: &Work, from_ram: Option<Vec<u8>>) -> Result<Option<u32>,
     };
     if let Some((slot, runs)) = existing {
         // Part of the block is in its slot already (an absorbed partial write): fill the rest.
-        let mut r = Ok(());
-        for (sec, n, valid) in runs {
-            if valid || r.is_err() {
-                continue;
-            }
-            let part = &mut buf[(sec * SECTOR) as usize..((sec + n) * SECTOR) as usize];
-            r = sh
-                .backend
-                .read(Dev::Hdd, part, block * bs + sec * SECTOR)
-                .and_then(|()| sh.backend.write(Dev::Ssd, part, sh.slot_offset(slot) + sec * SECTOR));
-        }
+        let r = crate::io::copy_runs(sh, block, slot, &runs, false);
         sh.unpin(slot);
         r.map_err(|_| None)?;
         let mut c = sh.lock();
@@ -251,22 +241,7 @@ fn clean(sh: &Shared, w: &Work) -> Result<Option<u32>, Option<u32>> {
         sh.pin(slot);
         (slot, c.slots.runs(slot, 0, bs / SECTOR))
     };
-    let mut result = Ok(None);
-    for (sec, n, valid) in runs {
-        if !valid {
-            continue;
-        }
-        let mut part = vec![0u8; (n * SECTOR) as usize];
-        let off = sec * SECTOR;
-        let r = sh
-            .backend
-            .read(Dev::Ssd, &mut part, sh.slot_offset(slot) + off)
-            .and_then(|()| sh.backend.write(Dev::Hdd, &part, block * bs + off));
-        if r.is_err() {
-            result = Err(None);
-            break;
-        }
-    }
+    let result = crate::io::copy_runs(sh, block, slot, &runs, true).map(|()| None).map_err(|_| None);
     sh.unpin(slot);
     result
 }
@@ -279,10 +254,14 @@ pub(crate) fn commit(sh: &Shared, clean: bool) -> Result<(), DeviceError> {
         let mut c = sh.lock();
         if c.table_changed || clean {
             c.table_changed = false;
-            let engine = &c.engine;
-            let dirty: Vec<u64> = c.slots.mapped_blocks().filter(|&b| engine.placement(ObjectId(b)).dirty).collect();
-            let dirty: std::collections::HashSet<u64> = dirty.into_iter().collect();
-            Some(c.slots.snapshot(|b| dirty.contains(&b)))
+            // Dirty: newer than the HDD, or the only copy (tiering): recovery writes such a slot
+            // back unless the engine takes it again.
+            let core = &mut *c;
+            let engine = &core.engine;
+            Some(core.slots.snapshot(|b| {
+                let p = engine.placement(ObjectId(b));
+                p.dirty || !p.on_slow
+            }))
         } else {
             None
         }

@@ -149,13 +149,10 @@ pub(crate) fn current_bytes(sh: &Shared, block: u64) -> Result<Vec<u8>, DeviceEr
         })
     };
     if let Some((s, runs)) = slot {
-        let mut r = Ok(());
-        for (sec, n, valid) in runs {
-            if valid && r.is_ok() {
-                let part = &mut bytes[(sec * SECTOR) as usize..((sec + n) * SECTOR) as usize];
-                r = sh.backend.read(Dev::Ssd, part, sh.slot_offset(s) + sec * SECTOR);
-            }
-        }
+        let r = runs.iter().filter(|r| r.2).try_for_each(|&(sec, n, _)| {
+            let part = &mut bytes[(sec * SECTOR) as usize..((sec + n) * SECTOR) as usize];
+            sh.backend.read(Dev::Ssd, part, sh.slot_offset(s) + sec * SECTOR)
+        });
         sh.unpin(s);
         r.map_err(|e| DeviceError::io("reading the SSD image", e))?;
     }

@@ -8,7 +8,7 @@
 //! unclean shutdown, the SSD's copy wins; it holds either the old or the new bytes of a write
 //! that was never acknowledged as flushed, and both are allowed.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU32, AtomicU64};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::time::Instant;
@@ -315,7 +315,7 @@ pub fn open(backend: Arc<dyn Backend>, opts: ServeOptions) -> Result<HybridDevic
         slots: Slots::new(slots, bs),
         queue: VecDeque::new(),
         busy: HashMap::new(),
-        want_ram: HashMap::new(),
+        want_ram: HashSet::new(),
         ram_fill: HashMap::new(),
         table_changed: true,
         stopping: false,
@@ -355,18 +355,8 @@ fn adopt(sh: &Shared, cp: &Checkpoint) -> Result<(), DeviceError> {
         let slot = e.slot;
         if e.partial.is_some() {
             // Its missing sectors are current on the HDD: make the slot whole.
-            for (sec, n, valid) in c.slots.runs(slot, 0, bs / SECTOR) {
-                if valid {
-                    continue;
-                }
-                let mut part = vec![0u8; (n * SECTOR) as usize];
-                sh.backend
-                    .read(Dev::Hdd, &mut part, e.block * bs + sec * SECTOR)
-                    .map_err(io("reading the HDD image"))?;
-                sh.backend
-                    .write(Dev::Ssd, &part, sh.slot_offset(slot) + sec * SECTOR)
-                    .map_err(io("writing the SSD image"))?;
-            }
+            let runs = c.slots.runs(slot, 0, bs / SECTOR);
+            crate::io::copy_runs(sh, e.block, slot, &runs, false).map_err(io("making a partial slot whole"))?;
             let _ = c.slots.set_valid(slot, 0, bs / SECTOR);
         }
         let dirty = e.dirty || !cp.clean;

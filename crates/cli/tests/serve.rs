@@ -34,21 +34,14 @@ struct Served {
 
 impl Served {
     fn create(policy: &str, ssd: &str, hdd: &str) -> Served {
+        Served::create_with(policy, ssd, hdd, &[])
+    }
+    /// Creates and serves a device, with `extra` flags for `serve`.
+    fn create_with(policy: &str, ssd: &str, hdd: &str, extra: &[&str]) -> Served {
         let s = Served { dir: tempfile::tempdir().unwrap(), policy: policy.to_string() };
-        let out = tierwise(&[
-            "serve",
-            "--create",
-            "--ssd",
-            s.ssd().to_str().unwrap(),
-            "--hdd",
-            s.hdd().to_str().unwrap(),
-            "--ssd-size",
-            ssd,
-            "--hdd-size",
-            hdd,
-            "--policy",
-            policy,
-        ]);
+        let (ssd_img, hdd_img) = (s.ssd(), s.hdd());
+        let args = ["serve", "--create", "--ssd", ssd_img.to_str().unwrap(), "--hdd", hdd_img.to_str().unwrap()];
+        let out = tierwise(&[&args[..], &["--ssd-size", ssd, "--hdd-size", hdd, "--policy", policy], extra].concat());
         assert!(out.status.success(), "{policy}: {}", String::from_utf8_lossy(&out.stderr));
         s.wait_served();
         s
@@ -577,25 +570,7 @@ fn replay_nbd_measures_and_predicts_the_same_requests() {
     if !can_serve() {
         return;
     }
-    let s = Served { dir: tempfile::tempdir().unwrap(), policy: "cache:mode=write-back".into() };
-    let out = tierwise(&[
-        "serve",
-        "--create",
-        "--ssd",
-        s.ssd().to_str().unwrap(),
-        "--hdd",
-        s.hdd().to_str().unwrap(),
-        "--ssd-size",
-        "4MiB",
-        "--hdd-size",
-        "64MiB",
-        "--policy",
-        "cache:mode=write-back",
-        "--emulate-hdd",
-        "wd5000aaks",
-    ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    s.wait_served();
+    let s = Served::create_with("cache:mode=write-back", "4MiB", "64MiB", &["--emulate-hdd", "wd5000aaks"]);
     let trace = s.dir.path().join("zipf.mqsim");
     let out = tierwise(&[
         "trace",
