@@ -1,16 +1,11 @@
 //! The command line: every command's arguments (clap derive), and the options several commands share.
 
-use std::fs;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
-use tierwise_core::Nanos;
-use tierwise_core::params::parse_duration;
-use tierwise_sim::device::{Presets, Scheduler};
-use tierwise_sim::objects::ObjectMode;
-use tierwise_sim::trace::{OpenOptions, Trace, open_trace};
-use tierwise_sim::{SimConfig, Timing};
+use tierwise_sim::jobs::{ModelOptions, TraceOptions};
+use tierwise_sim::trace::{Trace, open_trace};
 
 /// Hybrid SSD/HDD storage: one policy engine; compare architectures on real traces.
 #[derive(Parser)]
@@ -114,10 +109,7 @@ pub(crate) struct TraceOpts {
 
 impl TraceOpts {
     pub(crate) fn open(&self, path: &Path) -> Result<Trace> {
-        Ok(open_trace(path, &OpenOptions { format: self.format.clone(), skip_bad_lines: self.skip_bad_lines })?)
-    }
-    pub(crate) fn options(&self) -> OpenOptions {
-        OpenOptions { format: self.format.clone(), skip_bad_lines: self.skip_bad_lines }
+        Ok(open_trace(path, &self.job_options().open_options())?)
     }
 }
 
@@ -167,41 +159,30 @@ pub(crate) struct ModelOpts {
 }
 
 impl ModelOpts {
-    pub(crate) fn base(&self) -> Result<SimConfig> {
-        let objects = ObjectMode::parse(&self.objects).map_err(anyhow::Error::msg).context("--objects")?;
-        let timing_text = if self.timing == "auto" { "open" } else { self.timing.as_str() };
-        let timing = Timing::parse(timing_text).map_err(anyhow::Error::msg).context("--timing")?;
-        let presets = match &self.devices {
-            Some(p) => {
-                let text = fs::read_to_string(p).with_context(|| format!("--devices {}", p.display()))?;
-                Presets::with_overrides(&text, &p.display().to_string())?
-            }
-            None => Presets::builtin(),
-        };
-        let devices = presets.set(&self.hdd, &self.ssd_model, &self.ram)?;
-        let spin_down = match self.spin_down.as_deref() {
-            None => None,
-            Some("preset") => Some(Nanos::from_secs_f64(devices.hdd.spin_down_after_s)),
-            Some(d) => Some(parse_duration(d).map_err(anyhow::Error::msg).context("--spin-down")?),
-        };
-        if !(self.read_weight >= 0.0 && self.read_weight <= 1.0) {
-            bail!("--read-weight {}: expected a number from 0 to 1 (GreenDM used 0.1 and 0.01)", self.read_weight);
+    /// The same options as a job's.
+    pub(crate) fn options(&self) -> ModelOptions {
+        ModelOptions {
+            objects: self.objects.clone(),
+            timing: self.timing.clone(),
+            hdd: self.hdd.clone(),
+            ssd_model: self.ssd_model.clone(),
+            ram: self.ram.clone(),
+            devices: self.devices.clone(),
+            hdd_queue: self.hdd_queue.clone(),
+            spin_down: self.spin_down.clone(),
+            read_weight: self.read_weight,
+            flush: self.flush,
+            max_requests: self.max_requests,
+            max_time: self.max_time.clone(),
+            check_every: self.check_every,
         }
-        let mut c = SimConfig::new("hdd-only", 1);
-        c.objects = objects;
-        c.timing = timing;
-        c.devices = devices;
-        c.spin_down = spin_down;
-        c.read_weight = self.read_weight;
-        c.flush_at_end = self.flush;
-        c.max_requests = self.max_requests;
-        c.max_time = match &self.max_time {
-            Some(t) => Some(parse_duration(t).map_err(anyhow::Error::msg).context("--max-time")?),
-            None => None,
-        };
-        c.check_every = self.check_every;
-        c.hdd_queue.scheduler = Scheduler::parse(&self.hdd_queue).map_err(anyhow::Error::msg).context("--hdd-queue")?;
-        Ok(c)
+    }
+}
+
+impl TraceOpts {
+    /// The same options as a job's.
+    pub(crate) fn job_options(&self) -> TraceOptions {
+        TraceOptions { format: self.format.clone(), skip_bad_lines: self.skip_bad_lines }
     }
 }
 

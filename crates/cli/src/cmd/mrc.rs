@@ -2,11 +2,8 @@
 
 use std::fs;
 
-use anyhow::{Context, Result};
-use tierwise_sim::compare::SsdSize;
-use tierwise_sim::mrc::{log_sizes, lru_mrc};
-use tierwise_sim::objects::{Mapper, ObjectMode};
-use tierwise_sim::sim::footprint;
+use anyhow::Result;
+use tierwise_sim::jobs::{MrcJob, MrcOutcome, run_mrc};
 use tierwise_sim::{plot, report};
 
 use crate::args::*;
@@ -14,30 +11,20 @@ use crate::progress::{Bars, Spinner};
 use crate::write_file;
 
 pub(crate) fn cmd_mrc(a: MrcArgs, bars: &Bars) -> Result<()> {
-    let mode = ObjectMode::parse(&a.objects).map_err(anyhow::Error::msg).context("--objects")?;
-    let (mode, anchor_note) = tierwise_sim::alignment::resolve_anchor_of(&a.trace, &a.trace_opts.options(), mode)?;
-    if let Some(note) = anchor_note {
-        println!("note: {note}");
-    }
-    let mut t = a.trace_opts.open(&a.trace)?;
-    let mode = Mapper::new(mode, t.info().object_trace).mode();
-    let unit = mode.object_size().max(1);
-    let needs_fp = a.sizes.is_empty() || a.sizes.iter().any(|s| s.contains('%'));
-    let fp = if needs_fp { footprint(&mut t, mode)?.1 } else { 0 };
-    let sizes: Vec<u64> = if a.sizes.is_empty() {
-        log_sizes(unit, fp, a.points.max(2), unit)
-    } else {
-        a.sizes
-            .iter()
-            .map(|s| SsdSize::parse(s).map(|x| x.resolve(fp, unit)).map_err(anyhow::Error::msg))
-            .collect::<Result<Vec<_>>>()
-            .context("--sizes")?
+    let job = MrcJob {
+        trace: a.trace.clone(),
+        trace_options: a.trace_opts.job_options(),
+        objects: a.objects.clone(),
+        sizes: a.sizes.clone(),
+        points: a.points,
     };
-    let mut t = a.trace_opts.open(&a.trace)?;
     let mut spinner = Spinner::new(bars, "mrc");
     let wall = std::time::Instant::now();
-    let m = lru_mrc(&mut t, mode, &sizes, &mut spinner)?;
+    let MrcOutcome { mrc: m, mode, note } = run_mrc(&job, &mut spinner)?;
     spinner.done();
+    if let Some(note) = note {
+        println!("note: {note}");
+    }
     let secs = wall.elapsed().as_secs_f64();
     let mut table = report::Table::new(&["size", "bytes", "miss ratio", "misses"]);
     for p in &m.points {

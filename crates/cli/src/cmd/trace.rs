@@ -18,11 +18,9 @@ pub(crate) fn cmd_trace(t: TraceCommand, bars: &Bars) -> Result<()> {
             gen_files(&workload, scale, seed, iterations, &output)
         }
         TraceCommand::Stat { trace, trace_opts, objects, json } => {
-            let mode = ObjectMode::parse(&objects).map_err(anyhow::Error::msg).context("--objects")?;
-            let (mode, anchor_note) = tierwise_sim::alignment::resolve_anchor_of(&trace, &trace_opts.options(), mode)?;
-            let mut tr = trace_opts.open(&trace)?;
+            let job = tierwise_sim::jobs::StatJob { trace: trace.clone(), trace_options: trace_opts.job_options(), objects };
             let mut spinner = Spinner::new(bars, "reading");
-            let s = tierwise_sim::stat::trace_stats(&mut tr, mode, &mut spinner)?;
+            let (s, anchor_note) = tierwise_sim::jobs::run_stat(&job, &mut spinner)?;
             spinner.done();
             if json {
                 println!("{}", serde_json::to_string_pretty(&s)?);
