@@ -156,6 +156,13 @@ pub struct DeviceSet {
     pub ram: RamSpec,
 }
 
+impl DeviceSet {
+    /// The presets' names, for reports.
+    pub fn label(&self) -> String {
+        format!("hdd {}, ssd {}, ram {}", self.hdd_name, self.ssd_name, self.ram_name)
+    }
+}
+
 impl Default for DeviceSet {
     fn default() -> Self {
         let p = Presets::builtin();

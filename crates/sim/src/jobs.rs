@@ -599,3 +599,93 @@ pub fn run_reproduce(
         ReproOptions { scale: job.scale, traces_dir: job.traces.clone(), seed: job.seed, threads: threads_or_cores(job.threads) };
     Ok(reproduce(&job.target, &opts, progress)?)
 }
+
+/// A knob of an architecture or collector.
+#[derive(Clone, Debug, Serialize)]
+pub struct KnobInfo {
+    /// Name in specs.
+    pub name: String,
+    /// Default value.
+    pub default: String,
+    /// What it does.
+    pub help: String,
+}
+
+/// A registered architecture or collector, as `tierwise list` shows it.
+#[derive(Clone, Debug, Serialize)]
+pub struct CatalogueEntry {
+    /// `architecture` or `collector`.
+    pub kind: String,
+    /// Name in specs.
+    pub name: String,
+    /// Behaviour version.
+    pub version: u32,
+    /// One line of help.
+    pub help: String,
+    /// What front ends may assume of it (architectures).
+    pub capabilities: String,
+    /// Its knobs with defaults.
+    pub knobs: Vec<KnobInfo>,
+}
+
+/// Every architecture and collector with its knobs and defaults.
+pub fn catalogue() -> Vec<CatalogueEntry> {
+    use tierwise_core::arch::ARCHITECTURES;
+    use tierwise_core::collector::COLLECTORS;
+    let knob = |p: &tierwise_core::params::ParamSpec| KnobInfo {
+        name: p.name.to_string(),
+        default: p.default.to_string(),
+        help: p.help.to_string(),
+    };
+    let mut out = Vec::new();
+    for a in ARCHITECTURES {
+        let mut knobs: Vec<KnobInfo> = a.params.iter().chain(a.extra_params).map(knob).collect();
+        if a.uses_collector && !knobs.iter().any(|k| k.name == "collector") {
+            knobs.push(KnobInfo {
+                name: "collector".into(),
+                default: a.default_collector.into(),
+                help: "any collector, with its knobs".into(),
+            });
+        }
+        out.push(CatalogueEntry {
+            kind: "architecture".into(),
+            name: a.name.into(),
+            version: a.version,
+            help: a.help.into(),
+            capabilities: a.caps.describe(),
+            knobs,
+        });
+    }
+    for c in COLLECTORS {
+        out.push(CatalogueEntry {
+            kind: "collector".into(),
+            name: c.name.into(),
+            version: c.version,
+            help: c.help.into(),
+            capabilities: String::new(),
+            knobs: c.params.iter().map(knob).collect(),
+        });
+    }
+    out
+}
+
+/// Checks a sim job without running it: the trace exists, the size, the model options and the
+/// architecture spec are valid. Sweeps call this for every job before the first one starts.
+pub fn check_sim_job(job: &SimJob) -> Result<(), JobError> {
+    if !job.trace.is_file() {
+        return Err(JobError::Input(format!("trace {}: no such file", job.trace.display())));
+    }
+    let size = parse_ssd(&job.ssd, "ssd")?;
+    let base = job.model.base()?;
+    let object_size = base.objects.object_size().max(1);
+    let ssd = match size {
+        SsdSize::Bytes(b) => b.max(object_size),
+        SsdSize::Fraction(_) => 1 << 30,
+    };
+    if is_file_job(job)? {
+        return Ok(file_arch_allowed(&job.arch)?);
+    }
+    let setup = tierwise_core::Setup { fast_capacity: ssd, slow_capacity: 0, object_size };
+    tierwise_core::build_arch(&job.arch, &setup).map_err(|e| JobError::Input(format!("architecture `{}`: {e}", job.arch)))?;
+    Ok(())
+}

@@ -204,6 +204,9 @@ pub struct SimReport {
     pub objects: String,
     /// Timing label (`none`, `open(x1)`, `closed(32)`).
     pub timing: String,
+    /// The device presets (`hdd NAME, ssd NAME, ram NAME`).
+    #[serde(default)]
+    pub devices: String,
     /// SSD bytes given to the architecture.
     pub ssd_bytes: u64,
     /// Unique bytes the trace touches (in objects of the chosen mode), when computed.

@@ -290,6 +290,7 @@ pub fn simulate(trace: &mut Trace, cfg: &SimConfig, progress: &mut dyn Progress)
     report.format = trace.info().name.to_string();
     report.objects = mapper.mode().label();
     report.timing = timing.label();
+    report.devices = cfg.devices.label();
     report.ssd_bytes = cfg.ssd_bytes;
     report.footprint_bytes = cfg.footprint_bytes;
     report.skipped_lines = trace.skipped().0;

@@ -29,6 +29,7 @@ impl FileSim {
             format: "file".into(),
             objects: "files".into(),
             timing: self.cfg.timing.label(),
+            devices: self.cfg.devices.label(),
             ssd_bytes: self.cfg.ssd_bytes,
             footprint_bytes: self.cfg.footprint_bytes,
             ..SimReport::default()

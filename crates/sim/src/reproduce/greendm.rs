@@ -187,7 +187,7 @@ fn web_tables(out: &mut Reproduction, runs: &[RunRecord]) {
     }
     series.push(("Mylinear".into(), WEB_PT.iter().map(|&pt| (f64::from(pt), base_iops)).collect()));
     out.charts.push(
-        Chart::new("greendm-websearch-iops.png", "GreenDM Web-search: IOPS vs PT (SSD 1/4)", "PT", "IOPS", series)
+        Chart::new("greendm-websearch-iops.png", "GreenDM Web-search: IOPS vs PT (SSD 1/4)", "promotion threshold PT (accesses, log scale)", "throughput (IOPS)", series)
             .log_x(),
     );
 }
@@ -298,8 +298,8 @@ fn fiu_tables(out: &mut Reproduction, runs: &[RunRecord], fiu: &str) {
         Chart::new(
             "greendm-fiu-online-iops.png",
             "GreenDM FIU online (stand-in): IOPS vs ES (SSD 1/4)",
-            "ES (KiB)",
-            "IOPS",
+            "extent size ES (KiB, log scale)",
+            "throughput (IOPS)",
             vec![
                 ("tiering".into(), x.iter().copied().zip(tier.iter().copied()).collect()),
                 ("caching".into(), x.iter().copied().zip(cach.iter().copied()).collect()),

@@ -277,7 +277,7 @@ fn hca_tables(out: &mut Reproduction, runs: &[RunRecord], workloads: &[Workload]
     out.charts.push(Chart::new(
         "hca-dhr-vs-ssd.png",
         "HCA: disk hit ratio vs SSD size (0 = RAM only)",
-        "SSD size / RAM size",
+        "SSD size (multiples of the RAM size)",
         "DHR (%)",
         dhr_series,
     ));
@@ -326,7 +326,7 @@ fn hca_tables(out: &mut Reproduction, runs: &[RunRecord], workloads: &[Workload]
         });
     }
     out.charts.push(
-        Chart::new("hca-xciops-vs-tb.png", "HCA: XCIOPS vs transient buffer size", "TB (KiB)", "XCIOPS", tb_series)
+        Chart::new("hca-xciops-vs-tb.png", "HCA: XCIOPS vs transient buffer size", "transient buffer TB (KiB, log scale)", "XCIOPS (I/O per s)", tb_series)
             .log_x(),
     );
     cost_table(out, runs, workloads, sizes);

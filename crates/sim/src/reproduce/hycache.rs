@@ -150,14 +150,14 @@ pub(super) fn run(
         "reproduce-hycache-workloads.png",
         "HyCache: Postmark speed-up over the HDD, 4 GB SSD",
         "workload (GB)",
-        "speed-up",
+        "speed-up over HDD-only (×)",
         vec![("LRU".into(), lru_pts.clone()), ("LFU".into(), lfu_pts)],
     ));
     out.charts.push(Chart::new(
         "reproduce-hycache-ssd-sweep.png",
         &format!("HyCache LRU: Postmark {SWEEP_WORKLOAD_GB} GB, speed-up by SSD size"),
         "SSD (GB)",
-        "speed-up",
+        "speed-up over HDD-only (×)",
         vec![("LRU".into(), sweep_pts.clone())],
     ));
     out.findings.push(Finding {

@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use serde::Serialize;
 
 use crate::metrics::SimReport;
-use crate::plot::{Series, line_chart};
+use crate::plot::{BarChart, ChartSpec, LineChart, Series};
 use crate::report::{CSV_HEADER, Table, csv_row};
 use crate::sim::{NoProgress, SimConfig, SimError, simulate};
 use crate::trace::{OpenOptions, Trace, TraceError, TraceReader, TraceRecord, open_trace};
@@ -274,6 +274,35 @@ pub struct Chart {
     pub series: Vec<(String, Vec<(f64, f64)>)>,
 }
 
+impl Chart {
+    /// How to draw it: grouped bars when every series has the same few x values (SSD sizes or
+    /// knob settings, as the papers draw them), else lines with markers.
+    pub fn spec(&self) -> ChartSpec {
+        let xs = |pts: &Vec<(f64, f64)>| pts.iter().map(|p| p.0).collect::<Vec<f64>>();
+        let first = self.series.first().map(|s| xs(&s.1)).unwrap_or_default();
+        let shared = !first.is_empty() && first.len() <= 8 && self.series.iter().all(|s| xs(&s.1) == first);
+        if shared {
+            // Categories are evenly spaced: a log scale's wording no longer applies.
+            return ChartSpec::Bars(BarChart {
+                title: self.title.clone(),
+                x_label: self.x_label.replace(", log scale", ""),
+                y_label: self.y_label.clone(),
+                groups: first.iter().map(|x| crate::plot::short(*x)).collect(),
+                series: self.series.iter().map(|(l, pts)| (l.clone(), pts.iter().map(|p| Some(p.1)).collect())).collect(),
+                log_y: None,
+            });
+        }
+        ChartSpec::Line(LineChart {
+            title: self.title.clone(),
+            x_label: self.x_label.clone(),
+            y_label: self.y_label.clone(),
+            series: self.series.iter().map(|(l, pts)| Series { label: l.clone(), points: pts.clone() }).collect(),
+            log_x: self.log_x,
+            log_y: None,
+        })
+    }
+}
+
 /// One simulation of the reproduction.
 #[derive(Clone, Debug, Serialize)]
 pub struct RunRecord {
@@ -296,6 +325,8 @@ pub struct Reproduction {
     pub paper: String,
     /// Scale the experiment ran at.
     pub scale: f64,
+    /// Seed of the synthetic stand-ins.
+    pub seed: u64,
     /// Workloads used.
     pub workloads: Vec<WorkloadNote>,
     /// Tables.
@@ -328,14 +359,16 @@ pub fn reproduce(
     if !(opts.scale > 0.0 && opts.scale <= 1.0) {
         return Err(ReproError::Options(format!("--scale {}: expected a fraction in (0, 1]", opts.scale)));
     }
-    match target {
+    let mut r = match target {
         "greendm" => greendm::run(opts, progress),
         "otf-ast" => otf_ast::run(opts, progress),
         "hca" => hca::run(opts, progress),
         "loris" => loris::run(opts, progress),
         "hycache" => hycache::run(opts, progress),
         other => Err(ReproError::UnknownTarget(other.to_string())),
-    }
+    }?;
+    r.seed = opts.seed;
+    Ok(r)
 }
 
 /// Runs the jobs on `threads` threads; reports come back in job order.
@@ -462,6 +495,7 @@ impl Reproduction {
             target: target.into(),
             paper: paper.into(),
             scale,
+            seed: 0,
             workloads: workloads.iter().map(Workload::note).collect(),
             tables: Vec::new(),
             findings: Vec::new(),
@@ -534,12 +568,7 @@ impl Reproduction {
         files.push(csv);
         for c in &self.charts {
             let path = dir.join(&c.file);
-            let series: Vec<Series> = c
-                .series
-                .iter()
-                .map(|(label, points)| Series { label: label.clone(), points: points.clone() })
-                .collect();
-            line_chart(&path, &c.title, &c.x_label, &c.y_label, &series, c.log_x)?;
+            crate::plot::png(&c.spec(), &path)?;
             files.push(path);
         }
         Ok(files)

@@ -1,0 +1,248 @@
+//! Charts as PNG files and as inline SVG (plotters; the DejaVu Sans font is embedded, so no
+//! system font is needed). Comparisons are grouped bars per SSD size, as the seed papers draw
+//! them; curves are line charts with a marker per point.
+
+mod draw;
+
+use std::path::Path;
+use std::sync::Once;
+
+use plotters::prelude::*;
+use plotters::style::FontStyle;
+
+use crate::compare::Comparison;
+use crate::mrc::Mrc;
+
+pub use draw::{colour, short, wants_log};
+
+static FONT: Once = Once::new();
+
+fn ensure_font() {
+    FONT.call_once(|| {
+        let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, dejavu::sans::regular());
+    });
+}
+
+/// One line of a chart.
+#[derive(Clone, Debug)]
+pub struct Series {
+    /// Legend label.
+    pub label: String,
+    /// Points (x, y).
+    pub points: Vec<(f64, f64)>,
+}
+
+/// A line chart.
+#[derive(Clone, Debug)]
+pub struct LineChart {
+    /// Title.
+    pub title: String,
+    /// X axis title, with its unit.
+    pub x_label: String,
+    /// Y axis title, with its unit.
+    pub y_label: String,
+    /// Lines.
+    pub series: Vec<Series>,
+    /// Logarithmic x axis.
+    pub log_x: bool,
+    /// Logarithmic y axis; `None`: when the values span orders of magnitude.
+    pub log_y: Option<bool>,
+}
+
+/// Grouped bars: one group per category (an SSD size), one bar per series in each.
+#[derive(Clone, Debug)]
+pub struct BarChart {
+    /// Title.
+    pub title: String,
+    /// X axis title (what the groups are).
+    pub x_label: String,
+    /// Y axis title, with its unit.
+    pub y_label: String,
+    /// Group names, left to right.
+    pub groups: Vec<String>,
+    /// Series: label and one value per group (`None`: no bar).
+    pub series: Vec<(String, Vec<Option<f64>>)>,
+    /// Logarithmic y axis; `None`: when the values span orders of magnitude.
+    pub log_y: Option<bool>,
+}
+
+/// Any chart.
+#[derive(Clone, Debug)]
+pub enum ChartSpec {
+    /// Lines.
+    Line(LineChart),
+    /// Grouped bars.
+    Bars(BarChart),
+}
+
+/// PNG size.
+const PNG_SIZE: (u32, u32) = (1200, 650);
+/// SVG size (scaled to the page by its viewBox).
+const SVG_SIZE: (u32, u32) = (960, 520);
+
+/// Draws `spec` into a PNG file.
+pub fn png(spec: &ChartSpec, path: &Path) -> Result<(), String> {
+    ensure_font();
+    let root = BitMapBackend::new(path, PNG_SIZE).into_drawing_area();
+    draw::draw(&root, spec).map_err(|e| format!("{}: {e}", path.display()))?;
+    root.present().map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Draws `spec` as an SVG document that scales with the page.
+pub fn svg(spec: &ChartSpec) -> Result<String, String> {
+    ensure_font();
+    let mut out = String::new();
+    {
+        let root = SVGBackend::with_string(&mut out, SVG_SIZE).into_drawing_area();
+        draw::draw(&root, spec)?;
+        root.present().map_err(|e| e.to_string())?;
+    }
+    // Fixed pixel sizes would overflow a phone's screen: keep the viewBox, let CSS size it.
+    let (w, h) = SVG_SIZE;
+    let fixed = format!("width=\"{w}\" height=\"{h}\"");
+    Ok(out.replacen(&fixed, "class=\"chart\" preserveAspectRatio=\"xMidYMid meet\"", 1))
+}
+
+/// Draws a line chart into a PNG file.
+pub fn line_chart(
+    path: &Path,
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    series: &[Series],
+    log_x: bool,
+) -> Result<(), String> {
+    let spec = LineChart {
+        title: title.into(),
+        x_label: x_label.into(),
+        y_label: y_label.into(),
+        series: series.to_vec(),
+        log_x,
+        log_y: None,
+    };
+    png(&ChartSpec::Line(spec), path)
+}
+
+/// A comparison's key metric as grouped bars per SSD size: throughput for closed-loop runs,
+/// mean response time for open-loop runs, the share of reads served without the HDD for
+/// untimed ones.
+pub fn comparison_spec(c: &Comparison) -> ChartSpec {
+    let timing = c.rows.first().map(|r| r.report.timing.clone()).unwrap_or_default();
+    let name = Path::new(&c.trace).file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+    let (what, unit, value): (&str, &str, fn(&crate::metrics::SimReport) -> f64) = if timing.starts_with("closed") {
+        ("Throughput", "throughput (IOPS)", |r| r.iops)
+    } else if timing == "none" {
+        ("Reads served without the HDD", "reads served by SSD or RAM (%)", |r| (r.read_hit.ssd + r.read_hit.ram) * 100.0)
+    } else {
+        ("Mean response time", "mean response time (ms)", |r| r.latency.mean_us / 1e3)
+    };
+    bars_by_size(c, &format!("{what} by SSD size — {name} ({timing})"), unit, value)
+}
+
+/// Any per-run figure of a comparison as grouped bars per SSD size, one bar per architecture.
+pub fn bars_by_size(
+    c: &Comparison,
+    title: &str,
+    y_label: &str,
+    value: impl Fn(&crate::metrics::SimReport) -> f64,
+) -> ChartSpec {
+    let mut groups: Vec<String> = Vec::new();
+    let mut archs: Vec<String> = Vec::new();
+    for r in &c.rows {
+        if !groups.contains(&r.size_label) {
+            groups.push(r.size_label.clone());
+        }
+        if !archs.contains(&r.report.arch) {
+            archs.push(r.report.arch.clone());
+        }
+    }
+    let series = archs
+        .iter()
+        .map(|a| {
+            let vals = groups
+                .iter()
+                .map(|g| c.rows.iter().find(|r| &r.report.arch == a && &r.size_label == g).map(|r| value(&r.report)))
+                .collect();
+            (a.clone(), vals)
+        })
+        .collect();
+    ChartSpec::Bars(BarChart {
+        title: title.into(),
+        x_label: "SSD size (share of the trace's footprint, or bytes)".into(),
+        y_label: y_label.into(),
+        groups,
+        series,
+        log_y: None,
+    })
+}
+
+/// The comparison chart as a PNG file.
+pub fn comparison_chart(c: &Comparison, path: &Path) -> Result<(), String> {
+    png(&comparison_spec(c), path)
+}
+
+/// An MRC as a line chart (log-scale cache size).
+pub fn mrc_spec(m: &Mrc, label: &str) -> ChartSpec {
+    let pts = m.points.iter().map(|p| (p.size_bytes as f64 / (1u64 << 20) as f64, p.miss_ratio)).collect();
+    ChartSpec::Line(LineChart {
+        title: format!("LRU miss-ratio curve — {label}"),
+        x_label: "cache size (MiB, log scale)".into(),
+        y_label: "miss ratio (fraction of accesses)".into(),
+        series: vec![Series { label: "LRU".into(), points: pts }],
+        log_x: true,
+        log_y: Some(false),
+    })
+}
+
+/// An MRC as a PNG file.
+pub fn mrc_chart(m: &Mrc, label: &str, path: &Path) -> Result<(), String> {
+    png(&mrc_spec(m, label), path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_labels_stay_short() {
+        assert_eq!(short(60_000.0), "60k");
+        assert_eq!(short(1_250_000.0), "1.2M");
+        assert_eq!(short(0.3), "0.3");
+        assert_eq!(short(250.0), "250");
+        assert_eq!(short(0.0), "0");
+        assert_eq!(short(2.5), "2.5");
+    }
+
+    #[test]
+    fn a_wide_span_gets_a_log_axis() {
+        assert!(wants_log([0.3, 60_000.0].into_iter()));
+        assert!(!wants_log([10.0, 90.0].into_iter()));
+        assert!(!wants_log([0.0, 60_000.0].into_iter()));
+    }
+
+    #[test]
+    fn twenty_series_get_twenty_colours() {
+        let mut seen: Vec<(u8, u8, u8)> = (0..20).map(|i| (colour(i).0, colour(i).1, colour(i).2)).collect();
+        seen.sort_unstable();
+        seen.dedup();
+        assert_eq!(seen.len(), 20);
+    }
+
+    #[test]
+    fn svg_scales_and_holds_every_label() {
+        let spec = ChartSpec::Bars(BarChart {
+            title: "t".into(),
+            x_label: "SSD size".into(),
+            y_label: "throughput (IOPS)".into(),
+            groups: vec!["10%".into(), "25%".into()],
+            series: vec![("hdd-only".into(), vec![Some(100.0), Some(110.0)]), ("ssd-only".into(), vec![Some(2e4), None])],
+            log_y: None,
+        });
+        let s = svg(&spec).expect("svg");
+        assert!(s.contains("viewBox"), "{}", &s[..200]);
+        assert!(!s.contains("width=\"960\" height=\"520\""));
+        for text in ["hdd-only", "ssd-only", "10%", "25%", "throughput (IOPS)"] {
+            assert!(s.contains(text), "missing {text}");
+        }
+    }
+}

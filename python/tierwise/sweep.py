@@ -1,0 +1,506 @@
+"""Sweeps: traces × architectures × SSD sizes × knob values, one simulation per job, on a Dask
+cluster (an embedded LocalCluster by default, ``scheduler="tcp://HOST:PORT"`` for an existing
+one) or, without Dask, in local processes.
+
+Every finished job is written at once as its own Parquet file, named by a hash of what decides
+its result (the trace's content, the spec, the size, the model options, tierwise's version).
+An interrupted sweep therefore resumes where it stopped, and an unchanged job is never rerun.
+A job that fails is retried, then reported with its error: :class:`SweepError` lists every
+failure after the other jobs have finished and been saved.
+
+Command line: ``tierwise sweep SWEEP.toml`` (or ``python -m tierwise.sweep SWEEP.toml``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import itertools
+import json
+import os
+import sys
+import time
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from tierwise import _native
+from tierwise._api import report_row
+from tierwise._progress import ProgressArg, enabled
+
+RESULTS = "results.parquet"
+SUMMARY = "sweep.json"
+META = "sweep-meta.json"
+FAILURES = "failures.json"
+
+
+class SweepError(_native.TierwiseError):
+    """Jobs failed after their retries, or the sweep cannot start; ``failures`` lists each
+    failed job with its error."""
+
+    def __init__(self, message: str, failures: list[dict[str, Any]] | None = None):
+        super().__init__(message)
+        self.failures = failures or []
+
+
+@dataclass
+class Job:
+    """One simulation of a sweep."""
+
+    key: str
+    trace: str
+    arch: str
+    ssd: str
+    knobs: dict[str, str]
+    job: dict[str, Any]
+    trace_digest: str
+
+
+@dataclass
+class SweepStats:
+    """What a sweep did and how long it took."""
+
+    jobs: int = 0
+    cached: int = 0
+    ran: int = 0
+    failed: int = 0
+    workers: int = 0
+    wall_s: float = 0.0
+    compute_s: float = 0.0
+    executor: str = ""
+    failures: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def overhead_per_job_s(self) -> float:
+        """Scheduling overhead per job that ran: worker time not spent simulating."""
+        if self.ran == 0:
+            return 0.0
+        return max(0.0, self.wall_s * self.workers - self.compute_s) / self.ran
+
+
+def trace_digest(path: str | os.PathLike[str]) -> str:
+    """SHA-256 of a trace file's bytes (a job's result depends on the content, not the path)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _spec_with(arch: str, knobs: Mapping[str, str]) -> str:
+    if not knobs:
+        return arch
+    extra = ",".join(f"{k}={v}" for k, v in knobs.items())
+    return f"{arch},{extra}" if ":" in arch else f"{arch}:{extra}"
+
+
+def _arch_knobs() -> dict[str, set[str]]:
+    cat = json.loads(_native.catalogue())
+    collector_knobs = set()
+    for e in cat:
+        if e["kind"] == "collector":
+            collector_knobs |= {k["name"] for k in e["knobs"]}
+    out = {}
+    for e in cat:
+        if e["kind"] == "architecture":
+            names = {k["name"] for k in e["knobs"]}
+            if "collector" in names:
+                names |= collector_knobs
+            out[e["name"]] = names
+    return out
+
+
+def expand(
+    traces: Sequence[str | os.PathLike[str]],
+    archs: Sequence[str],
+    ssd: Sequence[str],
+    knobs: Mapping[str, Sequence[Any]] | None = None,
+    model: Mapping[str, Any] | None = None,
+    trace_options: Mapping[str, Any] | None = None,
+) -> list[Job]:
+    """The cross product as jobs, every one checked before any runs. A knob is applied to the
+    architectures that have it; a knob no architecture has, an unknown architecture, option or
+    trace path raises :class:`SpecError` naming the entry."""
+    if not traces or not archs or not ssd:
+        raise _native.SpecError("a sweep needs at least one trace, one architecture and one SSD size")
+    knobs = {k: [str(v) for v in (vals if isinstance(vals, list | tuple) else [vals])] for k, vals in (knobs or {}).items()}
+    known = _arch_knobs()
+    for name in knobs:
+        if not any(name in known.get(a.split(":")[0], set()) for a in archs):
+            raise _native.SpecError(f"knob `{name}`: none of the sweep's architectures has it ({', '.join(archs)})")
+    model = dict(model or {})
+    trace_options = dict(trace_options or {})
+    digests: dict[str, str] = {}
+    for t in traces:
+        p = Path(t)
+        if not p.is_file():
+            raise _native.SpecError(f"trace `{t}`: no such file")
+        digests[os.fspath(t)] = trace_digest(p)
+    jobs: list[Job] = []
+    version = _native.version()
+    for t, arch, size in itertools.product(traces, archs, ssd):
+        base = arch.split(":")[0]
+        mine = [k for k in knobs if k in known.get(base, set())]
+        for values in itertools.product(*(knobs[k] for k in mine)):
+            kv = dict(zip(mine, values))
+            spec = _spec_with(arch, kv)
+            job = {
+                "trace": os.fspath(t),
+                "arch": spec,
+                "ssd": size,
+                "trace_options": trace_options,
+                "model": model,
+            }
+            try:
+                _native.check_sim(json.dumps(job))
+            except _native.TierwiseError as e:
+                raise type(e)(f"sweep entry trace={t} arch={spec} ssd={size}: {e}") from None
+            ident = {k: v for k, v in job.items() if k != "trace"}
+            ident["trace_sha256"] = digests[os.fspath(t)]
+            ident["tierwise"] = version
+            key = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:24]
+            jobs.append(Job(key, os.fspath(t), spec, size, kv, job, digests[os.fspath(t)]))
+    seen: set[str] = set()
+    unique = []
+    for j in jobs:
+        if j.key not in seen:
+            seen.add(j.key)
+            unique.append(j)
+    return unique
+
+
+def run_job(job: dict[str, Any], trace_bytes: bytes | None = None) -> dict[str, Any]:
+    """Runs one job where it is called (a Dask worker or a local process): returns the result
+    and the seconds spent simulating. With ``trace_bytes`` the trace was shipped: it is written
+    to a private directory under its own name (formats are recognised by name)."""
+    import tempfile
+
+    started = time.perf_counter()
+    if trace_bytes is None:
+        out = json.loads(_native.sim(json.dumps(job)))
+    else:
+        with tempfile.TemporaryDirectory(prefix="tierwise-sweep-") as d:
+            local = Path(d) / Path(job["trace"]).name
+            local.write_bytes(trace_bytes)
+            out = json.loads(_native.sim(json.dumps({**job, "trace": os.fspath(local)})))
+            out["report"]["trace"] = job["trace"]
+    out["compute_s"] = time.perf_counter() - started
+    return out
+
+
+def _check_out(out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    meta = out / META
+    version = _native.version()
+    if meta.exists():
+        try:
+            had = json.loads(meta.read_text())
+        except (OSError, ValueError) as e:
+            raise SweepError(f"{meta}: unreadable ({e}); use another results directory") from None
+        if had.get("tierwise") != version:
+            raise SweepError(
+                f"{out}: results of tierwise {had.get('tierwise')}, this is {version}; "
+                "results of different versions are not mixed: use another directory"
+            )
+    else:
+        meta.write_text(json.dumps({"tierwise": version, "format": 1}, indent=2))
+    (out / "jobs").mkdir(exist_ok=True)
+
+
+def _job_file(out: Path, key: str) -> Path:
+    return out / "jobs" / f"{key}.parquet"
+
+
+def _save(out: Path, j: Job, result: dict[str, Any]) -> None:
+    row = report_row(
+        result["report"],
+        key=j.key,
+        trace_file=j.trace,
+        trace_sha256=j.trace_digest,
+        spec=j.arch,
+        ssd=j.ssd,
+        size_label=result["size_label"],
+        size_fraction=result["size_fraction"],
+        knobs=json.dumps(j.knobs, sort_keys=True),
+        compute_s=result["compute_s"],
+        report_json=json.dumps(result["report"]),
+    )
+    df = pd.DataFrame([row])
+    df["notes"] = df["notes"].map(json.dumps)
+    final = _job_file(out, j.key)
+    tmp = final.with_suffix(".tmp")
+    df.to_parquet(tmp, index=False)
+    os.replace(tmp, final)  # a killed sweep leaves no half-written result behind
+
+
+def _collect(out: Path, jobs: Sequence[Job]) -> pd.DataFrame:
+    frames = [pd.read_parquet(_job_file(out, j.key)) for j in jobs if _job_file(out, j.key).exists()]
+    if not frames:
+        return pd.DataFrame()
+    df = pd.concat(frames, ignore_index=True)
+    order = {j.key: i for i, j in enumerate(jobs)}
+    df = df.sort_values("key", key=lambda s: s.map(order)).reset_index(drop=True)
+    return df
+
+
+def _write_summary(out: Path, df: pd.DataFrame, stats: SweepStats, config: dict[str, Any]) -> None:
+    df.drop(columns=["compute_s"]).to_parquet(out / RESULTS, index=False)
+    rows = [
+        {
+            "trace": r.trace_file,
+            "spec": r.spec,
+            "ssd": r.ssd,
+            "size_label": r.size_label,
+            "size_fraction": r.size_fraction,
+            "knobs": json.loads(r.knobs),
+            "report": json.loads(r.report_json),
+        }
+        for r in df.itertuples()
+    ]
+    summary = {
+        "sweep": config,
+        "tierwise": _native.version(),
+        "jobs": stats.jobs,
+        "failed": stats.failures,
+        "rows": rows,
+    }
+    (out / SUMMARY).write_text(json.dumps(summary, indent=1))
+    (out / FAILURES).write_text(json.dumps(stats.failures, indent=1))
+
+
+def _bar(progress: ProgressArg, total: int, initial: int) -> Any:
+    if not enabled(progress):
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, initial=initial, desc="sweep", unit="job", file=sys.stderr)
+
+
+def _retryable(e: BaseException) -> bool:
+    # A bad trace or spec fails the same way every time.
+    return not isinstance(e, _native.SpecError | _native.TraceError)
+
+
+def _run_local(todo: list[Job], workers: int, retries: int, ship: bool, done_cb: Any) -> None:
+    """Local processes, in rounds: a job that failed (or whose worker died, which breaks the
+    pool) is retried in the next round with a fresh pool."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    ctx = multiprocessing.get_context("spawn")
+    attempts = {j.key: 0 for j in todo}
+    remaining = list(todo)
+    while remaining:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+            futures = {
+                pool.submit(run_job, j.job, Path(j.trace).read_bytes() if ship else None): j for j in remaining
+            }
+            remaining = []
+            for f in as_completed(futures):
+                j = futures[f]
+                try:
+                    result = f.result()
+                except Exception as e:  # noqa: BLE001 - every failure is retried, then reported
+                    attempts[j.key] += 1
+                    if attempts[j.key] <= retries and _retryable(e):
+                        remaining.append(j)
+                    else:
+                        done_cb(j, None, e)
+                    continue
+                done_cb(j, result, None)
+
+
+def _run_dask(todo: list[Job], client: Any, retries: int, ship: bool, done_cb: Any) -> None:
+    """Dask: a job is retried on failure, and rescheduled by Dask if its worker dies."""
+    from dask.distributed import as_completed
+
+    futures = {}
+    for j in todo:
+        data = client.scatter(Path(j.trace).read_bytes()) if ship else None
+        f = client.submit(run_job, j.job, data, key=f"tierwise-sim-{j.key}", retries=retries, pure=False)
+        futures[f] = j
+    for f in as_completed(list(futures)):
+        j = futures[f]
+        try:
+            result = f.result()
+        except Exception as e:  # noqa: BLE001 - Dask retried it already; report it
+            done_cb(j, None, e)
+            continue
+        done_cb(j, result, None)
+
+
+def sweep(
+    traces: Sequence[str | os.PathLike[str]],
+    archs: Sequence[str],
+    ssd: Sequence[str],
+    knobs: Mapping[str, Sequence[Any]] | None = None,
+    *,
+    out: str | os.PathLike[str] = "sweep-out",
+    model: Mapping[str, Any] | None = None,
+    trace_options: Mapping[str, Any] | None = None,
+    scheduler: str | None = None,
+    workers: int | None = None,
+    executor: str = "auto",
+    retries: int = 2,
+    ship_traces: bool = False,
+    progress: ProgressArg = None,
+    max_jobs: int | None = None,
+) -> pd.DataFrame:
+    """Runs the cross product of ``traces × archs × ssd × knobs`` and returns one row per job
+    (the columns of :func:`tierwise.sim` plus key, trace_file, spec, knobs).
+
+    ``executor``: ``dask`` (a LocalCluster of ``workers`` processes, or ``scheduler``),
+    ``processes`` (local processes, no Dask) or ``auto`` (Dask when installed). Results go to
+    ``out``: ``jobs/KEY.parquet`` per job, ``results.parquet`` and ``sweep.json`` (for
+    ``tierwise report``) at the end. ``max_jobs`` stops after that many new jobs (the rest run
+    on the next call). ``ship_traces`` sends each trace's bytes to the workers instead of
+    assuming a shared path.
+    """
+    outp = Path(out)
+    jobs = expand(traces, archs, ssd, knobs, model, trace_options)
+    _check_out(outp)
+    todo = [j for j in jobs if not _job_file(outp, j.key).exists()]
+    stats = SweepStats(jobs=len(jobs), cached=len(jobs) - len(todo))
+    if max_jobs is not None:
+        todo = todo[:max_jobs]
+    workers = workers or os.cpu_count() or 2
+    if executor == "auto":
+        try:
+            import dask.distributed  # noqa: F401
+
+            executor = "dask"
+        except ImportError:
+            executor = "processes"
+    if executor not in ("dask", "processes"):
+        raise _native.SpecError(f"executor `{executor}`: expected dask, processes or auto")
+    stats.executor = executor if scheduler is None else f"dask at {scheduler}"
+    bar = _bar(progress, len(jobs), stats.cached)
+
+    def done(j: Job, result: dict[str, Any] | None, error: BaseException | None) -> None:
+        if result is not None:
+            _save(outp, j, result)
+            stats.ran += 1
+            stats.compute_s += result["compute_s"]
+        else:
+            stats.failed += 1
+            stats.failures.append({"key": j.key, "trace": j.trace, "spec": j.arch, "ssd": j.ssd, "error": f"{type(error).__name__}: {error}"})
+        if bar is not None:
+            bar.set_postfix_str(f"{j.arch} @ {j.ssd}", refresh=False)
+            bar.update(1)
+
+    started = time.perf_counter()
+    try:
+        if todo and executor == "dask":
+            from dask.distributed import Client, LocalCluster
+
+            if scheduler is not None:
+                with Client(scheduler) as client:
+                    stats.workers = max(1, len(client.scheduler_info().get("workers", {})))
+                    _run_dask(todo, client, retries, ship_traces, done)
+            else:
+                with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, Client(cluster) as client:
+                    stats.workers = workers
+                    _run_dask(todo, client, retries, ship_traces, done)
+        elif todo:
+            stats.workers = workers
+            _run_local(todo, workers, retries, ship_traces, done)
+    finally:
+        if bar is not None:
+            bar.close()
+    stats.wall_s = time.perf_counter() - started
+    df = _collect(outp, jobs)
+    config = {
+        "traces": [os.fspath(t) for t in traces],
+        "archs": list(archs),
+        "ssd": list(ssd),
+        "knobs": {k: list(map(str, v)) for k, v in (knobs or {}).items()},
+        "model": dict(model or {}),
+    }
+    if not df.empty:
+        _write_summary(outp, df, stats, config)
+    df.attrs["sweep"] = stats
+    if stats.failures:
+        lines = "\n".join(f"  {f['spec']} @ {f['ssd']} on {f['trace']}: {f['error']}" for f in stats.failures)
+        raise SweepError(f"{len(stats.failures)} of {len(jobs)} jobs failed after {retries} retries:\n{lines}", stats.failures)
+    return df
+
+
+def load_sweep_file(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Reads SWEEP.toml: traces, archs, ssd, [knobs], [model], [trace_options], [run]. Paths are
+    relative to the file. Unknown keys are refused by name."""
+    p = Path(path)
+    try:
+        doc = tomllib.loads(p.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise _native.SpecError(f"{p}: {e}") from None
+    allowed = {"traces", "archs", "ssd", "knobs", "model", "trace_options", "run"}
+    for k in doc:
+        if k not in allowed:
+            raise _native.SpecError(f"{p}: unknown key `{k}`: expected one of {', '.join(sorted(allowed))}")
+    run = doc.get("run", {})
+    run_allowed = {"out", "workers", "scheduler", "executor", "retries", "ship_traces"}
+    for k in run:
+        if k not in run_allowed:
+            raise _native.SpecError(f"{p}: [run] unknown key `{k}`: expected one of {', '.join(sorted(run_allowed))}")
+    base = p.parent
+    traces = [os.fspath(base / t) if not Path(t).is_absolute() else t for t in doc.get("traces", [])]
+    out = run.get("out", "sweep-out")
+    return {
+        "traces": traces,
+        "archs": doc.get("archs", []),
+        "ssd": [str(s) for s in doc.get("ssd", [])],
+        "knobs": doc.get("knobs", {}),
+        "model": doc.get("model", {}),
+        "trace_options": doc.get("trace_options", {}),
+        "out": os.fspath(base / out) if not Path(out).is_absolute() else out,
+        "workers": run.get("workers"),
+        "scheduler": run.get("scheduler"),
+        "executor": run.get("executor", "auto"),
+        "retries": run.get("retries", 2),
+        "ship_traces": run.get("ship_traces", False),
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``tierwise sweep SWEEP.toml``."""
+    ap = argparse.ArgumentParser(prog="tierwise sweep", description="Run a sweep file on Dask or local processes.")
+    ap.add_argument("file", help="SWEEP.toml")
+    ap.add_argument("--out", help="results directory (overrides [run] out)")
+    ap.add_argument("--scheduler", help="tcp://HOST:PORT of an existing Dask scheduler")
+    ap.add_argument("--workers", type=int, help="LocalCluster workers / local processes (default: cores)")
+    ap.add_argument("--executor", choices=["auto", "dask", "processes"])
+    ap.add_argument("--retries", type=int)
+    ap.add_argument("--ship-traces", action="store_true", help="send trace bytes to the workers")
+    ap.add_argument("--max-jobs", type=int, help="stop after this many new jobs (resume later)")
+    ap.add_argument("--quiet", action="store_true", help="no progress bar")
+    a = ap.parse_args(argv)
+    try:
+        cfg = load_sweep_file(a.file)
+        for k in ("out", "scheduler", "workers", "executor", "retries"):
+            if getattr(a, k) is not None:
+                cfg[k] = getattr(a, k)
+        if a.ship_traces:
+            cfg["ship_traces"] = True
+        df = sweep(progress=False if a.quiet else None, max_jobs=a.max_jobs, **cfg)
+    except SweepError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    except _native.TierwiseError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    s: SweepStats = df.attrs["sweep"]
+    print(
+        f"{s.jobs} jobs: {s.cached} already done, {s.ran} ran, {s.failed} failed; "
+        f"{s.wall_s:.1f} s on {s.workers} workers ({s.executor}), "
+        f"scheduling overhead {s.overhead_per_job_s * 1e3:.0f} ms per job"
+    )
+    print(f"wrote {Path(cfg['out']) / RESULTS} and {Path(cfg['out']) / SUMMARY}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
