@@ -40,7 +40,12 @@ fn to_py(e: JobError) -> PyErr {
 
 /// A job that does not parse: an unknown or mistyped option.
 fn parse<T: serde::de::DeserializeOwned>(job: &str) -> PyResult<T> {
-    serde_json::from_str(job).map_err(|e| SpecError::new_err(format!("options: {e}")))
+    serde_json::from_str(job).map_err(|e| {
+        // serde names JSON fields and positions; the caller wrote keyword arguments.
+        let msg = e.to_string().replace("unknown field", "unknown option");
+        let msg = msg.split(" at line ").next().unwrap_or(&msg).to_string();
+        SpecError::new_err(msg)
+    })
 }
 
 fn dump<T: Serialize>(v: &T) -> PyResult<String> {
@@ -191,6 +196,15 @@ fn check_sim(job: &str) -> PyResult<()> {
     jobs::check_sim_job(&job).map_err(to_py)
 }
 
+/// Writes the HTML report for `results` (files or directories) to `out`; returns how many
+/// result files it holds.
+#[pyfunction]
+#[pyo3(signature = (results, out, title=None))]
+fn report(py: Python<'_>, results: Vec<std::path::PathBuf>, out: std::path::PathBuf, title: Option<String>) -> PyResult<usize> {
+    py.detach(|| tierwise_sim::html::write_report(&results, &out, title.as_deref()))
+        .map_err(|e| SpecError::new_err(e.to_string()))
+}
+
 /// Every architecture and collector with its knobs and defaults, as JSON.
 #[pyfunction]
 fn catalogue() -> PyResult<String> {
@@ -217,6 +231,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(trace_stat, m)?)?;
     m.add_function(wrap_pyfunction!(reproduce, m)?)?;
     m.add_function(wrap_pyfunction!(catalogue, m)?)?;
+    m.add_function(wrap_pyfunction!(report, m)?)?;
     m.add_function(wrap_pyfunction!(check_sim, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     Ok(())

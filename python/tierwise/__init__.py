@@ -13,6 +13,7 @@ is kept in ``df.attrs["tierwise"]``.
 from __future__ import annotations
 
 from tierwise._api import (
+    Reproduction,
     compare,
     list_architectures,
     list_collectors,
@@ -29,6 +30,7 @@ from tierwise.sweep import SweepError, sweep
 __version__: str = _native_version()
 
 __all__ = [
+    "Reproduction",
     "RunError",
     "SpecError",
     "SweepError",

@@ -173,12 +173,32 @@ def expand(
     return unique
 
 
+FAULT_ENV = "TIERWISE_SWEEP_KILL_WORKER_ONCE"
+
+
+def _fault_injection(job: dict[str, Any]) -> None:
+    """For the tests of worker death: with ``TIERWISE_SWEEP_KILL_WORKER_ONCE=DIR`` set, the first
+    attempt of every job kills its own worker process (leaving a mark in DIR), as an OOM kill
+    or a lost node would."""
+    marks = os.environ.get(FAULT_ENV)
+    if not marks:
+        return
+    mark = Path(marks) / hashlib.sha256(json.dumps(job, sort_keys=True).encode()).hexdigest()
+    try:
+        fd = os.open(mark, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        return
+    os.close(fd)
+    os._exit(70)
+
+
 def run_job(job: dict[str, Any], trace_bytes: bytes | None = None) -> dict[str, Any]:
     """Runs one job where it is called (a Dask worker or a local process): returns the result
     and the seconds spent simulating. With ``trace_bytes`` the trace was shipped: it is written
     to a private directory under its own name (formats are recognised by name)."""
     import tempfile
 
+    _fault_injection(job)
     started = time.perf_counter()
     if trace_bytes is None:
         out = json.loads(_native.sim(json.dumps(job)))

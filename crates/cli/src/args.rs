@@ -31,6 +31,11 @@ pub(crate) enum Command {
     Trace(TraceCommand),
     /// Run a seed paper's experiments (greendm, otf-ast, hca, loris, hycache) and print ours beside the paper's numbers.
     Reproduce(ReproduceArgs),
+    /// One self-contained HTML report (inline SVG charts, CSV downloads) from result files.
+    Report(crate::cmd::workbench::ReportArgs),
+    /// Run a sweep file (traces × architectures × sizes × knobs) on Dask or local processes;
+    /// needs the Python package (pip install './python[dask]').
+    Sweep(crate::cmd::workbench::SweepArgs),
     /// Measure the speed and memory targets (generates seeded workloads once, then reuses them).
     Bench(BenchArgs),
     /// Mount a hybrid file system (FUSE) over an SSD directory and an HDD directory.

@@ -54,6 +54,8 @@ fn run(cli: Cli) -> Result<()> {
         Command::Trace(t) => cmd::trace::cmd_trace(t, &bars),
         Command::Reproduce(a) => cmd::reproduce::cmd_reproduce(a, &bars),
         Command::Bench(a) => cmd::bench::cmd_bench(a),
+        Command::Report(a) => cmd::workbench::cmd_report(a),
+        Command::Sweep(a) => cmd::workbench::cmd_sweep(a),
         Command::Mount(a) => mount::cmd_mount(a),
         Command::Umount { mountpoint } => mount::cmd_umount(&mountpoint),
         Command::WhichTier { paths } => mount::cmd_which_tier(&paths),

@@ -7,6 +7,7 @@ pub mod compare;
 pub use tierwise_devices as device;
 pub mod filesim;
 pub mod filetrace;
+pub mod html;
 pub mod jobs;
 pub mod metrics;
 pub mod mrc;

@@ -111,6 +111,9 @@ pub struct MrcPoint {
 /// The curve and what it was computed over.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Mrc {
+    /// The trace file.
+    #[serde(default)]
+    pub trace: String,
     /// Accesses counted (blocks or objects).
     pub accesses: u64,
     /// Distinct objects.
@@ -238,7 +241,7 @@ fn one_pass<W: Weight>(
             miss_ratio: if accesses == 0 { 0.0 } else { misses as f64 / accesses as f64 },
         });
     }
-    Ok(Mrc { accesses, objects: last.len() as u64, footprint_bytes: footprint, cold_misses: cold, points })
+    Ok(Mrc { trace: trace.path().to_string(), accesses, objects: last.len() as u64, footprint_bytes: footprint, cold_misses: cold, points })
 }
 
 /// Renumbers the live markers 1..=L in time order and sizes the tree to fit half as many again.

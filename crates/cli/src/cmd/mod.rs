@@ -11,3 +11,4 @@ pub(crate) mod reproduce;
 pub(crate) mod serve;
 pub(crate) mod sim;
 pub(crate) mod trace;
+pub(crate) mod workbench;

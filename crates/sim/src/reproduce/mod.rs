@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::metrics::SimReport;
 use crate::plot::{BarChart, ChartSpec, LineChart, Series};
@@ -207,7 +207,7 @@ impl TraceReader for OneDrive {
 }
 
 /// A workload in the output.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct WorkloadNote {
     /// Table name.
     pub name: String,
@@ -218,7 +218,7 @@ pub struct WorkloadNote {
 }
 
 /// A table of ours with the paper's numbers beside it.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ReproTable {
     /// Title.
     pub title: String,
@@ -245,7 +245,7 @@ impl ReproTable {
 }
 
 /// One of the paper's claims checked against our numbers.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Finding {
     /// The claim.
     pub claim: String,
@@ -258,7 +258,7 @@ pub struct Finding {
 }
 
 /// A line chart.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Chart {
     /// File name (PNG) in the output directory.
     pub file: String,
@@ -304,7 +304,7 @@ impl Chart {
 }
 
 /// One simulation of the reproduction.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RunRecord {
     /// Workload name.
     pub workload: String,
@@ -317,7 +317,7 @@ pub struct RunRecord {
 }
 
 /// Everything a reproduction produced.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Reproduction {
     /// Target name.
     pub target: String,
