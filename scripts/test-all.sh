@@ -43,6 +43,9 @@ command -v nbdkit >/dev/null 2>&1 || need_pkgs+=(nbdkit)
 command -v qemu-io >/dev/null 2>&1 || need_pkgs+=(qemu-utils)
 command -v nbdfuse >/dev/null 2>&1 || need_pkgs+=(libnbd-bin)
 command -v mkfs.ext4 >/dev/null 2>&1 || need_pkgs+=(e2fsprogs)
+# The HTML report is opened in a real headless browser, with the font its charts name.
+command -v chromium-headless-shell >/dev/null 2>&1 || need_pkgs+=(chromium-headless-shell)
+[ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || need_pkgs+=(fonts-dejavu-core)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   say "installing ${need_pkgs[*]}"
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
@@ -85,6 +88,11 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check 'libcachesim==0.3.5'
 "$venv/bin/python" scripts/libcachesim_diff.py target/release/tierwise | tail -1
+
+say "the Python package: API against the CLI, sweeps on Dask and local processes, the report in Chromium"
+# pip builds the PyO3 module with maturin (release, abi3) from this checkout.
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check './python[dask,polars,test]'
+TIERWISE_BIN=target/release/tierwise "$venv/bin/python" -m pytest -q -p no:cacheprovider python/tests
 
 say "real applications on a migrating mount, daemon killed -9 (PostgreSQL, SQLite, git; 2 trials)"
 # The full run is ten trials or more per policy: ./scripts/apps-on-mount.sh 10 POLICY.

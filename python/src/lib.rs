@@ -166,7 +166,12 @@ fn trace_stat(py: Python<'_>, job: &str, progress: Option<Py<PyAny>>) -> PyResul
 /// CLI's files (JSON, CSV, PNG charts) there.
 #[pyfunction]
 #[pyo3(signature = (job, out=None, progress=None))]
-fn reproduce(py: Python<'_>, job: &str, out: Option<std::path::PathBuf>, progress: Option<Py<PyAny>>) -> PyResult<String> {
+fn reproduce(
+    py: Python<'_>,
+    job: &str,
+    out: Option<std::path::PathBuf>,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<String> {
     let job: jobs::ReproduceJob = parse(job)?;
     let report = |label: &str, done: usize, total: usize| {
         if let Some(cb) = &progress {
@@ -200,7 +205,12 @@ fn check_sim(job: &str) -> PyResult<()> {
 /// result files it holds.
 #[pyfunction]
 #[pyo3(signature = (results, out, title=None))]
-fn report(py: Python<'_>, results: Vec<std::path::PathBuf>, out: std::path::PathBuf, title: Option<String>) -> PyResult<usize> {
+fn report(
+    py: Python<'_>,
+    results: Vec<std::path::PathBuf>,
+    out: std::path::PathBuf,
+    title: Option<String>,
+) -> PyResult<usize> {
     py.detach(|| tierwise_sim::html::write_report(&results, &out, title.as_deref()))
         .map_err(|e| SpecError::new_err(e.to_string()))
 }

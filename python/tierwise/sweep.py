@@ -289,7 +289,6 @@ def _write_summary(out: Path, df: pd.DataFrame, stats: SweepStats, config: dict[
         "rows": rows,
     }
     (out / SUMMARY).write_text(json.dumps(summary, indent=1))
-    (out / FAILURES).write_text(json.dumps(stats.failures, indent=1))
 
 
 def _bar(progress: ProgressArg, total: int, initial: int) -> Any:
@@ -442,6 +441,7 @@ def sweep(
     }
     if not df.empty:
         _write_summary(outp, df, stats, config)
+    (outp / FAILURES).write_text(json.dumps(stats.failures, indent=1))
     df.attrs["sweep"] = stats
     if stats.failures:
         lines = "\n".join(f"  {f['spec']} @ {f['ssd']} on {f['trace']}: {f['error']}" for f in stats.failures)

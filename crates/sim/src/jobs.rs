@@ -341,12 +341,13 @@ fn run_file_sim(job: &SimJob, progress: &mut dyn Progress) -> Result<SimOutcome,
         }
         ops += 1;
     }
-    let measure_from = match job.measure_from.as_str() {
-        "auto" => setup.unwrap_or(0),
-        n => n.parse::<u64>().ok().filter(|&n| n < ops.max(1)).ok_or_else(|| {
-            JobError::Input(format!("measure-from {n}: `auto` or an operation index below {ops}"))
-        })?,
-    };
+    let measure_from =
+        match job.measure_from.as_str() {
+            "auto" => setup.unwrap_or(0),
+            n => n.parse::<u64>().ok().filter(|&n| n < ops.max(1)).ok_or_else(|| {
+                JobError::Input(format!("measure-from {n}: `auto` or an operation index below {ops}"))
+            })?,
+        };
     let cfg = FileSimConfig {
         arch: job.arch.clone(),
         ssd_bytes: size.resolve(ws.peak_bytes, 1),
@@ -446,8 +447,13 @@ pub fn run_compare(job: &CompareJob, progress: &dyn ProgressFactory) -> Result<C
     } else {
         job.archs.clone()
     };
-    let mut cfg =
-        CompareConfig { archs, sizes, base, threads: threads_or_cores(job.threads), allow_oversize: job.allow_oversize };
+    let mut cfg = CompareConfig {
+        archs,
+        sizes,
+        base,
+        threads: threads_or_cores(job.threads),
+        allow_oversize: job.allow_oversize,
+    };
     if job.model.timing != "auto" {
         let c = compare(&job.trace, &open, &cfg, progress)?;
         return Ok(CompareOutcome { throughput: c, latency: None, latency_note: None, verdicts: Vec::new() });
@@ -595,8 +601,12 @@ pub fn run_reproduce(
     job: &ReproduceJob,
     progress: &(dyn Fn(&str, usize, usize) + Sync),
 ) -> Result<Reproduction, JobError> {
-    let opts =
-        ReproOptions { scale: job.scale, traces_dir: job.traces.clone(), seed: job.seed, threads: threads_or_cores(job.threads) };
+    let opts = ReproOptions {
+        scale: job.scale,
+        traces_dir: job.traces.clone(),
+        seed: job.seed,
+        threads: threads_or_cores(job.threads),
+    };
     Ok(reproduce(&job.target, &opts, progress)?)
 }
 
@@ -686,6 +696,7 @@ pub fn check_sim_job(job: &SimJob) -> Result<(), JobError> {
         return Ok(file_arch_allowed(&job.arch)?);
     }
     let setup = tierwise_core::Setup { fast_capacity: ssd, slow_capacity: 0, object_size };
-    tierwise_core::build_arch(&job.arch, &setup).map_err(|e| JobError::Input(format!("architecture `{}`: {e}", job.arch)))?;
+    tierwise_core::build_arch(&job.arch, &setup)
+        .map_err(|e| JobError::Input(format!("architecture `{}`: {e}", job.arch)))?;
     Ok(())
 }

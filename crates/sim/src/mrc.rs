@@ -241,7 +241,14 @@ fn one_pass<W: Weight>(
             miss_ratio: if accesses == 0 { 0.0 } else { misses as f64 / accesses as f64 },
         });
     }
-    Ok(Mrc { trace: trace.path().to_string(), accesses, objects: last.len() as u64, footprint_bytes: footprint, cold_misses: cold, points })
+    Ok(Mrc {
+        trace: trace.path().to_string(),
+        accesses,
+        objects: last.len() as u64,
+        footprint_bytes: footprint,
+        cold_misses: cold,
+        points,
+    })
 }
 
 /// Renumbers the live markers 1..=L in time order and sizes the tree to fit half as many again.

@@ -16,7 +16,13 @@ pub(crate) fn cmd_reproduce(a: ReproduceArgs, bars: &Bars) -> Result<()> {
         bail!("unknown reproduction target `{}`; expected one of:\n{}", a.target, known.join("\n"));
     }
     let traces_dir = a.traces.clone().unwrap_or_else(|| repo_root().join("data/traces"));
-    let job = ReproduceJob { target: a.target.clone(), scale: a.scale, traces: traces_dir, seed: a.seed, threads: a.threads.unwrap_or(0) };
+    let job = ReproduceJob {
+        target: a.target.clone(),
+        scale: a.scale,
+        traces: traces_dir,
+        seed: a.seed,
+        threads: a.threads.unwrap_or(0),
+    };
     let bar = bars.counter(&format!("reproduce {}", a.target));
     let progress = |label: &str, done: usize, total: usize| bar.step(label, done, total);
     let r = run_reproduce(&job, &progress)?;

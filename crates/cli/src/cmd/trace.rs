@@ -18,7 +18,8 @@ pub(crate) fn cmd_trace(t: TraceCommand, bars: &Bars) -> Result<()> {
             gen_files(&workload, scale, seed, iterations, &output)
         }
         TraceCommand::Stat { trace, trace_opts, objects, json } => {
-            let job = tierwise_sim::jobs::StatJob { trace: trace.clone(), trace_options: trace_opts.job_options(), objects };
+            let job =
+                tierwise_sim::jobs::StatJob { trace: trace.clone(), trace_options: trace_opts.job_options(), objects };
             let mut spinner = Spinner::new(bars, "reading");
             let (s, anchor_note) = tierwise_sim::jobs::run_stat(&job, &mut spinner)?;
             spinner.done();

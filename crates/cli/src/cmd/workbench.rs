@@ -45,7 +45,9 @@ pub(crate) fn cmd_sweep(a: SweepArgs) -> Result<()> {
     let found = Command::new(&python)
         .args(["-c", "import importlib.util,sys; sys.exit(importlib.util.find_spec('tierwise') is None)"])
         .status()
-        .with_context(|| format!("running {python} (set TIERWISE_PYTHON to the interpreter with tierwise installed)"))?;
+        .with_context(|| {
+            format!("running {python} (set TIERWISE_PYTHON to the interpreter with tierwise installed)")
+        })?;
     if !found.success() {
         bail!(
             "tierwise sweep runs in the Python package, which {python} does not have: \

@@ -106,9 +106,7 @@ pub fn load(path: &Path) -> Result<ResultFile, ReportError> {
     } else if has("arch") && has("latency") {
         serde_json::from_value(v.clone()).map(|r| ResultFile::Sim(Box::new(r)))
     } else {
-        return Err(not(
-            "not a tierwise result: expected compare, mrc, sim --json, reproduce or sweep output".into(),
-        ));
+        return Err(not("not a tierwise result: expected compare, mrc, sim --json, reproduce or sweep output".into()));
     };
     parsed.map_err(|e| not(format!("looks like a tierwise result but does not parse: {e}")))
 }
@@ -251,12 +249,12 @@ th{background:#f3f5f8;position:sticky;top:0}
 td:first-child,th:first-child,td.l{text-align:left}
 table.data td:nth-child(2),table.data th:nth-child(2){text-align:left}
 table.kv td{text-align:left;white-space:normal}
-figure{margin:1em 0}
+figure{margin:1em 0;overflow-x:auto}
 svg.chart{width:100%;height:auto;display:block;border:1px solid var(--line);border-radius:4px}
 .held{color:var(--ok);font-weight:bold}.not{color:var(--bad);font-weight:bold}
 a.dl{display:inline-block;margin:.3em 0;padding:2px 10px;border:1px solid var(--accent);border-radius:4px;color:var(--accent);text-decoration:none}
 details{margin:.5em 0}code{font-size:.92em;background:#f3f5f8;padding:0 3px;border-radius:3px}
-@media (max-width:640px){body{font-size:14px}nav ul{columns:1}main{padding:8px}}
+@media (max-width:640px){body{font-size:14px}nav ul{columns:1}main{padding:8px}svg.chart{min-width:600px}}
 @media print{a.dl{display:none}h2{break-before:page}figure,table{break-inside:avoid}th{position:static}}
 ";
 
@@ -273,9 +271,11 @@ pub fn render(inputs: &[(PathBuf, ResultFile)], title: &str) -> String {
     for (i, (path, r)) in inputs.iter().enumerate() {
         let file = path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
         match r {
-            ResultFile::Compare(c) => {
-                section(format!("r{i}"), format!("Comparison — {}", sections::trace_name(&c.trace)), sections::comparison(c, &file))
-            }
+            ResultFile::Compare(c) => section(
+                format!("r{i}"),
+                format!("Comparison — {}", sections::trace_name(&c.trace)),
+                sections::comparison(c, &file),
+            ),
             ResultFile::Sweep(s) => {
                 for (j, c) in sweep_comparisons(s).iter().enumerate() {
                     section(
@@ -288,9 +288,19 @@ pub fn render(inputs: &[(PathBuf, ResultFile)], title: &str) -> String {
                     section(format!("r{i}-failed"), "Sweep — failed jobs".into(), sections::sweep_failures(s));
                 }
             }
-            ResultFile::Mrc(m) => section(format!("r{i}"), format!("Miss-ratio curve — {}", sections::trace_name(&m.trace)), sections::mrc(m, &file)),
-            ResultFile::Reproduce(r) => section(format!("r{i}"), format!("Reproduction — {}", r.paper), sections::reproduction(r)),
-            ResultFile::Sim(s) => section(format!("r{i}"), format!("Simulation — {} on {}", s.arch, sections::trace_name(&s.trace)), sections::single(s)),
+            ResultFile::Mrc(m) => section(
+                format!("r{i}"),
+                format!("Miss-ratio curve — {}", sections::trace_name(&m.trace)),
+                sections::mrc(m, &file),
+            ),
+            ResultFile::Reproduce(r) => {
+                section(format!("r{i}"), format!("Reproduction — {}", r.paper), sections::reproduction(r))
+            }
+            ResultFile::Sim(s) => section(
+                format!("r{i}"),
+                format!("Simulation — {} on {}", s.arch, sections::trace_name(&s.trace)),
+                sections::single(s),
+            ),
         }
     }
     format!(

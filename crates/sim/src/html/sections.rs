@@ -143,11 +143,17 @@ pub fn provenance(inputs: &[(PathBuf, ResultFile)]) -> String {
     if !specs.is_empty() {
         let rows: Vec<Vec<String>> = specs
             .keys()
-            .map(|s| vec![format!("<code>{}</code>", esc(s)), format!("<span class=\"l\">{}</span>", knobs_of(s, &catalogue))])
+            .map(|s| {
+                vec![
+                    format!("<code>{}</code>", esc(s)),
+                    format!("<span class=\"l\">{}</span>", knobs_of(s, &catalogue)),
+                ]
+            })
             .collect();
         let t = table(&["spec", "knobs"], &rows, "kv");
         // A reproduction runs dozens of specs: fold them away past a screenful.
-        let t = if rows.len() > 12 { format!("<details><summary>{} specs</summary>{t}</details>", rows.len()) } else { t };
+        let t =
+            if rows.len() > 12 { format!("<details><summary>{} specs</summary>{t}</details>", rows.len()) } else { t };
         let _ = write!(
             o,
             "<h3>Architectures and knobs</h3><p class=\"meta\">Knobs in bold were given; the rest ran at their defaults.</p>{t}"
@@ -257,7 +263,9 @@ pub fn comparison(c: &Comparison, file: &str) -> String {
     o.push_str(&chart("Reads served without the HDD", "reads served by SSD or RAM (%)", |r| {
         (r.read_hit.ssd + r.read_hit.ram) * 100.0
     }));
-    o.push_str(&chart("SSD writes (wear)", "bytes written to the SSD (GiB)", |r| r.ssd.write_bytes as f64 / (1u64 << 30) as f64));
+    o.push_str(&chart("SSD writes (wear)", "bytes written to the SSD (GiB)", |r| {
+        r.ssd.write_bytes as f64 / (1u64 << 30) as f64
+    }));
     if timing != "none" {
         o.push_str(&chart("Energy", "energy of both devices (J)", |r| r.energy_j));
         o.push_str(&chart("Cost per IOPS", "capital cost per IOPS (USD)", |r| r.cost.usd_per_iops));
@@ -272,7 +280,12 @@ pub fn sweep_failures(s: &SweepSummary) -> String {
         .iter()
         .map(|f| {
             let g = |k: &str| esc(f.get(k).and_then(|v| v.as_str()).unwrap_or(""));
-            vec![g("trace"), format!("<code>{}</code>", g("spec")), g("ssd"), format!("<span class=\"not\">{}</span>", g("error"))]
+            vec![
+                g("trace"),
+                format!("<code>{}</code>", g("spec")),
+                g("ssd"),
+                format!("<span class=\"not\">{}</span>", g("error")),
+            ]
         })
         .collect();
     table(&["trace", "spec", "SSD", "error"], &rows, "kv")
@@ -310,23 +323,23 @@ pub fn mrc(m: &Mrc, file: &str) -> String {
 /// A reproduction: the paper's numbers beside ours, held or not, tables, charts, CSV.
 pub fn reproduction(r: &Reproduction) -> String {
     let held = r.findings.iter().filter(|f| f.held).count();
-    let mut o = format!(
-        "<p>{held} of {} claims held at scale {} (seed {}).</p>",
-        r.findings.len(),
-        r.scale,
-        r.seed
-    );
+    let mut o = format!("<p>{held} of {} claims held at scale {} (seed {}).</p>", r.findings.len(), r.scale, r.seed);
     let rows: Vec<Vec<String>> = r
         .findings
         .iter()
         .map(|f| {
-            let verdict = if f.held { "<span class=\"held\">held</span>" } else { "<span class=\"not\">not held</span>" };
+            let verdict =
+                if f.held { "<span class=\"held\">held</span>" } else { "<span class=\"not\">not held</span>" };
             vec![format!("<span class=\"l\">{}</span>", esc(&f.claim)), esc(&f.paper), esc(&f.ours), verdict.into()]
         })
         .collect();
-    let _ = write!(o, "<h3>The paper's claims against ours</h3>{}", table(&["claim", "paper", "ours", ""], &rows, "kv"));
-    let w: Vec<Vec<String>> =
-        r.workloads.iter().map(|w| vec![esc(&w.name), esc(&w.kind), format!("<span class=\"l\">{}</span>", esc(&w.detail))]).collect();
+    let _ =
+        write!(o, "<h3>The paper's claims against ours</h3>{}", table(&["claim", "paper", "ours", ""], &rows, "kv"));
+    let w: Vec<Vec<String>> = r
+        .workloads
+        .iter()
+        .map(|w| vec![esc(&w.name), esc(&w.kind), format!("<span class=\"l\">{}</span>", esc(&w.detail))])
+        .collect();
     let _ = write!(o, "<h3>Workloads</h3>{}", table(&["workload", "kind", "provenance"], &w, "kv"));
     for t in &r.tables {
         let headers: Vec<&str> = t.headers.iter().map(String::as_str).collect();
@@ -380,7 +393,15 @@ pub fn single(r: &SimReport) -> String {
                 f(r.latency.p99_us / 1e3, 3)
             ),
         ),
-        kv("reads from SSD / RAM / HDD (%)", format!("{} / {} / {}", f(r.read_hit.ssd * 100.0, 1), f(r.read_hit.ram * 100.0, 1), f(r.read_hit.hdd * 100.0, 1))),
+        kv(
+            "reads from SSD / RAM / HDD (%)",
+            format!(
+                "{} / {} / {}",
+                f(r.read_hit.ssd * 100.0, 1),
+                f(r.read_hit.ram * 100.0, 1),
+                f(r.read_hit.hdd * 100.0, 1)
+            ),
+        ),
         kv("SSD writes", format!("{} GiB (EU {:.3e})", gib(r.ssd.write_bytes), r.endurance.ssd_eu)),
         kv("energy", format!("{} J, mean {} W", f(r.energy_j, 0), f(r.mean_power_w, 2))),
         kv("cost", format!("${} capex, ${} per IOPS", f(r.cost.capex_usd, 0), f(r.cost.usd_per_iops, 4))),

@@ -123,7 +123,11 @@ fn legend_width(labels: &[&str], width: u32) -> u32 {
 /// Cuts a legend label to what fits, with an ellipsis.
 fn fit(label: &str, width: u32) -> String {
     let max = ((width.saturating_sub(52)) / 8).max(4) as usize;
-    if label.chars().count() <= max { label.to_string() } else { label.chars().take(max - 1).collect::<String>() + "…" }
+    if label.chars().count() <= max {
+        label.to_string()
+    } else {
+        label.chars().take(max - 1).collect::<String>() + "…"
+    }
 }
 
 /// The legend in its own column: a marker (and a line for line charts) and the label.
@@ -167,7 +171,7 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, spec: &ChartSpec)
 
 /// Splits off the title and the legend column; returns (plot area, legend area).
 #[expect(clippy::type_complexity, reason = "two drawing areas of one backend")]
-fn layout<'a, DB: DrawingBackend>(
+fn layout<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     title: &str,
     labels: &[&str],
@@ -233,8 +237,11 @@ fn line<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, spec: &LineChart) -> 
             mesh_style(&mut chart, &spec.x_label, &spec.y_label, if log_x { 5 } else { 10 })?;
             for (i, s) in spec.series.iter().enumerate() {
                 let c = colour(i);
-                let pts: Vec<(f64, f64)> = s.points.iter().copied().filter(|p| p.0.is_finite() && p.1.is_finite()).collect();
-                chart.draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2))).map_err(|e| e.to_string())?;
+                let pts: Vec<(f64, f64)> =
+                    s.points.iter().copied().filter(|p| p.0.is_finite() && p.1.is_finite()).collect();
+                chart
+                    .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2)))
+                    .map_err(|e| e.to_string())?;
                 for p in &pts {
                     let px = chart.backend_coord(p);
                     marker(root, i, px, c)?;
@@ -289,7 +296,10 @@ fn bars<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, spec: &BarChart) -> R
                     let left = g as f64 + 0.1 + i as f64 * width;
                     let top = if log_y { v.max(y0) } else { v };
                     chart
-                        .draw_series(std::iter::once(Rectangle::new([(left, y0), (left + width * 0.92, top)], c.filled())))
+                        .draw_series(std::iter::once(Rectangle::new(
+                            [(left, y0), (left + width * 0.92, top)],
+                            c.filled(),
+                        )))
                         .map_err(|e| e.to_string())?;
                     if n <= 12.0 {
                         // The series' marker on top of its bar: colour alone is not enough in print.

@@ -132,7 +132,9 @@ pub fn comparison_spec(c: &Comparison) -> ChartSpec {
     let (what, unit, value): (&str, &str, fn(&crate::metrics::SimReport) -> f64) = if timing.starts_with("closed") {
         ("Throughput", "throughput (IOPS)", |r| r.iops)
     } else if timing == "none" {
-        ("Reads served without the HDD", "reads served by SSD or RAM (%)", |r| (r.read_hit.ssd + r.read_hit.ram) * 100.0)
+        ("Reads served without the HDD", "reads served by SSD or RAM (%)", |r| {
+            (r.read_hit.ssd + r.read_hit.ram) * 100.0
+        })
     } else {
         ("Mean response time", "mean response time (ms)", |r| r.latency.mean_us / 1e3)
     };
@@ -235,7 +237,10 @@ mod tests {
             x_label: "SSD size".into(),
             y_label: "throughput (IOPS)".into(),
             groups: vec!["10%".into(), "25%".into()],
-            series: vec![("hdd-only".into(), vec![Some(100.0), Some(110.0)]), ("ssd-only".into(), vec![Some(2e4), None])],
+            series: vec![
+                ("hdd-only".into(), vec![Some(100.0), Some(110.0)]),
+                ("ssd-only".into(), vec![Some(2e4), None]),
+            ],
             log_y: None,
         });
         let s = svg(&spec).expect("svg");

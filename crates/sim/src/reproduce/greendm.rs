@@ -187,8 +187,14 @@ fn web_tables(out: &mut Reproduction, runs: &[RunRecord]) {
     }
     series.push(("Mylinear".into(), WEB_PT.iter().map(|&pt| (f64::from(pt), base_iops)).collect()));
     out.charts.push(
-        Chart::new("greendm-websearch-iops.png", "GreenDM Web-search: IOPS vs PT (SSD 1/4)", "promotion threshold PT (accesses, log scale)", "throughput (IOPS)", series)
-            .log_x(),
+        Chart::new(
+            "greendm-websearch-iops.png",
+            "GreenDM Web-search: IOPS vs PT (SSD 1/4)",
+            "promotion threshold PT (accesses, log scale)",
+            "throughput (IOPS)",
+            series,
+        )
+        .log_x(),
     );
 }
 

@@ -326,8 +326,14 @@ fn hca_tables(out: &mut Reproduction, runs: &[RunRecord], workloads: &[Workload]
         });
     }
     out.charts.push(
-        Chart::new("hca-xciops-vs-tb.png", "HCA: XCIOPS vs transient buffer size", "transient buffer TB (KiB, log scale)", "XCIOPS (I/O per s)", tb_series)
-            .log_x(),
+        Chart::new(
+            "hca-xciops-vs-tb.png",
+            "HCA: XCIOPS vs transient buffer size",
+            "transient buffer TB (KiB, log scale)",
+            "XCIOPS (I/O per s)",
+            tb_series,
+        )
+        .log_x(),
     );
     cost_table(out, runs, workloads, sizes);
 }

@@ -288,7 +288,11 @@ impl Chart {
                 x_label: self.x_label.replace(", log scale", ""),
                 y_label: self.y_label.clone(),
                 groups: first.iter().map(|x| crate::plot::short(*x)).collect(),
-                series: self.series.iter().map(|(l, pts)| (l.clone(), pts.iter().map(|p| Some(p.1)).collect())).collect(),
+                series: self
+                    .series
+                    .iter()
+                    .map(|(l, pts)| (l.clone(), pts.iter().map(|p| Some(p.1)).collect()))
+                    .collect(),
                 log_y: None,
             });
         }

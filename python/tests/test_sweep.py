@@ -1,0 +1,173 @@
+"""Sweeps: Dask equals serial, a killed sweep resumes without rerunning anything, bad entries
+are refused before any job starts, dead workers are retried, versions are not mixed."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import tierwise
+from conftest import MSR, SYSTOR, TPCC, TRACES, load
+
+# Columns that record how long a job took, not what it computed.
+TIMING = ["compute_s", "wall_s", "engine_memory_bytes", "report_json"]
+
+
+def same_results(a: pd.DataFrame, b: pd.DataFrame) -> None:
+    pd.testing.assert_frame_equal(
+        a.drop(columns=[c for c in TIMING if c in a]).reset_index(drop=True),
+        b.drop(columns=[c for c in TIMING if c in b]).reset_index(drop=True),
+    )
+
+
+SMALL = dict(
+    traces=[MSR, SYSTOR, TPCC],
+    archs=["cache:mode=write-back", "greendm-tiering", "dm-cache-smq-like"],
+    ssd=["10%", "25%"],
+    knobs={"collector": ["lru", "arc"]},
+    model={"timing": "closed:32"},
+)
+
+
+def test_a_two_worker_cluster_equals_serial(tmp_path: Path) -> None:
+    pytest.importorskip("dask.distributed")
+    serial = tierwise.sweep(**SMALL, out=tmp_path / "serial", executor="processes", workers=1)
+    dask = tierwise.sweep(**SMALL, out=tmp_path / "dask", executor="dask", workers=2)
+    # cache takes collector=lru|arc, greendm-tiering has no collector knob, dm-cache's does.
+    assert len(serial) == 3 * 2 * (2 + 1 + 2)
+    same_results(serial, dask)
+    assert dask.attrs["sweep"].executor == "dask" and dask.attrs["sweep"].ran == len(dask)
+    assert set(dask["spec"]) >= {"cache:mode=write-back,collector=arc", "greendm-tiering"}
+    summary = load(tmp_path / "dask" / "sweep.json")
+    assert len(summary["rows"]) == len(dask) and summary["failed"] == []
+    # Unchanged jobs are never rerun.
+    again = tierwise.sweep(**SMALL, out=tmp_path / "dask", executor="dask", workers=2)
+    assert again.attrs["sweep"].ran == 0 and again.attrs["sweep"].cached == len(dask)
+    same_results(again, dask)
+
+
+def write_sweep(path: Path, out: Path, n_sizes: int = 6) -> None:
+    sizes = ", ".join(f'"{s}%"' for s in [2, 5, 10, 20, 30, 40, 50, 60][:n_sizes])
+    path.write_text(
+        f"""
+traces = ["{TRACES / 'arc_OLTP.lis.zst'}"]
+archs = ["cache:mode=write-back", "cache:mode=write-back,collector=arc"]
+ssd = [{sizes}]
+[model]
+timing = "closed:32"
+[run]
+out = "{out}"
+executor = "processes"
+workers = 1
+"""
+    )
+
+
+def test_a_killed_sweep_resumes_without_rerunning_a_job(tmp_path: Path) -> None:
+    spec = tmp_path / "sweep.toml"
+    out = tmp_path / "out"
+    write_sweep(spec, out)
+    cmd = [sys.executable, "-m", "tierwise.sweep", str(spec), "--quiet"]
+    p = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    jobs = out / "jobs"
+    deadline = time.time() + 120
+    while time.time() < deadline and len(list(jobs.glob("*.parquet"))) < 3:
+        time.sleep(0.02)
+    os.killpg(p.pid, signal.SIGKILL)  # the sweep and its worker processes, mid-job
+    p.wait()
+    before = {f.name: f.stat().st_mtime_ns for f in jobs.glob("*.parquet")}
+    assert 3 <= len(before) < 12, "the sweep finished before it could be killed"
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert f"12 jobs: {len(before)} already done, {12 - len(before)} ran, 0 failed" in r.stdout, r.stdout
+    after = {f.name: f.stat().st_mtime_ns for f in jobs.glob("*.parquet")}
+    assert all(after[k] == v for k, v in before.items()), "a finished job ran again"
+    assert len(after) == 12 and not list(jobs.glob("*.tmp"))
+    # The same sweep, never interrupted.
+    spec2 = tmp_path / "sweep2.toml"
+    write_sweep(spec2, tmp_path / "out2")
+    r = subprocess.run(cmd[:3] + [str(spec2), "--quiet"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    a = pd.read_parquet(out / "results.parquet")
+    b = pd.read_parquet(tmp_path / "out2" / "results.parquet")
+    same_results(a, b)
+
+
+def test_bad_entries_are_refused_before_any_job(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    cases = [
+        (dict(archs=["cache", "no-such-arch"]), "no-such-arch"),
+        (dict(archs=["cache:mode=sideways"]), "sideways"),
+        (dict(knobs={"colector": ["lru"]}), "colector"),
+        (dict(traces=[MSR, tmp_path / "missing.csv"]), "missing.csv"),
+        (dict(model={"timming": "none"}), "timming"),
+        (dict(ssd=["10%", "150%"]), "150%"),
+    ]
+    for change, named in cases:
+        args = dict(traces=[MSR], archs=["cache"], ssd=["10%"], out=out)
+        args.update(change)
+        with pytest.raises(tierwise.SpecError, match=named):
+            tierwise.sweep(**args)
+        assert not out.exists(), f"{named}: a job started"
+
+
+def test_a_sweep_file_names_an_unknown_key(tmp_path: Path, cli: Path) -> None:
+    spec = tmp_path / "s.toml"
+    spec.write_text('traces = ["x"]\narchs = ["cache"]\nssd = ["10%"]\nworkerz = 3\n')
+    env = {**os.environ, "TIERWISE_PYTHON": sys.executable}
+    r = subprocess.run([str(cli), "sweep", str(spec)], capture_output=True, text=True, env=env)
+    assert r.returncode == 2 and "unknown key `workerz`" in r.stderr, r.stderr
+    # The CLI runs the same module: a good file runs and reports what it did.
+    write_sweep(spec, tmp_path / "out", n_sizes=2)
+    r = subprocess.run([str(cli), "sweep", str(spec), "--quiet"], capture_output=True, text=True, env=env)
+    assert r.returncode == 0 and "4 jobs: 0 already done, 4 ran, 0 failed" in r.stdout, r.stdout + r.stderr
+    assert "scheduling overhead" in r.stdout
+
+
+def test_results_of_another_version_are_refused(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "sweep-meta.json").write_text(json.dumps({"tierwise": "0.0.1", "format": 1}))
+    with pytest.raises(tierwise.SweepError, match="results of tierwise 0.0.1"):
+        tierwise.sweep([MSR], ["cache"], ["10%"], out=out, executor="processes")
+    assert not (out / "jobs").exists()
+
+
+@pytest.mark.parametrize("executor", ["processes", "dask"])
+def test_a_dead_worker_is_retried(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, executor: str) -> None:
+    if executor == "dask":
+        pytest.importorskip("dask.distributed")
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    # Every job's first attempt kills its worker process (os._exit), as an OOM kill would.
+    monkeypatch.setenv("TIERWISE_SWEEP_KILL_WORKER_ONCE", str(marks))
+    df = tierwise.sweep([MSR], ["cache", "cache:collector=arc"], ["10%"], out=tmp_path / "out", executor=executor, workers=2, retries=3)
+    assert len(df) == 2 and len(list(marks.iterdir())) == 2
+    monkeypatch.delenv("TIERWISE_SWEEP_KILL_WORKER_ONCE")
+    clean = tierwise.sweep([MSR], ["cache", "cache:collector=arc"], ["10%"], out=tmp_path / "clean", executor="processes")
+    same_results(df, clean)
+
+
+def test_failures_are_reported_not_dropped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    monkeypatch.setenv("TIERWISE_SWEEP_KILL_WORKER_ONCE", str(marks))
+    with pytest.raises(tierwise.SweepError, match="1 of 1 jobs failed") as e:
+        tierwise.sweep([MSR], ["cache"], ["10%"], out=tmp_path / "out", executor="processes", retries=0)
+    assert e.value.failures[0]["spec"] == "cache" and "BrokenProcessPool" in e.value.failures[0]["error"]
+    assert load(tmp_path / "out" / "failures.json")[0]["spec"] == "cache"
+
+
+def test_traces_can_be_shipped_to_workers(tmp_path: Path) -> None:
+    shipped = tierwise.sweep([SYSTOR], ["cache"], ["10%"], out=tmp_path / "a", executor="processes", ship_traces=True)
+    shared = tierwise.sweep([SYSTOR], ["cache"], ["10%"], out=tmp_path / "b", executor="processes")
+    same_results(shipped, shared)
+    assert shipped.loc[0, "trace"] == str(SYSTOR)
