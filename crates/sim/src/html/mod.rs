@@ -239,7 +239,7 @@ const STYLE: &str = "
 body{margin:0;font:15px/1.5 'DejaVu Sans',system-ui,sans-serif;color:var(--fg);background:var(--bg)}
 main{max-width:1120px;margin:0 auto;padding:16px}
 h1{font-size:1.6em;margin:.2em 0}h2{font-size:1.3em;margin-top:1.6em;border-bottom:2px solid var(--line)}
-h3{font-size:1.08em;margin-top:1.2em}
+h3{font-size:1.08em;margin-top:1.2em}h4{margin:.9em 0 .2em}
 nav ul{padding-left:1.2em;columns:2;column-gap:2em}
 .meta{color:var(--muted)}
 .scroll{overflow-x:auto;margin:.5em 0}
@@ -247,7 +247,6 @@ table{border-collapse:collapse;font-size:.88em;white-space:nowrap}
 th,td{border-bottom:1px solid var(--line);padding:3px 8px;text-align:right}
 th{background:#f3f5f8;position:sticky;top:0}
 td:first-child,th:first-child,td.l{text-align:left}
-table.data td:nth-child(2),table.data th:nth-child(2){text-align:left}
 table.kv td{text-align:left;white-space:normal}
 figure{margin:1em 0;overflow-x:auto}
 svg.chart{width:100%;height:auto;display:block;border:1px solid var(--line);border-radius:4px}

@@ -195,14 +195,30 @@ pub fn provenance(inputs: &[(PathBuf, ResultFile)]) -> String {
 }
 
 /// The per-size table of a comparison.
-fn comparison_table(c: &Comparison) -> String {
-    let timed = c.rows.first().is_some_and(|r| r.report.timing != "none");
-    let rows: Vec<Vec<String>> = c
-        .rows
+/// One table per SSD size, as the CLI prints them.
+fn comparison_tables(c: &Comparison) -> String {
+    let mut sizes: Vec<&str> = Vec::new();
+    for r in &c.rows {
+        if !sizes.contains(&r.size_label.as_str()) {
+            sizes.push(&r.size_label);
+        }
+    }
+    let mut o = String::new();
+    for size in sizes {
+        let rows: Vec<&crate::compare::CompareRow> = c.rows.iter().filter(|r| r.size_label == size).collect();
+        let bytes = rows.first().map_or(0, |r| r.report.ssd_bytes);
+        let _ = write!(o, "<h4>SSD {} ({})</h4>{}", esc(size), tierwise_core::Bytes(bytes), comparison_table(&rows));
+    }
+    o
+}
+
+fn comparison_table(rows: &[&crate::compare::CompareRow]) -> String {
+    let timed = rows.first().is_some_and(|r| r.report.timing != "none");
+    let rows: Vec<Vec<String>> = rows
         .iter()
         .map(|row| {
             let r = &row.report;
-            let mut v = vec![esc(&row.size_label), format!("<code>{}</code>", esc(&r.arch))];
+            let mut v = vec![format!("<code>{}</code>", esc(&r.arch))];
             if timed {
                 v.extend([
                     f(r.iops, 0),
@@ -223,7 +239,7 @@ fn comparison_table(c: &Comparison) -> String {
             v
         })
         .collect();
-    let mut h = vec!["SSD size", "architecture"];
+    let mut h = vec!["architecture"];
     if timed {
         h.extend(["IOPS", "MB/s", "mean (ms)", "p50 (ms)", "p95 (ms)", "p99 (ms)"]);
     }
@@ -246,7 +262,7 @@ pub fn comparison(c: &Comparison, file: &str) -> String {
     for n in &c.notes {
         let _ = write!(o, "<p class=\"meta\">note: {}</p>", esc(n));
     }
-    o.push_str(&comparison_table(c));
+    o.push_str(&comparison_tables(c));
     o.push_str(&csv_link(&file.replace(".json", ".csv"), &crate::report::comparison_csv(c)));
     let name = trace_name(&c.trace);
     let chart = |title: &str, unit: &str, v: fn(&SimReport) -> f64| {
