@@ -402,3 +402,37 @@ pub(crate) enum TraceCommand {
         scale: f64,
     },
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+    use tierwise_sim::jobs::{CompareJob, ModelOptions, MrcJob, SimJob, TraceOptions};
+
+    use super::*;
+
+    fn parse(args: &[&str]) -> Command {
+        match Cli::try_parse_from(args) {
+            Ok(c) => c.command,
+            Err(e) => panic!("{args:?}: {e}"),
+        }
+    }
+
+    /// The flags' defaults are written twice (clap attributes here, serde defaults in
+    /// `tierwise_sim::jobs` for Python and sweeps): they must agree.
+    #[test]
+    fn flag_defaults_are_the_jobs_defaults() {
+        let Command::Sim(a) = parse(&["tierwise", "sim", "t.csv", "--arch", "cache", "--ssd", "10%"]) else {
+            panic!("not sim")
+        };
+        assert_eq!(a.model.options(), ModelOptions::default());
+        assert_eq!(a.trace_opts.job_options(), TraceOptions::default());
+        let job: SimJob = serde_json::from_str(r#"{"trace": "t.csv", "arch": "cache", "ssd": "10%"}"#).expect("job");
+        assert_eq!((a.ram_cache, a.measure_from, a.no_dirs), (job.ram_cache, job.measure_from, job.no_dirs));
+        let Command::Compare(c) = parse(&["tierwise", "compare", "t.csv"]) else { panic!("not compare") };
+        let job: CompareJob = serde_json::from_str(r#"{"trace": "t.csv"}"#).expect("job");
+        assert_eq!((c.ssd, c.archs, c.allow_oversize), (job.ssd, job.archs, job.allow_oversize));
+        let Command::Mrc(m) = parse(&["tierwise", "mrc", "t.csv"]) else { panic!("not mrc") };
+        let job: MrcJob = serde_json::from_str(r#"{"trace": "t.csv"}"#).expect("job");
+        assert_eq!((m.objects, m.points, m.sizes), (job.objects, job.points, job.sizes));
+    }
+}

@@ -454,3 +454,37 @@ fn a_malformed_file_trace_line_is_named() {
     std::fs::write(&t, "# tierwise file trace v1\n0,create,/a,0,0,\n1,write,/a,zero,10,\n").unwrap();
     fails(&["sim", &t.display().to_string(), "--arch", "dynamic-hot-dst", "--ssd", "1MiB"], &["bad.csv:3", "offset"]);
 }
+
+#[test]
+fn report_writes_one_self_contained_page_and_names_a_bad_input() {
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().display().to_string();
+    ok(&["compare", &trace("msr_hm_0.excerpt1000.csv"), "--arch", "cache", "--ssd", "10%", "--timing", "none", "--out", &dir]);
+    ok(&["mrc", &trace("systor17_vdi.sample1000.csv.gz"), "--points", "8", "--out", &dir]);
+    let html = out.path().join("r.html");
+    let s = ok(&["report", &dir, "-o", &html.display().to_string(), "--title", "A <test>"]);
+    assert!(s.contains("from 2 result file(s)"), "{s}");
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("<title>A &lt;test&gt;</title>") && !page.contains("<script"));
+    assert!(page.contains("Comparison — msr_hm_0.excerpt1000.csv") && page.contains("Miss-ratio curve — systor17"));
+    assert!(page.matches("<svg").count() >= 3 && page.contains("data:text/csv;base64,"));
+    // A file that is not a tierwise result is named, and nothing is written.
+    let other = out.path().join("other.json");
+    std::fs::write(&other, "{\"x\": 1}").unwrap();
+    let html2 = out.path().join("r2.html");
+    fails(&["report", &other.display().to_string(), "-o", &html2.display().to_string()], &["other.json", "not a tierwise result"]);
+    fails(&["report", "/nonexistent/compare.json"], &["/nonexistent/compare.json"]);
+    assert!(!html2.exists());
+}
+
+#[test]
+fn sweep_without_the_python_package_says_how_to_install_it() {
+    let o = Command::new(env!("CARGO_BIN_EXE_tierwise"))
+        .args(["sweep", "x.toml"])
+        .env("TIERWISE_PYTHON", "/bin/false")
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("pip install './python[dask]'"), "{err}");
+}

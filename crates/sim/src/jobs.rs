@@ -98,8 +98,9 @@ impl From<ReproError> for JobError {
     }
 }
 
+/// An invalid option, named by its command-line flag (`--read-weight`; `read_weight` in Python).
 fn input(what: &str, e: impl std::fmt::Display) -> JobError {
-    JobError::Input(format!("{what}: {e}"))
+    JobError::Input(format!("--{what}: {e}"))
 }
 
 /// How a trace is read.
@@ -192,7 +193,7 @@ impl ModelOptions {
         };
         if !(self.read_weight >= 0.0 && self.read_weight <= 1.0) {
             return Err(JobError::Input(format!(
-                "read-weight {}: expected a number from 0 to 1 (GreenDM used 0.1 and 0.01)",
+                "--read-weight {}: expected a number from 0 to 1 (GreenDM used 0.1 and 0.01)",
                 self.read_weight
             )));
         }
@@ -324,7 +325,7 @@ fn run_file_sim(job: &SimJob, progress: &mut dyn Progress) -> Result<SimOutcome,
     let base = job.model.base()?;
     if job.model.objects != ModelOptions::default().objects {
         return Err(JobError::Input(
-            "objects does not apply to a file trace: its objects are the files and directories it names".into(),
+            "--objects does not apply to a file trace: its objects are the files and directories it names".into(),
         ));
     }
     let size = parse_ssd(&job.ssd, "ssd")?;
@@ -345,7 +346,7 @@ fn run_file_sim(job: &SimJob, progress: &mut dyn Progress) -> Result<SimOutcome,
         match job.measure_from.as_str() {
             "auto" => setup.unwrap_or(0),
             n => n.parse::<u64>().ok().filter(|&n| n < ops.max(1)).ok_or_else(|| {
-                JobError::Input(format!("measure-from {n}: `auto` or an operation index below {ops}"))
+                JobError::Input(format!("--measure-from {n}: `auto` or an operation index below {ops}"))
             })?,
         };
     let cfg = FileSimConfig {
