@@ -48,10 +48,35 @@ def api_overhead(reps: int) -> list[dict]:
     return rows
 
 
+TRACES_SWEPT = [JOBS[0][0], JOBS[1][0]]
+ARCHS = ["cache:mode=write-through", "cache:mode=write-back", "bcache-like", "dm-cache-smq-like", "open-cas-like"]
+SIZES = ["2%", "5%", "10%", "25%", "50%"]
+
+
+def cli_ceiling() -> dict:
+    """The same 50 simulations as CLI processes, one and two at a time: what two cores of this
+    machine give two independent simulations, without Python or Dask."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    cmds = [
+        [CLI, "-q", "sim", t, "--arch", a, "--ssd", s, "--timing", "closed:32"]
+        for t in TRACES_SWEPT
+        for a in ARCHS
+        for s in SIZES
+    ]
+    out = {}
+    for n in (1, 2):
+        t = time.perf_counter()
+        with ThreadPoolExecutor(n) as pool:
+            list(pool.map(lambda c: subprocess.run(c, check=True, capture_output=True), cmds))
+        out[n] = time.perf_counter() - t
+    out["speedup"] = out[1] / out[2]
+    print(f"  CLI processes, no Dask: 1 at a time {out[1]:.2f} s, 2 at a time {out[2]:.2f} s: {out['speedup']:.2f}x (the machine's ceiling)")
+    return out
+
+
 def sweep_scaling() -> dict:
-    traces = [JOBS[0][0], JOBS[1][0]]
-    archs = ["cache:mode=write-through", "cache:mode=write-back", "bcache-like", "dm-cache-smq-like", "open-cas-like"]
-    ssd = ["2%", "5%", "10%", "25%", "50%"]
+    traces, archs, ssd = TRACES_SWEPT, ARCHS, SIZES
     out = {}
     for workers in (1, 2):
         d = Path(tempfile.mkdtemp(prefix=f"tierwise-bench-{workers}-"))
@@ -76,8 +101,9 @@ def main() -> None:
     api = api_overhead(a.reps)
     print("Sweep on a Dask LocalCluster:")
     sw = sweep_scaling()
+    ceiling = cli_ceiling()
     if a.json:
-        Path(a.json).write_text(json.dumps({"api": api, "sweep": sw}, indent=2))
+        Path(a.json).write_text(json.dumps({"api": api, "sweep": sw, "cli_ceiling": ceiling}, indent=2))
 
 
 if __name__ == "__main__":
