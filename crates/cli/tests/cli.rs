@@ -459,7 +459,18 @@ fn a_malformed_file_trace_line_is_named() {
 fn report_writes_one_self_contained_page_and_names_a_bad_input() {
     let out = tempfile::tempdir().unwrap();
     let dir = out.path().display().to_string();
-    ok(&["compare", &trace("msr_hm_0.excerpt1000.csv"), "--arch", "cache", "--ssd", "10%", "--timing", "none", "--out", &dir]);
+    ok(&[
+        "compare",
+        &trace("msr_hm_0.excerpt1000.csv"),
+        "--arch",
+        "cache",
+        "--ssd",
+        "10%",
+        "--timing",
+        "none",
+        "--out",
+        &dir,
+    ]);
     ok(&["mrc", &trace("systor17_vdi.sample1000.csv.gz"), "--points", "8", "--out", &dir]);
     let html = out.path().join("r.html");
     let s = ok(&["report", &dir, "-o", &html.display().to_string(), "--title", "A <test>"]);
@@ -472,7 +483,10 @@ fn report_writes_one_self_contained_page_and_names_a_bad_input() {
     let other = out.path().join("other.json");
     std::fs::write(&other, "{\"x\": 1}").unwrap();
     let html2 = out.path().join("r2.html");
-    fails(&["report", &other.display().to_string(), "-o", &html2.display().to_string()], &["other.json", "not a tierwise result"]);
+    fails(
+        &["report", &other.display().to_string(), "-o", &html2.display().to_string()],
+        &["other.json", "not a tierwise result"],
+    );
     fails(&["report", "/nonexistent/compare.json"], &["/nonexistent/compare.json"]);
     assert!(!html2.exists());
 }
