@@ -171,3 +171,16 @@ def test_traces_can_be_shipped_to_workers(tmp_path: Path) -> None:
     shared = tierwise.sweep([SYSTOR], ["cache"], ["10%"], out=tmp_path / "b", executor="processes")
     same_results(shipped, shared)
     assert shipped.loc[0, "trace"] == str(SYSTOR)
+
+
+def test_a_sweep_row_is_the_compare_row(tmp_path: Path) -> None:
+    """One job of a sweep is one `tierwise sim`, and "10%" is the same SSD bytes as in
+    `compare`, also for an architecture with its own extent size (GreenDM's es=64KiB)."""
+    archs = ["cache:mode=write-back", "greendm-tiering"]
+    sw = tierwise.sweep([MSR], archs, ["10%", "25%"], out=tmp_path / "s", executor="processes", model={"timing": "closed:32"})
+    cmp = tierwise.compare(MSR, archs=archs, ssd=["10%", "25%"], timing="closed:32")
+    for spec in archs:
+        for size in ["10%", "25%"]:
+            a = sw[(sw.spec == spec) & (sw.ssd == size)].iloc[0]
+            b = cmp[(cmp.arch == spec) & (cmp.size_label == size)].iloc[0]
+            assert (a.ssd_bytes, a.iops, a["latency.p99_us"]) == (b.ssd_bytes, b.iops, b["latency.p99_us"]), (spec, size)

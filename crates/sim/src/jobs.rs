@@ -296,8 +296,10 @@ pub fn run_sim(job: &SimJob, progress: &mut dyn Progress) -> Result<SimOutcome, 
     cfg.arch = job.arch.clone();
     let (anchored, anchor_note) = crate::alignment::resolve_anchor_of(&job.trace, &open, cfg.objects)?;
     cfg.objects = anchored;
-    let (split, split_note) = cfg.split_at_arch_extents();
-    cfg = split;
+    // The footprint and the SSD's bytes are counted in the objects asked for, before an
+    // architecture with its own extent size (GreenDM's `es`, OTF-AST's `sub-lun`) has requests
+    // split at its extents (`simulate` does that): "10%" is then the same bytes for every
+    // architecture, in `sim`, `compare` and sweeps alike.
     let size = parse_ssd(&job.ssd, "ssd")?;
     let mut t = open_trace(&job.trace, &open)?;
     let mode = Mapper::new(cfg.objects, t.info().object_trace).mode();
@@ -314,7 +316,6 @@ pub fn run_sim(job: &SimJob, progress: &mut dyn Progress) -> Result<SimOutcome, 
     let mut t = open_trace(&job.trace, &open)?;
     let mut r = simulate(&mut t, &cfg, progress)?;
     r.notes.extend(anchor_note);
-    r.notes.extend(split_note);
     let size_fraction = if fp > 0 { cfg.ssd_bytes as f64 / fp as f64 } else { 0.0 };
     Ok(SimOutcome { report: r, size_label: size.label(), size_fraction })
 }
