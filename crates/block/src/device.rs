@@ -114,6 +114,12 @@ pub struct DeviceStats {
     /// Answers the device could not act on as given (a read served by the SSD with no slot):
     /// always 0 unless an architecture breaks its contract; tests assert it.
     pub anomalies: u64,
+    /// Client writes kept in a moving sub-LUN's temporary buffer (`otf-ast`, `static-tiering`).
+    pub buffered_writes: u64,
+    /// Sub-LUN moves whose buffer was merged into the new home.
+    pub buffer_merges: u64,
+    /// Sectors held in temporary buffers now.
+    pub buffered_sectors: u64,
 }
 
 /// What the core lock protects.
@@ -154,6 +160,8 @@ pub(crate) struct Shared {
     /// level (`RamLevel::Cache`).
     pub(crate) ram: Arc<crate::ram::RamCopies>,
     pub(crate) ram_level: tierwise_core::arch::RamLevel,
+    /// Sub-LUNs being moved and the sectors written to them meanwhile (`RamLevel::WriteBuffer`).
+    pub(crate) wbuf: crate::subluns::WriteBuffers,
     pub(crate) moved_at: AtomicU64,
     pub(crate) move_rate: AtomicU64,
     pub(crate) started: Instant,
@@ -416,6 +424,7 @@ impl HybridDevice {
         s.slots_used = c.slots.mapped_blocks().count() as u64;
         s.dirty_bytes = u.dirty_bytes;
         s.ssd_capacity = u.fast_capacity;
+        s.buffered_sectors = self.shared.wbuf.sectors();
         s
     }
 

@@ -107,6 +107,7 @@ fn read_route(sh: &Shared, c: &mut Core, p: &Piece, served: &Served) -> ReadRout
             _ => ReadRoute { ram: false, dev: Dev::Hdd, off: served.slow_addr + p.inner, overlay: None, pinned: None },
         };
     }
+    let served = &crate::subluns::at_home(sh, c, p.block, served);
     let hdd = ReadRoute { ram: false, dev: Dev::Hdd, off: hdd_offset(sh, p), overlay: None, pinned: None };
     if served.level == Level::Ram && sh.ram_level != RamLevel::None {
         return ReadRoute { ram: true, ..hdd };
@@ -368,6 +369,7 @@ pub(crate) fn write(sh: &Shared, buf: &[u8], offset: u64) -> Result<(), DeviceEr
                 continue;
             }
             c.stats.writes_by_level[served.level.index()] += 1;
+            let served = crate::subluns::at_home(sh, &c, p.block, &served);
             let (guard, route) = write_route(sh, c, p, &served)?;
             c = guard;
             routes.push((*p, route));
@@ -378,6 +380,7 @@ pub(crate) fn write(sh: &Shared, buf: &[u8], offset: u64) -> Result<(), DeviceEr
         }
         let (result, written) = run_writes(sh, buf, &routes);
         finish_writes(sh, &routes, written);
+        buffer_moving(sh, buf, &routes[..written]);
         result?;
     }
     for (p, req, served) in waited {
@@ -386,13 +389,50 @@ pub(crate) fn write(sh: &Shared, buf: &[u8], offset: u64) -> Result<(), DeviceEr
         let mut c = sh.lock();
         let served = again_if_stale(&mut c, &req, served);
         c.stats.writes_by_level[served.level.index()] += 1;
+        let served = crate::subluns::at_home(sh, &c, p.block, &served);
         let (c, route) = write_route(sh, c, &p, &served)?;
         drop(c);
         let r = execute_write(sh, buf, &p, &route);
         finish_writes(sh, &[(p, route)], usize::from(r.is_ok()));
+        if r.is_ok() {
+            buffer_moving(sh, buf, &[(p, route)]);
+        }
         r?;
     }
     Ok(())
+}
+
+/// Keeps the whole sectors these writes covered in the temporary buffer of a sub-LUN that is
+/// moving (`crate::subluns`), read back from where they were written when a write covers part
+/// of a sector. The caller still holds the blocks' stripes.
+fn buffer_moving(sh: &Shared, buf: &[u8], routes: &[(Piece, WriteRoute)]) {
+    if sh.ram_level != RamLevel::WriteBuffer {
+        return;
+    }
+    for (p, r) in routes {
+        if !sh.wbuf.moving(p.block) {
+            continue;
+        }
+        let (first, n) = sector_span(p.inner, p.len);
+        let mut sectors = vec![0u8; (n * SECTOR) as usize];
+        if p.inner.is_multiple_of(SECTOR) && p.len.is_multiple_of(SECTOR) {
+            sectors.copy_from_slice(&buf[p.at..p.at + p.len as usize]);
+        } else {
+            let home = match (r.ssd, r.hdd) {
+                (Some(w), _) => (Dev::Ssd, sh.slot_offset(w.slot)),
+                (None, Some(h)) => (Dev::Hdd, h - p.inner),
+                _ => continue,
+            };
+            if sh.backend.read(home.0, &mut sectors, home.1 + first * SECTOR).is_err() {
+                // The move would miss this write: it fails instead (the source has the write).
+                sh.wbuf.lose(p.block);
+                sh.lock().stats.anomalies += 1;
+                continue;
+            }
+        }
+        sh.wbuf.record(p.block, first, &sectors);
+        sh.lock().stats.buffered_writes += 1;
+    }
 }
 
 /// Executes write routes in order, merging runs of whole-sector pieces that are next to each

@@ -20,6 +20,7 @@ mod mover;
 mod ram;
 pub mod recovery;
 mod slots;
+mod subluns;
 #[doc(hidden)]
 pub mod trace;
 

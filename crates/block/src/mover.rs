@@ -61,7 +61,10 @@ pub(crate) fn run(sh: &Shared, timekeeper: bool) {
         };
         match work {
             Some(w) => {
-                pace(sh, w.bytes);
+                // A sub-LUN move paces itself chunk by chunk.
+                if !crate::subluns::chunked(sh, &w) {
+                    pace(sh, w.bytes);
+                }
                 execute(sh, &w);
             }
             None => {
@@ -74,7 +77,7 @@ pub(crate) fn run(sh: &Shared, timekeeper: bool) {
 }
 
 /// `--move-rate`: spreads moves so that they copy at most that many bytes per second.
-fn pace(sh: &Shared, bytes: u64) {
+pub(crate) fn pace(sh: &Shared, bytes: u64) {
     let rate = sh.move_rate.load(Ordering::Relaxed);
     if rate == 0 {
         return;
@@ -91,9 +94,15 @@ fn pace(sh: &Shared, bytes: u64) {
 /// Executes one piece of work and reports its outcome.
 fn execute(sh: &Shared, w: &Work) {
     let block = w.obj.0;
+    if crate::subluns::chunked(sh, w) {
+        let (outcome, _stripe) = crate::subluns::move_block(sh, w);
+        return complete(sh, w, outcome, None);
+    }
     let _stripe = sh.stripe(block).write().unwrap_or_else(std::sync::PoisonError::into_inner);
     let mut ram_copy = None;
     let outcome = match (w.kind, w.from, w.to) {
+        // A sub-LUN's buffer merge: its sectors are at home already (crate::subluns).
+        _ if crate::subluns::is_merge(sh, w) => Ok(None),
         // The architecture's own metadata written from RAM (GreenDM's table flush) carries no
         // block: the device's checkpoint is its metadata, committed now.
         (_, Level::Ram, _) if block == u64::MAX => crate::mover::commit(sh, false).map(|()| None).map_err(|_| None),
@@ -117,6 +126,18 @@ fn execute(sh: &Shared, w: &Work) {
         }
     };
     crate::trace::note(block, || format!("executed {:?}: {:?}", w.kind, outcome));
+    complete(sh, w, outcome, ram_copy);
+}
+
+/// Reports a finished piece of work to the engine and settles the slot table (the caller holds
+/// the block's stripe).
+fn complete(
+    sh: &Shared,
+    w: &Work,
+    outcome: Result<Option<u32>, Option<u32>>,
+    mut ram_copy: Option<crate::ram::RamCopy>,
+) {
+    let block = w.obj.0;
     let mut c = sh.lock();
     c.ram_fill.remove(&block);
     let result = match outcome {

@@ -14,7 +14,7 @@ use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::time::Instant;
 
 use tierwise_core::arch::Architecture;
-use tierwise_core::arch::{Addressing, CostClass, RamLevel, arch_info};
+use tierwise_core::arch::{Addressing, CostClass, arch_info};
 use tierwise_core::params::Params;
 use tierwise_core::{Engine, Level, ObjectId, Setup, build_arch, extent_size_of};
 
@@ -49,13 +49,6 @@ pub fn servable(spec: &str) -> Result<tierwise_core::arch::Capabilities, DeviceE
     if caps.cost == CostClass::SsdOnly {
         return Err(DeviceError::Spec(format!("{name} puts everything on the SSD: serve the SSD image directly")));
     }
-    if caps.ram_level == RamLevel::WriteBuffer {
-        return Err(DeviceError::Spec(format!(
-            "{name} buffers newer sectors in RAM while a sub-LUN moves, which the block device does \
-             not hold yet; servable now: {}",
-            servable_names().join(", ")
-        )));
-    }
     Ok(caps)
 }
 
@@ -63,9 +56,7 @@ pub fn servable(spec: &str) -> Result<tierwise_core::arch::Capabilities, DeviceE
 pub fn servable_names() -> Vec<&'static str> {
     tierwise_core::ARCHITECTURES
         .iter()
-        .filter(|a| {
-            a.caps.runs_on_blocks() && a.caps.ram_level != RamLevel::WriteBuffer && a.caps.cost != CostClass::SsdOnly
-        })
+        .filter(|a| a.caps.runs_on_blocks() && a.caps.cost != CostClass::SsdOnly)
         .map(|a| a.name)
         .collect()
 }
@@ -336,6 +327,7 @@ pub fn open(backend: Arc<dyn Backend>, opts: ServeOptions) -> Result<HybridDevic
         commit_lock: Mutex::new(cp.seq),
         ram,
         ram_level: caps.ram_level,
+        wbuf: crate::subluns::WriteBuffers::default(),
         moved_at: AtomicU64::new(0),
         move_rate: AtomicU64::new(move_rate),
         started: Instant::now(),
@@ -402,13 +394,21 @@ mod tests {
     }
 
     #[test]
-    fn block_architectures_are_served_but_the_write_buffers() {
-        for ok in ["cache:mode=write-back", "linear", "hca", "zfs-l2arc-like", "greendm-tiering", "greendm-caching"] {
+    fn every_block_architecture_is_served_but_ssd_only() {
+        for ok in [
+            "cache:mode=write-back",
+            "linear",
+            "hca",
+            "zfs-l2arc-like",
+            "greendm-tiering",
+            "greendm-caching",
+            "otf-ast",
+            "static-tiering",
+        ] {
             assert!(servable(ok).is_ok(), "{ok}");
         }
-        assert!(servable("on-demand-caching").is_err());
+        let e = servable("on-demand-caching").err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.contains("tierwise mount"), "{e}");
         assert!(servable("ssd-only").is_err());
-        let e = servable("otf-ast").err().map(|e| e.to_string()).unwrap_or_default();
-        assert!(e.contains("sub-LUN") && e.contains("bcache-like"), "{e}");
     }
 }
