@@ -710,3 +710,45 @@ fn foreground_server_stops_cleanly_on_sigterm_and_its_unit_verifies() {
     // Flushed, and the clean stop kept the unflushed write too.
     s.qemu_io(&["read -P 0x42 0 512k".to_string(), "read -P 0x43 512k 64k".to_string()]);
 }
+
+#[test]
+fn otf_ast_moves_sub_luns_while_a_client_writes_to_them() {
+    if !can_serve() {
+        return;
+    }
+    // 64 KiB sub-LUNs moving at 256 KiB/s (a quarter second each), promoted after one
+    // concentrated second: a client hammering two of them writes while they move.
+    let spec = "otf-ast:t=1s,i=10,n=2,c=1,o=2,promote-time=0,demote-time=0";
+    let s = Served::create_with(spec, "320KiB", "4MiB", &["--block-size", "64KiB", "--move-rate", "256KiB"]);
+    let mut c = tierwise_nbd_client::NbdClient::connect(&s.uri()).unwrap();
+    let mut reference = vec![0u8; c.size() as usize];
+    let mut rng = Rng(0x0f7a_57);
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(5) {
+        let len = 512 * (1 + rng.below(16));
+        let off = rng.below(128 * 1024 - len) / 512 * 512;
+        let (o, l) = (off as usize, len as usize);
+        if rng.below(2) == 0 {
+            let v = (rng.next() & 0xff) as u8;
+            c.write(&vec![v; l], off, false).unwrap();
+            reference[o..o + l].fill(v);
+        } else {
+            let mut buf = vec![0u8; l];
+            c.read(&mut buf, off).unwrap();
+            assert!(buf == reference[o..o + l], "a read of {len} at {off} differs during the moves");
+        }
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while s.stats()["device"]["queued"].as_u64().unwrap_or(1) > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let mut all = vec![0u8; reference.len()];
+    c.read(&mut all, 0).unwrap();
+    assert!(all == reference, "the device differs from the plain image after the moves");
+    c.disconnect().unwrap();
+    let st = s.stats();
+    let d = &st["device"];
+    assert!(d["moves_done"][0].as_u64().unwrap_or(0) >= 1, "no sub-LUN was promoted: {st}");
+    assert!(d["buffered_writes"].as_u64().unwrap_or(0) > 0, "no write landed in a move's buffer: {st}");
+    assert_eq!(d["anomalies"], 0, "{st}");
+}
