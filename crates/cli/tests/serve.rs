@@ -722,7 +722,7 @@ fn otf_ast_moves_sub_luns_while_a_client_writes_to_them() {
     let s = Served::create_with(spec, "320KiB", "4MiB", &["--block-size", "64KiB", "--move-rate", "256KiB"]);
     let mut c = tierwise_nbd_client::NbdClient::connect(&s.uri()).unwrap();
     let mut reference = vec![0u8; c.size() as usize];
-    let mut rng = Rng(0x0f7a_57);
+    let mut rng = Rng(0x000f_7a57);
     let started = Instant::now();
     while started.elapsed() < Duration::from_secs(5) {
         let len = 512 * (1 + rng.below(16));
