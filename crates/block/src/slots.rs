@@ -4,6 +4,7 @@
 //! serve another block's bytes), as dm-cache waits for a commit before reusing a demoted block.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::format::{Entry, SECTOR, words_per_slot};
@@ -23,6 +24,29 @@ enum State {
     Pending,
 }
 
+/// Block numbers hashed so that 8 consecutive blocks land in neighbouring buckets while groups
+/// of 8 spread over the table. With SipHash every block of a sequential request went to a
+/// random bucket, a cache miss each: 93 % of the write route's samples in a profile of
+/// sequential writes to a warm cache.
+#[derive(Default)]
+pub(crate) struct NearHasher(u64);
+
+impl Hasher for NearHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v;
+    }
+    fn finish(&self) -> u64 {
+        // The high bits mixed (hashbrown takes its 7-bit tag from the top), the low 3 kept.
+        let group = (self.0 >> 3).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        (group & !7) | (self.0 & 7)
+    }
+}
+
 /// The slot table. Lives under the device's core lock; `pins` (one counter per slot, outside
 /// the lock) keep a slot that an I/O is reading or writing from being handed to another block.
 #[derive(Debug)]
@@ -37,7 +61,7 @@ pub(crate) struct Slots {
     sectors: u64,
     free: Vec<u32>,
     quarantine: Vec<u32>,
-    map: HashMap<u64, u32>,
+    map: HashMap<u64, u32, BuildHasherDefault<NearHasher>>,
 }
 
 impl Slots {
@@ -54,7 +78,7 @@ impl Slots {
             // Popped from the end: low slots first.
             free: (0..slots as u32).rev().collect(),
             quarantine: Vec::new(),
-            map: HashMap::with_capacity(n),
+            map: HashMap::with_capacity_and_hasher(n, BuildHasherDefault::default()),
         }
     }
 
