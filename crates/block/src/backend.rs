@@ -38,6 +38,10 @@ pub trait Backend: Send + Sync {
     fn len(&self, dev: Dev) -> io::Result<u64>;
     /// Grows the image to `len` bytes (adopting an HDD image in place appends the metadata).
     fn grow(&self, dev: Dev, len: u64) -> io::Result<()>;
+    /// Whether the range is a hole (unallocated, reads as zeroes); `false` when unknown.
+    fn is_hole(&self, _dev: Dev, _off: u64, _len: u64) -> io::Result<bool> {
+        Ok(false)
+    }
 }
 
 /// Two image files, each held with an exclusive `flock` for as long as this lives (and by
@@ -107,6 +111,18 @@ impl Backend for FileBackend {
     fn grow(&self, dev: Dev, len: u64) -> io::Result<()> {
         let f = &self.files[dev as usize];
         if f.metadata()?.len() < len { f.set_len(len) } else { Ok(()) }
+    }
+    fn is_hole(&self, dev: Dev, off: u64, len: u64) -> io::Result<bool> {
+        use nix::unistd::{Whence, lseek};
+        // The descriptor's own offset is never used (all I/O is positioned): moving it is harmless.
+        match lseek(&*self.files[dev as usize], off as i64, Whence::SeekData) {
+            Ok(data) => Ok(data as u64 >= off + len),
+            // No data at or after `off`.
+            Err(nix::errno::Errno::ENXIO) => Ok(true),
+            // A file system that cannot tell: say data.
+            Err(nix::errno::Errno::EINVAL | nix::errno::Errno::EOPNOTSUPP) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
     }
 }
 
@@ -229,5 +245,12 @@ impl Backend for MemBackend {
             }
         }
         Ok(())
+    }
+    fn is_hole(&self, dev: Dev, off: u64, len: u64) -> io::Result<bool> {
+        // In memory, nothing is allocated or not: a range of zeroes stands for a hole.
+        let g = self.lock();
+        let img = &g.current[dev as usize];
+        let end = (off + len).min(img.len() as u64);
+        Ok(off >= end || img[off as usize..end as usize].iter().all(|&b| b == 0))
     }
 }

@@ -348,6 +348,12 @@ impl HybridDevice {
         if fua { self.flush() } else { Ok(()) }
     }
 
+    /// Block status: holes and data from `offset`, covering at most `len` bytes (a long range
+    /// is answered in part; ask again from where the answer ends).
+    pub fn extents(&self, offset: u64, len: u64) -> Result<Vec<crate::Extent>, DeviceError> {
+        crate::status::extents(&self.shared, offset, len)
+    }
+
     /// Makes every completed write durable: the images are synced and, if the slot table
     /// changed, a checkpoint is committed (dm-cache commits its metadata on flush).
     pub fn flush(&self) -> Result<(), DeviceError> {

@@ -20,6 +20,7 @@ mod mover;
 mod ram;
 pub mod recovery;
 mod slots;
+mod status;
 mod subluns;
 #[doc(hidden)]
 pub mod trace;
@@ -29,6 +30,7 @@ pub use device::{DeviceStats, HybridDevice, ServeOptions, SysClock};
 pub use emulate::Emulated;
 pub use error::{DeviceError, FormatError};
 pub use recovery::{CreateOptions, create, open, servable, servable_names};
+pub use status::Extent;
 
 /// The architecture `tierwise serve` runs when none is named: a write-through cache (losing
 /// the SSD loses no data), as bcache and dm-cache default to.

@@ -141,6 +141,25 @@ fn run_ops(dev: &HybridDevice, reference: &mut [u8], rng: &mut Rng, ops: usize, 
     }
 }
 
+/// Block status: every range reported a hole reads as zeroes, and the answer covers the device.
+fn holes_read_as_zeroes(dev: &HybridDevice, spec: &str) {
+    let (size, mut at, mut holes) = (dev.size(), 0, 0);
+    while at < size {
+        let extents = dev.extents(at, size - at).unwrap_or_else(|e| panic!("{spec}: extents: {e}"));
+        assert!(!extents.is_empty() && extents[0].offset == at, "{spec}: extents at {at}: {extents:?}");
+        for e in &extents {
+            if e.hole {
+                holes += 1;
+                let mut buf = vec![0u8; e.len as usize];
+                dev.read(&mut buf, e.offset).unwrap_or_else(|err| panic!("{spec}: {err}"));
+                assert!(buf.iter().all(|&b| b == 0), "{spec}: hole {e:?} holds data");
+            }
+            at = e.offset + e.len;
+        }
+    }
+    assert!(holes > 0, "{spec}: a device mostly never written reported no hole");
+}
+
 fn full_compare(dev: &HybridDevice, reference: &[u8], spec: &str) {
     let mut all = vec![0u8; reference.len()];
     dev.read(&mut all, 0).unwrap_or_else(|e| panic!("{spec}: {e}"));
@@ -161,6 +180,9 @@ fn every_served_architecture_matches_a_plain_image_with_moves_all_the_time() {
         run_ops(&dev, &mut reference, &mut rng, 12_000, &spec);
         assert!(dev.writeback_all(Duration::from_secs(20)).unwrap_or(false), "{spec}: work never drained");
         full_compare(&dev, &reference, &spec);
+        if spec != "linear" {
+            holes_read_as_zeroes(&dev, &spec);
+        }
         dev.check().unwrap_or_else(|e| panic!("{spec}: {e}"));
         let st = dev.stats();
         assert_eq!(st.anomalies, 0, "{spec}: the device could not act on some answers: {st:?}");

@@ -752,3 +752,39 @@ fn otf_ast_moves_sub_luns_while_a_client_writes_to_them() {
     assert!(d["buffered_writes"].as_u64().unwrap_or(0) > 0, "no write landed in a move's buffer: {st}");
     assert_eq!(d["anomalies"], 0, "{st}");
 }
+
+#[test]
+fn block_status_reports_holes_that_a_sparse_copy_skips() {
+    if !can_serve() {
+        return;
+    }
+    let s = Served::create("cache:mode=write-back", "256KiB", "8MiB");
+    let cmds = ["write -P 0xab 1M 64k", "write -P 0xcd 5M 4k", "write -P 0xef 6M 64k", "discard 6M 64k", "flush"];
+    s.qemu_io(&cmds.map(String::from));
+    let out = Command::new("nbdinfo").args(["--map", &s.uri()]).output().unwrap();
+    let map = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "{map}{}", String::from_utf8_lossy(&out.stderr));
+    // "offset length type description", one line per extent.
+    let extents: Vec<(u64, u64, bool)> = map
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            Some((f.first()?.parse().ok()?, f.get(1)?.parse().ok()?, l.contains("hole")))
+        })
+        .collect();
+    let kind_at = |at: u64| extents.iter().find(|e| e.0 <= at && at < e.0 + e.1).map(|e| e.2);
+    let mib = 1u64 << 20;
+    assert_eq!(kind_at(0), Some(true), "never written: a hole\n{map}");
+    assert_eq!(kind_at(mib), Some(false), "written: data\n{map}");
+    assert_eq!(kind_at(5 * mib), Some(false), "written: data\n{map}");
+    assert_eq!(kind_at(6 * mib), Some(true), "discarded: a hole again\n{map}");
+    // nbdcopy skips what block status calls holes: the copy must still equal the device.
+    let copy = s.dir.path().join("copy.img");
+    let out = Command::new("nbdcopy").args([&s.uri(), copy.to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let bytes = std::fs::read(&copy).unwrap();
+    let mut want = vec![0u8; bytes.len()];
+    want[mib as usize..(mib + 65536) as usize].fill(0xab);
+    want[5 * mib as usize..(5 * mib + 4096) as usize].fill(0xcd);
+    assert!(bytes == want, "the sparse copy differs from what was written");
+}

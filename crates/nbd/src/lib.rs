@@ -260,6 +260,20 @@ impl Server for Connection {
         Ok(true)
     }
 
+    fn can_extents(&self) -> Result<bool> {
+        Ok(true)
+    }
+
+    fn extents(&self, count: u32, offset: u64, _flags: nbdkit::Flags, h: &mut nbdkit::ExtentHandle) -> Result<()> {
+        guarded("extents", || {
+            for e in device()?.extents(offset, u64::from(count)).map_err(to_nbd)? {
+                let kind = if e.hole { nbdkit::ExtentType::HoleZero } else { nbdkit::ExtentType::Allocated };
+                h.add(e.offset, e.len, kind)?;
+            }
+            Ok(())
+        })
+    }
+
     fn can_write(&self) -> Result<bool> {
         Ok(true)
     }
@@ -291,6 +305,8 @@ mod entry {
         flush,
         trim,
         zero,
+        extents,
+        can_extents,
         can_flush,
         can_fua,
         can_multi_conn,
