@@ -18,72 +18,59 @@ def enabled(progress: ProgressArg) -> bool:
     return progress is True
 
 
-def _bar(label: str, total: int | None, unit: str) -> Any:
+@contextlib.contextmanager
+def _bar(
+    progress: ProgressArg, label: str, total: int | None, unit: str, update: Callable[[Any], Callable[..., None]]
+) -> Iterator[Callable[..., None] | None]:
+    """The callback the native module calls: the user's callable, a tqdm bar's `update(bar)`,
+    or none."""
+    if callable(progress) and progress is not True:
+        yield progress
+        return
+    if not enabled(progress):
+        yield None
+        return
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, desc=label, unit=unit, unit_scale=unit == "req", leave=False, file=sys.stderr)
+    bar = tqdm(total=total, desc=label, unit=unit, unit_scale=unit == "req", leave=False, file=sys.stderr)
+    try:
+        yield update(bar)
+    finally:
+        bar.close()
 
 
-@contextlib.contextmanager
-def records_bar(progress: ProgressArg, label: str) -> Iterator[Callable[[int], None] | None]:
+def records_bar(progress: ProgressArg, label: str) -> contextlib.AbstractContextManager[Callable[..., None] | None]:
     """A callback `cb(records)` for a single simulation."""
-    if callable(progress) and progress is not True:
-        yield progress
-        return
-    if not enabled(progress):
-        yield None
-        return
-    bar = _bar(label, None, "req")
 
-    def cb(records: int) -> None:
-        bar.update(records - bar.n)
+    def update(bar: Any) -> Callable[[int], None]:
+        return lambda records: bar.update(records - bar.n)
 
-    try:
-        yield cb
-    finally:
-        bar.close()
+    return _bar(progress, label, None, "req", update)
 
 
-@contextlib.contextmanager
-def runs_bar(progress: ProgressArg, label: str, total: int) -> Iterator[Callable[[str, int], None] | None]:
+def runs_bar(progress: ProgressArg, label: str, total: int) -> contextlib.AbstractContextManager[Callable[..., None] | None]:
     """A callback `cb(label, runs_done)` for a set of simulations."""
-    if callable(progress) and progress is not True:
-        yield progress
-        return
-    if not enabled(progress):
-        yield None
-        return
-    bar = _bar(label, total, "run")
 
-    def cb(run: str, done: int) -> None:
-        if done > (bar.total or 0):
-            bar.total = done
-        bar.set_postfix_str(run, refresh=False)
-        bar.update(done - bar.n)
+    def update(bar: Any) -> Callable[[str, int], None]:
+        def cb(run: str, done: int) -> None:
+            bar.total = max(bar.total or 0, done)
+            bar.set_postfix_str(run, refresh=False)
+            bar.update(done - bar.n)
 
-    try:
-        yield cb
-    finally:
-        bar.close()
+        return cb
+
+    return _bar(progress, label, total, "run", update)
 
 
-@contextlib.contextmanager
-def steps_bar(progress: ProgressArg, label: str) -> Iterator[Callable[[str, int, int], None] | None]:
+def steps_bar(progress: ProgressArg, label: str) -> contextlib.AbstractContextManager[Callable[..., None] | None]:
     """A callback `cb(label, done, total)` for a reproduction."""
-    if callable(progress) and progress is not True:
-        yield progress
-        return
-    if not enabled(progress):
-        yield None
-        return
-    bar = _bar(label, None, "run")
 
-    def cb(run: str, done: int, total: int) -> None:
-        bar.total = total
-        bar.set_postfix_str(run, refresh=False)
-        bar.update(done - bar.n)
+    def update(bar: Any) -> Callable[[str, int, int], None]:
+        def cb(run: str, done: int, total: int) -> None:
+            bar.total = total
+            bar.set_postfix_str(run, refresh=False)
+            bar.update(done - bar.n)
 
-    try:
-        yield cb
-    finally:
-        bar.close()
+        return cb
+
+    return _bar(progress, label, None, "run", update)

@@ -302,6 +302,11 @@ def _bar(progress: ProgressArg, total: int, initial: int) -> Any:
     return tqdm(total=total, initial=initial, desc="sweep", unit="job", file=sys.stderr)
 
 
+def _read_traces(jobs: list[Job]) -> dict[str, bytes]:
+    """The bytes of every trace the jobs read, each read once (for shipping to workers)."""
+    return {t: Path(t).read_bytes() for t in dict.fromkeys(j.trace for j in jobs)}
+
+
 def _retryable(e: BaseException) -> bool:
     # A bad trace or spec fails the same way every time.
     return not isinstance(e, _native.SpecError | _native.TraceError)
@@ -315,11 +320,12 @@ def _run_local(todo: list[Job], workers: int, retries: int, ship: bool, done_cb:
 
     ctx = multiprocessing.get_context("spawn")
     attempts = {j.key: 0 for j in todo}
+    shipped = _read_traces(todo) if ship else {}
     remaining = list(todo)
     while remaining:
         with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
             futures = {
-                pool.submit(run_job, j.job, Path(j.trace).read_bytes() if ship else None): j for j in remaining
+                pool.submit(run_job, j.job, shipped.get(j.trace)): j for j in remaining
             }
             remaining = []
             for f in as_completed(futures):
@@ -340,10 +346,11 @@ def _run_dask(todo: list[Job], client: Any, retries: int, ship: bool, done_cb: A
     """Dask: a job is retried on failure, and rescheduled by Dask if its worker dies."""
     from dask.distributed import as_completed
 
+    # Each trace goes to the cluster once, however many jobs read it.
+    shipped = {t: client.scatter(data) for t, data in _read_traces(todo).items()} if ship else {}
     futures = {}
     for j in todo:
-        data = client.scatter(Path(j.trace).read_bytes()) if ship else None
-        f = client.submit(run_job, j.job, data, key=f"tierwise-sim-{j.key}", retries=retries, pure=False)
+        f = client.submit(run_job, j.job, shipped.get(j.trace), key=f"tierwise-sim-{j.key}", retries=retries, pure=False)
         futures[f] = j
     for f in as_completed(list(futures)):
         j = futures[f]

@@ -11,19 +11,8 @@ use tierwise_block::{Backend, CreateOptions, HybridDevice, MemBackend, ServeOpti
 
 const HDD: u64 = 1 << 20;
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
+mod common;
+use common::Rng;
 
 fn specs() -> Vec<String> {
     // Architectures with an extent-size knob run at the device's 4 KiB blocks, with thresholds

@@ -17,19 +17,8 @@ const MOVE_RATE: u64 = 256 << 10;
 /// Promote the top 2 sub-LUNs of every concentrated 1 s interval; demote after 2 intervals out.
 const SPEC: &str = "otf-ast:t=1s,i=10,n=2,c=1,o=2,max-moves=2,promote-time=0,demote-time=0";
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
+mod common;
+use common::Rng;
 
 fn device(mem: &Arc<MemBackend>, create_it: bool) -> HybridDevice {
     if create_it {

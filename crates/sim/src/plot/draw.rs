@@ -182,6 +182,8 @@ fn layout<DB: DrawingBackend>(
     Ok(titled.split_horizontally(w.saturating_sub(lw)))
 }
 
+/// Grid, tick labels and axis titles; `x_labels == 0` (grouped bars) draws no x ticks and no
+/// vertical grid lines: the group names are written under the groups instead.
 fn mesh_style<'a, X, Y, DB>(
     chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
     x_label: &str,
@@ -193,9 +195,11 @@ where
     X: Ranged<ValueType = f64> + ValueFormatter<f64>,
     Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
 {
-    chart
-        .configure_mesh()
-        .x_desc(x_label)
+    let mut mesh = chart.configure_mesh();
+    if x_labels == 0 {
+        mesh.disable_x_mesh();
+    }
+    mesh.x_desc(x_label)
         .y_desc(y_label)
         .x_labels(x_labels)
         .y_labels(8)
@@ -274,20 +278,7 @@ fn bars<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, spec: &BarChart) -> R
     macro_rules! body {
         ($chart:expr) => {{
             let mut chart = $chart.map_err(|e| e.to_string())?;
-            chart
-                .configure_mesh()
-                .disable_x_mesh()
-                .x_labels(0)
-                .x_desc(&spec.x_label)
-                .y_desc(&spec.y_label)
-                .y_labels(8)
-                .y_label_formatter(&|v| short(*v))
-                .label_style(("sans-serif", 14))
-                .axis_desc_style(("sans-serif", 15))
-                .light_line_style(RGBColor(235, 235, 235))
-                .bold_line_style(RGBColor(210, 210, 210))
-                .draw()
-                .map_err(|e| e.to_string())?;
+            mesh_style(&mut chart, &spec.x_label, &spec.y_label, 0)?;
             let width = 0.8 / n;
             for (i, (_, vals)) in spec.series.iter().enumerate() {
                 let c = colour(i);

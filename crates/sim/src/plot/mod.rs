@@ -103,26 +103,6 @@ pub fn svg(spec: &ChartSpec) -> Result<String, String> {
     Ok(out.replacen(&fixed, "class=\"chart\" preserveAspectRatio=\"xMidYMid meet\"", 1))
 }
 
-/// Draws a line chart into a PNG file.
-pub fn line_chart(
-    path: &Path,
-    title: &str,
-    x_label: &str,
-    y_label: &str,
-    series: &[Series],
-    log_x: bool,
-) -> Result<(), String> {
-    let spec = LineChart {
-        title: title.into(),
-        x_label: x_label.into(),
-        y_label: y_label.into(),
-        series: series.to_vec(),
-        log_x,
-        log_y: None,
-    };
-    png(&ChartSpec::Line(spec), path)
-}
-
 /// A comparison's key metric as grouped bars per SSD size: throughput for closed-loop runs,
 /// mean response time for open-loop runs, the share of reads served without the HDD for
 /// untimed ones.
