@@ -13,7 +13,6 @@ use std::collections::BTreeMap;
 
 use proptest::prelude::*;
 
-use super::file_common::FileMode;
 use crate::{
     Engine, Level, ManualClock, Nanos, ObjectClass, ObjectId, ObjectKind, Op, Outcome, Request, Setup, Work, WorkKind,
     build_arch,
@@ -367,14 +366,12 @@ impl Harness {
 }
 
 fn specs() -> Vec<String> {
-    let mut v: Vec<String> = FileMode::ALL
-        .into_iter()
-        .filter(|m| *m != FileMode::HyCache)
+    let mut v: Vec<String> = crate::arch::type_aware::volume_policies()
         .map(|m| {
             // Each with the timer knobs it takes, at 3 s.
-            let mut spec = format!("{}:sieve=2048", m.name());
+            let mut spec = format!("{}:sieve=2048", m.name);
             for knob in ["interval", "cleaner-period"] {
-                if m.shared_params().iter().any(|p| p.name == knob) {
+                if m.params.iter().any(|p| p.name == knob) {
                     spec.push_str(&format!(",{knob}=3s"));
                 }
             }

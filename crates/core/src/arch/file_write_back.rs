@@ -4,13 +4,23 @@
 //! (before the copy is dropped) and on flush. A dirty file is never dropped: the dirty set is what a
 //! real front end journals.
 
-use super::file_common::{FileArch, FileMode, single_mode_file_arch};
+use super::file_common::{
+    DIRTY_HIGH, DIRTY_LOW, FileArch, FilePolicy, MAX_WRITEBACKS, SIEVE, Writes, file_policy_arch,
+};
+use crate::Level;
 
-single_mode_file_arch!(
-    FileWriteBackKind,
-    FileMode::WriteBack,
-    "file caching: new files and writes land on the SSD (dirty) and are written back later"
-);
+/// The policy: what this architecture does, as a value.
+pub const POLICY: FilePolicy = FilePolicy {
+    name: "file-write-back",
+    help: "file caching: new files and writes land on the SSD (dirty) and are written back later",
+    creates_on: Level::Fast,
+    writes: Writes::Dirty,
+    whole_file_writes_allocate: true,
+    params: &[SIEVE, DIRTY_HIGH, DIRTY_LOW, MAX_WRITEBACKS],
+    ..FilePolicy::CACHING
+};
+
+file_policy_arch!(FileWriteBackKind, POLICY);
 
 /// Write-back file caching.
 pub type FileWriteBack = FileArch<FileWriteBackKind>;

@@ -1,13 +1,18 @@
 //! Loris's Plain Cold-DST: files are allocated on the SSD; a write that does not fit demotes the
 //! coldest files (the write waits); demoted files never come back.
 
-use super::file_common::{FileArch, FileMode, single_mode_file_arch};
+use super::file_common::{FileArch, FilePolicy, file_policy_arch};
+use crate::Level;
 
-single_mode_file_arch!(
-    PlainColdDstKind,
-    FileMode::PlainColdDst,
-    "file DST (Loris): allocate on SSD; demote the coldest on space pressure; never promote"
-);
+/// The policy: what this architecture does, as a value.
+pub const POLICY: FilePolicy = FilePolicy {
+    name: "plain-cold-dst",
+    help: "file DST (Loris): allocate on SSD; demote the coldest on space pressure; never promote",
+    creates_on: Level::Fast,
+    ..FilePolicy::DST
+};
+
+file_policy_arch!(PlainColdDstKind, POLICY);
 
 /// Plain Cold-DST.
 pub type PlainColdDst = FileArch<PlainColdDstKind>;

@@ -163,6 +163,9 @@ pub trait ArchBuild: Architecture + Sized {
     const DEFAULT_COLLECTOR: &'static str = "lru";
     /// What front ends may assume of it (declared, never inferred from its name).
     const CAPS: Capabilities;
+    /// A file-level architecture's policy, when it is one (a per-volume architecture may
+    /// name it for a volume).
+    const FILE_POLICY: Option<&'static file_common::FilePolicy> = None;
     /// Builds from parameters (validated here, once).
     fn build(params: &mut Params, setup: &Setup) -> Result<Self, ConfigError>;
 }
@@ -186,6 +189,8 @@ pub struct ArchInfo {
     pub default_collector: &'static str,
     /// What front ends may assume of it.
     pub caps: Capabilities,
+    /// Its file-level policy, when it is one.
+    pub file_policy: Option<&'static file_common::FilePolicy>,
     /// Constructor.
     pub create: fn(&mut Params, &Setup) -> Result<AnyArch, ConfigError>,
 }
@@ -212,6 +217,7 @@ macro_rules! architectures {
                 uses_collector: <$module::$ty as ArchBuild>::USES_COLLECTOR,
                 default_collector: <$module::$ty as ArchBuild>::DEFAULT_COLLECTOR,
                 caps: <$module::$ty as ArchBuild>::CAPS,
+                file_policy: <$module::$ty as ArchBuild>::FILE_POLICY,
                 create: |p, s| Ok(AnyArch::$variant(<$module::$ty as ArchBuild>::build(p, s)?)),
             }),+
         ];

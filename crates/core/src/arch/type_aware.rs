@@ -5,7 +5,7 @@
 //! The front end maps each path to a volume with [`file_volumes`]: volume `i + 1` is the `i`-th
 //! listed prefix (the longest match wins; prefixes may not overlap), volume 0 everything else.
 
-use super::file_common::{FileArch, FileArchKind, FileMode};
+use super::file_common::{FileArch, FileArchKind, FilePolicy};
 use crate::params::{ConfigError, ParamSpec, Params};
 
 /// Marker for the type-aware architecture.
@@ -21,10 +21,14 @@ const PARAMS: &[ParamSpec] = &[
     ParamSpec { name: "default", default: "dynamic-hot-dst", help: "architecture for paths outside every volume" },
 ];
 
-fn mode_named(p: &Params, name: &str) -> Result<FileMode, ConfigError> {
-    FileMode::by_name(name).filter(|m| *m != FileMode::HyCache).ok_or_else(|| {
-        let allowed: Vec<&str> =
-            FileMode::ALL.into_iter().filter(|m| *m != FileMode::HyCache).map(FileMode::name).collect();
+/// The file-level policies a volume may have: every registered one that runs per volume.
+pub fn volume_policies() -> impl Iterator<Item = &'static FilePolicy> {
+    super::ARCHITECTURES.iter().filter_map(|a| a.file_policy).filter(|p| p.per_volume)
+}
+
+fn mode_named(p: &Params, name: &str) -> Result<&'static FilePolicy, ConfigError> {
+    volume_policies().find(|m| m.name == name).ok_or_else(|| {
+        let allowed: Vec<&str> = volume_policies().map(|m| m.name).collect();
         p.inconsistent(format!("unknown volume architecture `{name}`; allowed: {}", allowed.join(", ")))
     })
 }
@@ -69,7 +73,7 @@ impl FileArchKind for TypeAwareKind {
         passthrough: false,
         ..crate::arch::Capabilities::FILE_TIERING
     };
-    fn modes(p: &mut Params) -> Result<Vec<FileMode>, ConfigError> {
+    fn modes(p: &mut Params) -> Result<Vec<&'static FilePolicy>, ConfigError> {
         let default = p.string("default", "dynamic-hot-dst");
         let volumes = p.string("volumes", "");
         let mut modes = vec![mode_named(p, &default)?];

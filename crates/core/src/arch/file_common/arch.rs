@@ -12,14 +12,16 @@ pub trait FileArchKind {
     const HELP: &'static str;
     /// Its own knobs.
     const PARAMS: &'static [ParamSpec] = &[];
-    /// The shared knobs it takes (see [`FileMode::shared_params`]).
+    /// The shared knobs it takes (see [`FilePolicy::params`]).
     const SHARED_PARAMS: &'static [ParamSpec] = FILE_PARAMS;
     /// The collector used when none is named.
     const DEFAULT_COLLECTOR: &'static str = "inverse-bitmap";
     /// What front ends may assume of it.
     const CAPS: crate::arch::Capabilities;
-    /// The mode per volume (index 0 = everything not in a listed volume).
-    fn modes(p: &mut Params) -> Result<Vec<FileMode>, ConfigError>;
+    /// Its policy, when it is one policy (not one per volume).
+    const POLICY: Option<&'static FilePolicy> = None;
+    /// The policy per volume (index 0 = everything not in a listed volume).
+    fn modes(p: &mut Params) -> Result<Vec<&'static FilePolicy>, ConfigError>;
 }
 
 /// A file-level architecture: the shared core run in the modes `K` names.
@@ -45,6 +47,7 @@ impl<K: FileArchKind> crate::arch::ArchBuild for FileArch<K> {
     const USES_COLLECTOR: bool = true;
     const DEFAULT_COLLECTOR: &'static str = K::DEFAULT_COLLECTOR;
     const CAPS: crate::arch::Capabilities = K::CAPS;
+    const FILE_POLICY: Option<&'static FilePolicy> = K::POLICY;
     fn build(p: &mut Params, setup: &Setup) -> Result<Self, ConfigError> {
         let modes = K::modes(p)?;
         Ok(FileArch { core: FileCore::build(p, setup, modes)?, _kind: std::marker::PhantomData })
@@ -97,28 +100,29 @@ impl<K: FileArchKind> crate::arch::Architecture for FileArch<K> {
     }
 }
 
-/// Defines a single-mode file architecture in its own module.
-macro_rules! single_mode_file_arch {
-    ($kind:ident, $mode:expr, $help:literal) => {
-        /// Marker for this architecture's mode.
+/// Makes the architecture of one [`FilePolicy`] (a `pub const` in the same module).
+macro_rules! file_policy_arch {
+    ($kind:ident, $policy:ident) => {
+        /// Marker for this architecture's policy.
         #[derive(Debug)]
         pub struct $kind;
         impl $crate::arch::file_common::FileArchKind for $kind {
-            const NAME: &'static str = $mode.name();
+            const NAME: &'static str = $policy.name;
             const VERSION: u32 = 1;
-            const HELP: &'static str = $help;
-            const SHARED_PARAMS: &'static [$crate::params::ParamSpec] = $mode.shared_params();
-            const DEFAULT_COLLECTOR: &'static str = $mode.default_collector();
-            const CAPS: $crate::arch::Capabilities = $mode.capabilities();
+            const HELP: &'static str = $policy.help;
+            const SHARED_PARAMS: &'static [$crate::params::ParamSpec] = $policy.params;
+            const DEFAULT_COLLECTOR: &'static str = $policy.default_collector;
+            const CAPS: $crate::arch::Capabilities = $policy.capabilities();
+            const POLICY: Option<&'static $crate::arch::file_common::FilePolicy> = Some(&$policy);
             fn modes(
                 _p: &mut $crate::params::Params,
-            ) -> Result<Vec<$crate::arch::file_common::FileMode>, $crate::params::ConfigError> {
-                Ok(vec![$mode])
+            ) -> Result<Vec<&'static $crate::arch::file_common::FilePolicy>, $crate::params::ConfigError> {
+                Ok(vec![&$policy])
             }
         }
     };
 }
-pub(crate) use single_mode_file_arch;
+pub(crate) use file_policy_arch;
 
 /// A stable bottom-up merge sort by `less`, which need not be a total order (the result is then
 /// some order, never a panic). O(n log n) comparisons, one buffer of n.

@@ -49,7 +49,7 @@ impl FileCore {
             budget -= 1;
             let Some(c) = self.collector.hottest_slow() else { return };
             let m = *self.table.meta(c);
-            if m.has(MOVING) || m.has(ON_FAST) || !self.mode_of(m.volume()).promotes_on_interval() {
+            if m.has(MOVING) || m.has(ON_FAST) || self.mode_of(m.volume()).promote != Promote::OnInterval {
                 return;
             }
             if !self.collector.admits(c) || m.size() > self.capacity {
@@ -107,7 +107,7 @@ impl FileCore {
 
     /// [`crate::arch::Architecture::tick`].
     pub fn tick(&mut self, cx: &mut Ctx<'_>) {
-        if self.modes.iter().any(|m| m.promotes_on_interval()) && cx.now >= self.next_interval {
+        if self.modes.iter().any(|m| m.promote == Promote::OnInterval) && cx.now >= self.next_interval {
             self.interval_pass(cx);
             while self.next_interval <= cx.now {
                 self.next_interval = self.next_interval.saturating_add(self.interval);
@@ -123,7 +123,7 @@ impl FileCore {
 
     /// [`crate::arch::Architecture::next_tick`].
     pub fn next_tick(&self) -> Option<Nanos> {
-        let interval = self.modes.iter().any(|m| m.promotes_on_interval()).then_some(self.next_interval);
+        let interval = self.modes.iter().any(|m| m.promote == Promote::OnInterval).then_some(self.next_interval);
         let clean = self.cleaner_active.then_some(self.next_clean);
         match (interval, clean) {
             (Some(a), Some(b)) => Some(a.min(b)),

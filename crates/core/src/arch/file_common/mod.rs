@@ -2,10 +2,11 @@
 //! file caches Loris could not build (read-only, write-through-all, write-back) and HyCache.
 //!
 //! Objects are whole files (and directories, [`ObjectKind::Meta`]) whose sizes change under
-//! writes and truncates. What differs between the architectures is a [`FileMode`]: where new
-//! files are allocated, what triggers a promotion (a read served by the HDD, an open, a timer),
-//! whether a promotion moves (DST) or copies (caching), and what a write to a copy does. The
-//! type-aware architecture runs one mode per volume over one shared SSD and collector.
+//! writes and truncates. What differs between the architectures is a [`FilePolicy`] value: where
+//! new files are created, what triggers a promotion (a read served by the HDD, an open, a
+//! timer), whether a promotion moves (DST) or copies (caching), what a write to a copy does and
+//! how space is freed. The type-aware architecture runs one policy per volume over one shared
+//! SSD and collector.
 //!
 //! Shared rules (SPEC §1):
 //! - **Sieving**: a file larger than `sieve` bytes is never placed on the SSD; an SSD-resident
@@ -48,9 +49,12 @@ mod mode;
 mod report;
 
 pub use arch::{FileArch, FileArchKind};
-pub(crate) use arch::{merge_sort, single_mode_file_arch};
+pub(crate) use arch::{file_policy_arch, merge_sort};
 use mode::*;
-pub use mode::{FILE_PARAMS, FileMeta, FileMode, MAX_FILE_SIZE, MAX_VOLUMES};
+pub use mode::{
+    CLEANER_CAP, CLEANER_PERIOD, DIRTY_HIGH, DIRTY_LOW, FILE_PARAMS, FileMeta, FilePolicy, INTERVAL, MAX_FILE_SIZE,
+    MAX_VOLUMES, MAX_WRITEBACKS, Promote, SIEVE, Space, THRESHOLD, Writes,
+};
 
 /// How many promotions wait for space at most; older requests are dropped (they are hints).
 const MAX_PENDING: usize = 4096;
@@ -58,8 +62,8 @@ const MAX_PENDING: usize = 4096;
 /// The shared file-level engine; see the module docs.
 #[derive(Debug)]
 pub struct FileCore {
-    /// Mode per volume; volumes past the end use entry 0.
-    modes: Vec<FileMode>,
+    /// Policy per volume; volumes past the end use entry 0.
+    modes: Vec<&'static FilePolicy>,
     sieve: u64,
     capacity: u64,
     /// HyCache's usage threshold in bytes (the capacity for other modes).
@@ -109,7 +113,7 @@ struct FileCounters {
 
 impl FileCore {
     /// Builds the core for `modes` (index = volume) from the shared knobs.
-    pub fn build(p: &mut Params, setup: &Setup, modes: Vec<FileMode>) -> Result<FileCore, ConfigError> {
+    pub fn build(p: &mut Params, setup: &Setup, modes: Vec<&'static FilePolicy>) -> Result<FileCore, ConfigError> {
         if setup.object_size != 0 {
             return Err(p.inconsistent(
                 "file-level architectures place whole files of changing sizes; they cannot run on \
@@ -119,15 +123,19 @@ impl FileCore {
         if setup.fast_capacity == 0 {
             return Err(p.inconsistent("the SSD capacity must be above zero"));
         }
-        let hycache = modes.contains(&FileMode::HyCache);
-        let first = modes.first().copied().unwrap_or(FileMode::DynamicHotDst);
-        let sieve_default = if hycache { SIEVE_HYCACHE.default } else { SIEVE.default };
-        let sieve = p.size("sieve", crate::params::parse_size(sieve_default).unwrap_or(0), 0, u64::MAX)?;
-        // A knob no mode of this architecture uses is not read, so giving it is an error that
-        // lists the ones it takes; its value is then the default written in its ParamSpec.
-        let uses = |spec: &ParamSpec| modes.iter().any(|m| m.shared_params().iter().any(|q| q.name == spec.name));
-        let dur = |spec: &ParamSpec| crate::params::parse_duration(spec.default).unwrap_or(Nanos::from_secs(1));
-        let pct = |spec: &ParamSpec| spec.default.trim_end_matches('%').parse::<f64>().unwrap_or(0.0);
+        let Some(&first) = modes.first() else {
+            return Err(p.inconsistent("a file-level architecture needs at least one policy"));
+        };
+        let threshold_mode = modes.iter().any(|m| m.space == Space::Threshold);
+        // A knob no policy of this architecture takes is not read, so giving it is an error
+        // that lists the ones it takes. Its default is the one written in the first policy
+        // that takes it (type-aware volumes share the same specs).
+        let default_of = |spec: &ParamSpec| modes.iter().find_map(|m| m.default_of(spec.name)).unwrap_or(spec.default);
+        let uses = |spec: &ParamSpec| modes.iter().any(|m| m.default_of(spec.name).is_some());
+        let dur = |spec: &ParamSpec| crate::params::parse_duration(default_of(spec)).unwrap_or(Nanos::from_secs(1));
+        let pct = |spec: &ParamSpec| default_of(spec).trim_end_matches('%').parse::<f64>().unwrap_or(0.0);
+        let sieve_default = crate::params::parse_size(default_of(&SIEVE)).unwrap_or(0);
+        let sieve = if uses(&SIEVE) { p.size(SIEVE.name, sieve_default, 0, u64::MAX)? } else { sieve_default };
         let (min_t, max_t) = (Nanos::from_millis(1), Nanos::from_secs(86_400));
         let interval =
             if uses(&INTERVAL) { p.duration(INTERVAL.name, dur(&INTERVAL), min_t, max_t)? } else { dur(&INTERVAL) };
@@ -151,17 +159,18 @@ impl FileCore {
         } else {
             (pct(&DIRTY_HIGH) / 100.0, pct(&DIRTY_LOW) / 100.0)
         };
-        let max_writebacks_default = MAX_WRITEBACKS.default.parse::<u64>().unwrap_or(16);
+        let max_writebacks_default = default_of(&MAX_WRITEBACKS).parse::<u64>().unwrap_or(16);
         let max_writebacks = if uses(&MAX_WRITEBACKS) {
             p.u64(MAX_WRITEBACKS.name, max_writebacks_default, 1, 65_536)?
         } else {
             max_writebacks_default
         } as usize;
-        let default_collector = if hycache { FileMode::HyCache } else { first }.default_collector();
+        // A threshold policy's collector (HyCache's LRU) wins: its eviction is what ranks.
+        let default_collector = modes.iter().find(|m| m.space == Space::Threshold).unwrap_or(&first).default_collector;
         let collector_name = p.string("collector", default_collector);
         let collector = build_collector(&collector_name, p, &CollectorContext { fast_capacity: setup.fast_capacity })?;
         let tracks_slow = collector.tracks_slow_objects();
-        if !tracks_slow && modes.iter().any(|m| m.promotes_on_interval()) {
+        if !tracks_slow && modes.iter().any(|m| m.promote == Promote::OnInterval) {
             return Err(p.inconsistent(format!(
                 "interval migration needs a collector that ranks files on the HDD; `{collector_name}` \
                  ranks only SSD files (use inverse-bitmap)"
@@ -172,7 +181,7 @@ impl FileCore {
             modes,
             sieve,
             capacity: cap,
-            threshold: if hycache { ((cap as f64 * threshold) as u64).max(1) } else { cap },
+            threshold: if threshold_mode { ((cap as f64 * threshold) as u64).max(1) } else { cap },
             interval,
             next_interval: interval,
             cleaner_period,
@@ -199,11 +208,11 @@ impl FileCore {
         })
     }
 
-    fn mode_of(&self, volume: u16) -> FileMode {
+    fn mode_of(&self, volume: u16) -> &'static FilePolicy {
         self.modes.get(usize::from(volume)).copied().unwrap_or(self.modes[0])
     }
 
-    fn mode(&self, s: Slot) -> FileMode {
+    fn mode(&self, s: Slot) -> &'static FilePolicy {
         self.mode_of(self.table.meta(s).volume())
     }
 
@@ -235,7 +244,7 @@ impl FileCore {
 
     /// Whether `m` is a directory HyCache keeps on the SSD for good.
     fn keeps_namespace(&self, m: &FileMeta) -> bool {
-        m.has(META) && self.mode_of(m.volume()) == FileMode::HyCache
+        m.has(META) && self.mode_of(m.volume()).keeps_namespace
     }
 
     fn sync_coll(&mut self, s: Slot, t: &Touch) {
@@ -289,7 +298,7 @@ impl FileCore {
         let mut flags = ON_SLOW;
         if req.class.kind == ObjectKind::Meta {
             flags |= META;
-            if self.mode_of(req.class.volume) == FileMode::HyCache && self.fast_used + size <= self.capacity {
+            if self.mode_of(req.class.volume).keeps_namespace && self.fast_used + size <= self.capacity {
                 // A directory that existed before joins HyCache's SSD namespace (its entries
                 // are small).
                 flags = META | ON_FAST;
@@ -381,7 +390,7 @@ impl FileCore {
         let blocked = self.leaving > leaving_before;
         if blocked {
             self.counters.blocked_writes += 1;
-            if self.mode(s) == FileMode::DynamicColdDstCleaner && !self.cleaner_active {
+            if self.mode(s).space == Space::BackgroundCleaner && !self.cleaner_active {
                 self.cleaner_active = true;
                 self.next_clean = cx.now.saturating_add(self.cleaner_period);
             }
@@ -491,7 +500,7 @@ impl FileCore {
             return Served::by(Level::Fast);
         }
         let mode = self.mode_of(m.volume());
-        if mode.promotes_on_read() {
+        if mode.promote == Promote::OnHddRead {
             self.promote(cx, s, false, &t);
         }
         Served::by(Level::Slow)
@@ -517,13 +526,13 @@ impl FileCore {
             self.resize(s, new_size);
             let allocate = !m.has(MOVING)
                 && whole
-                && matches!(mode, FileMode::WriteThroughAll | FileMode::WriteBack)
+                && mode.whole_file_writes_allocate
                 && !self.sieved(new_size)
                 && (!m.has(IN_COLL) || self.collector.admits(s));
             if allocate && self.clean(cx, new_size, self.capacity, Some(s), &t).0 {
                 // A whole-file write makes a complete copy: no fill needed.
                 self.fast_used += new_size;
-                if mode == FileMode::WriteBack {
+                if mode.dirties() {
                     self.set_flags(s, ON_FAST | DIRTY, ON_SLOW);
                     self.add_dirty(s, new_size as i64);
                     Served::by(Level::Fast)
@@ -545,7 +554,7 @@ impl FileCore {
         cx: &mut Ctx<'_>,
         s: Slot,
         m: FileMeta,
-        mode: FileMode,
+        mode: &FilePolicy,
         new_size: u64,
         t: &Touch,
     ) -> Served {
@@ -582,7 +591,7 @@ impl FileCore {
             self.set_flags(s, REDIRTY, 0);
         }
         let clean_copy = mode.copies() && !m.has(DIRTY);
-        if mode == FileMode::ReadOnlyCaching && clean_copy && !m.has(MOVING) {
+        if mode.writes == Writes::DropCopy && clean_copy && !m.has(MOVING) {
             self.evict(cx, s, t);
             self.resize(s, new_size);
             return Served::by(Level::Slow);
@@ -707,7 +716,7 @@ impl FileCore {
     fn open(&mut self, cx: &mut Ctx<'_>, req: &Request) -> Served {
         let Some(s) = self.table.get(req.obj) else { return Served::metadata() };
         let mode = self.mode(s);
-        if mode.promotes_on_open() {
+        if mode.promote == Promote::OnOpen {
             let t = Self::touch_of(cx, req);
             if self.table.meta(s).has(IN_COLL) && !cx.repeat {
                 self.collector.touch(s, &t);

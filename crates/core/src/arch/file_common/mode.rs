@@ -1,127 +1,117 @@
-//! A file-level architecture's mode (what differs between them), the per-file metadata word and the shared knobs.
+//! A file-level architecture as a value (what differs between them), the per-file metadata word
+//! and the shared knobs.
 
 use super::*;
 
-/// What one file-level architecture does; see the module docs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum FileMode {
-    /// Loris: allocate on the HDD; a read served by the HDD queues an admitted file for migration.
-    DynamicHotDst,
-    /// Loris: allocate on the HDD; every interval migrate hottest-on-HDD while hotter than
-    /// coldest-on-SSD.
-    IntervalHotDst,
-    /// Loris: allocate on the SSD; demote on space pressure; never promote.
-    PlainColdDst,
-    /// Loris: Plain Cold-DST plus on-demand promotion.
-    DynamicColdDst,
-    /// Loris: Dynamic Cold-DST plus the background cleaner.
-    DynamicColdDstCleaner,
-    /// Loris: Dynamic Hot-DST that copies (write-through-update).
-    OnDemandCaching,
-    /// Loris: Interval Hot-DST that copies (write-through-update).
-    IntervalCaching,
-    /// Copies on HDD reads; a write drops the copy.
-    ReadOnlyCaching,
-    /// Copies on HDD reads; writes go to both; whole-file writes allocate.
-    WriteThroughAll,
-    /// Copies on HDD reads; writes go to the SSD copy only (dirty) and are written back later;
-    /// new files are created on the SSD.
-    WriteBack,
-    /// HyCache: create on the SSD; above a usage threshold evict to the HDD; opening an HDD file
-    /// moves it back.
-    HyCache,
+/// What brings a file to the SSD.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Promote {
+    /// Nothing: files reach the SSD only when created there.
+    Never,
+    /// A read served by the HDD queues the file, if the collector admits it.
+    OnHddRead,
+    /// Every `interval`, the hottest files on the HDD while hotter than the coldest on the SSD.
+    OnInterval,
+    /// Opening a file on the HDD moves it to the SSD.
+    OnOpen,
 }
 
-impl FileMode {
-    /// Every mode.
-    pub const ALL: [FileMode; 11] = [
-        FileMode::DynamicHotDst,
-        FileMode::IntervalHotDst,
-        FileMode::PlainColdDst,
-        FileMode::DynamicColdDst,
-        FileMode::DynamicColdDstCleaner,
-        FileMode::OnDemandCaching,
-        FileMode::IntervalCaching,
-        FileMode::ReadOnlyCaching,
-        FileMode::WriteThroughAll,
-        FileMode::WriteBack,
-        FileMode::HyCache,
-    ];
+/// What the SSD holds of a file and what a write to an SSD-resident file does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Writes {
+    /// DST: the SSD holds the only copy, moved between the tiers; writes go where it is.
+    Moves,
+    /// Caching, write-through-update: a write goes to both copies.
+    UpdateBoth,
+    /// Caching, read-only: a write goes to the HDD and drops the SSD copy.
+    DropCopy,
+    /// Caching, write-back: a write goes to the SSD copy only (dirty), written back later.
+    Dirty,
+}
 
-    /// The architecture name of this mode (its registry token).
-    pub const fn name(self) -> &'static str {
-        match self {
-            FileMode::DynamicHotDst => "dynamic-hot-dst",
-            FileMode::IntervalHotDst => "interval-hot-dst",
-            FileMode::PlainColdDst => "plain-cold-dst",
-            FileMode::DynamicColdDst => "dynamic-cold-dst",
-            FileMode::DynamicColdDstCleaner => "dynamic-cold-dst-cleaner",
-            FileMode::OnDemandCaching => "on-demand-caching",
-            FileMode::IntervalCaching => "interval-caching",
-            FileMode::ReadOnlyCaching => "file-read-only-cache",
-            FileMode::WriteThroughAll => "file-write-through-all",
-            FileMode::WriteBack => "file-write-back",
-            FileMode::HyCache => "hycache",
-        }
-    }
-    /// The mode of an architecture name.
-    pub fn by_name(name: &str) -> Option<FileMode> {
-        FileMode::ALL.into_iter().find(|m| m.name() == name)
-    }
+/// How SSD space is freed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Space {
+    /// When a write or a promotion needs it (the foreground cleaner).
+    OnDemand,
+    /// On demand, and after the first blocking write a timer frees ahead of demand (Loris).
+    BackgroundCleaner,
+    /// Whenever usage passes `threshold` (HyCache).
+    Threshold,
+}
+
+/// One file-level architecture, declared as a value: every way the architectures differ is a
+/// field here, and the shared core reads only these. An architecture is one file holding one
+/// of these and one registry line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FilePolicy {
+    /// Registry token.
+    pub name: &'static str,
+    /// One line of help.
+    pub help: &'static str,
+    /// Where new files are created (the SSD only while they fit and are not sieved).
+    pub creates_on: Level,
+    /// What brings a file to the SSD.
+    pub promote: Promote,
+    /// One copy or copies, and what writes do to them.
+    pub writes: Writes,
+    /// A write of a whole HDD file allocates an SSD copy (write-allocate; caching only).
+    pub whole_file_writes_allocate: bool,
+    /// How SSD space is freed.
+    pub space: Space,
+    /// Directories stay on the SSD for good (HyCache's namespace).
+    pub keeps_namespace: bool,
+    /// A per-volume (type-aware) architecture may use it in a volume.
+    pub per_volume: bool,
+    /// The shared knobs it takes, with their defaults (written here only).
+    pub params: &'static [ParamSpec],
+    /// The collector used when none is named.
+    pub default_collector: &'static str,
+}
+
+impl FilePolicy {
+    /// Loris's DST baseline every DST policy starts from: created on the HDD, moved, never
+    /// promoted, space freed on demand.
+    pub const DST: FilePolicy = FilePolicy {
+        name: "",
+        help: "",
+        creates_on: Level::Slow,
+        promote: Promote::Never,
+        writes: Writes::Moves,
+        whole_file_writes_allocate: false,
+        space: Space::OnDemand,
+        keeps_namespace: false,
+        per_volume: true,
+        params: &[SIEVE],
+        default_collector: "inverse-bitmap",
+    };
+    /// The caching baseline: copies made on HDD reads, writes update both.
+    pub const CACHING: FilePolicy =
+        FilePolicy { promote: Promote::OnHddRead, writes: Writes::UpdateBoth, ..FilePolicy::DST };
+
     /// Caching: the SSD holds copies (else DST: one copy, moved).
-    pub const fn copies(self) -> bool {
-        matches!(
-            self,
-            FileMode::OnDemandCaching
-                | FileMode::IntervalCaching
-                | FileMode::ReadOnlyCaching
-                | FileMode::WriteThroughAll
-                | FileMode::WriteBack
-        )
+    pub const fn copies(&self) -> bool {
+        !matches!(self.writes, Writes::Moves)
     }
-    /// What front ends may assume of this mode run alone.
-    pub const fn capabilities(self) -> crate::arch::Capabilities {
-        match self {
-            FileMode::WriteBack => crate::arch::Capabilities::FILE_CACHING,
-            _ if self.copies() => crate::arch::Capabilities::FILE_READ_CACHING,
-            _ => crate::arch::Capabilities::FILE_TIERING,
-        }
+    /// Whether the SSD may hold the only, dirty copy of a file.
+    pub const fn dirties(&self) -> bool {
+        matches!(self.writes, Writes::Dirty)
     }
     /// New files are created on the SSD.
-    pub fn allocates_on_ssd(self) -> bool {
-        matches!(
-            self,
-            FileMode::PlainColdDst
-                | FileMode::DynamicColdDst
-                | FileMode::DynamicColdDstCleaner
-                | FileMode::WriteBack
-                | FileMode::HyCache
-        )
+    pub const fn allocates_on_ssd(&self) -> bool {
+        matches!(self.creates_on, Level::Fast)
     }
-    /// A read served by the HDD promotes (or copies) an admitted file.
-    pub fn promotes_on_read(self) -> bool {
-        matches!(
-            self,
-            FileMode::DynamicHotDst
-                | FileMode::DynamicColdDst
-                | FileMode::DynamicColdDstCleaner
-                | FileMode::OnDemandCaching
-                | FileMode::ReadOnlyCaching
-                | FileMode::WriteThroughAll
-                | FileMode::WriteBack
-        )
+    /// What front ends may assume of this policy run alone.
+    pub const fn capabilities(&self) -> crate::arch::Capabilities {
+        match self.writes {
+            Writes::Dirty => crate::arch::Capabilities::FILE_CACHING,
+            Writes::UpdateBoth | Writes::DropCopy => crate::arch::Capabilities::FILE_READ_CACHING,
+            Writes::Moves => crate::arch::Capabilities::FILE_TIERING,
+        }
     }
-    /// Promotions run on a timer.
-    pub fn promotes_on_interval(self) -> bool {
-        matches!(self, FileMode::IntervalHotDst | FileMode::IntervalCaching)
-    }
-    /// Opening an HDD file moves it to the SSD.
-    pub fn promotes_on_open(self) -> bool {
-        self == FileMode::HyCache
-    }
-    /// Whether the file-level SSD may hold the only, dirty copy of a file.
-    pub(super) fn dirties(self) -> bool {
-        self == FileMode::WriteBack
+    /// The default of shared knob `name` as written in this policy's parameters.
+    pub(super) fn default_of(&self, name: &str) -> Option<&'static str> {
+        self.params.iter().find(|p| p.name == name).map(|p| p.default)
     }
 }
 
@@ -183,50 +173,35 @@ impl FileMeta {
 
 const _: () = assert!(std::mem::size_of::<FileMeta>() == 8);
 
-pub(super) const SIEVE: ParamSpec =
+/// Sieving: the size above which a file never goes to the SSD.
+pub const SIEVE: ParamSpec =
     ParamSpec { name: "sieve", default: "1MiB", help: "files larger than this never go to the SSD (0 = no sieving)" };
-pub(super) const SIEVE_HYCACHE: ParamSpec =
-    ParamSpec { name: "sieve", default: "0", help: "files larger than this never go to the SSD (0 = no sieving)" };
-pub(super) const INTERVAL: ParamSpec =
+/// Interval migration: its period.
+pub const INTERVAL: ParamSpec =
     ParamSpec { name: "interval", default: "5s", help: "migration period (Loris: 5s and 80s)" };
-pub(super) const CLEANER_PERIOD: ParamSpec =
+/// The background cleaner's period.
+pub const CLEANER_PERIOD: ParamSpec =
     ParamSpec { name: "cleaner-period", default: "1s", help: "background cleaner: how often it runs" };
-pub(super) const CLEANER_CAP: ParamSpec = ParamSpec {
+/// The background cleaner's cap.
+pub const CLEANER_CAP: ParamSpec = ParamSpec {
     name: "cleaner-cap",
     default: "10%",
     help: "background cleaner: free at most this share ahead of demand",
 };
-pub(super) const THRESHOLD: ParamSpec =
+/// HyCache's eviction threshold.
+pub const THRESHOLD: ParamSpec =
     ParamSpec { name: "threshold", default: "90%", help: "evict down below this SSD usage" };
-pub(super) const DIRTY_HIGH: ParamSpec =
+/// Write-back: the high watermark.
+pub const DIRTY_HIGH: ParamSpec =
     ParamSpec { name: "dirty-high", default: "50%", help: "start writing back above this share dirty" };
-pub(super) const DIRTY_LOW: ParamSpec =
+/// Write-back: the low watermark.
+pub const DIRTY_LOW: ParamSpec =
     ParamSpec { name: "dirty-low", default: "25%", help: "stop writing back below this share dirty" };
-pub(super) const MAX_WRITEBACKS: ParamSpec =
+/// Write-back: concurrency.
+pub const MAX_WRITEBACKS: ParamSpec =
     ParamSpec { name: "max-writebacks", default: "16", help: "write-backs in flight at most" };
 
 /// Every shared knob of the file-level architectures (a per-volume policy takes those of every
 /// mode a volume may have, which excludes HyCache's).
 pub const FILE_PARAMS: &[ParamSpec] =
     &[SIEVE, INTERVAL, CLEANER_PERIOD, CLEANER_CAP, DIRTY_HIGH, DIRTY_LOW, MAX_WRITEBACKS];
-
-impl FileMode {
-    /// The shared knobs this mode uses (an architecture of this mode accepts only these).
-    pub const fn shared_params(self) -> &'static [ParamSpec] {
-        match self {
-            FileMode::IntervalHotDst | FileMode::IntervalCaching => &[SIEVE, INTERVAL],
-            FileMode::DynamicColdDstCleaner => &[SIEVE, CLEANER_PERIOD, CLEANER_CAP],
-            FileMode::WriteBack => &[SIEVE, DIRTY_HIGH, DIRTY_LOW, MAX_WRITEBACKS],
-            FileMode::HyCache => &[SIEVE_HYCACHE, THRESHOLD],
-            _ => &[SIEVE],
-        }
-    }
-
-    /// The collector used when none is named.
-    pub const fn default_collector(self) -> &'static str {
-        match self {
-            FileMode::HyCache => "lru",
-            _ => "inverse-bitmap",
-        }
-    }
-}
