@@ -6,35 +6,44 @@
 # Then the tiering gain with an emulated HDD: a Zipf block trace replayed by `tierwise replay
 # --nbd` under HDD-only and two caches, each beside the simulator's prediction.
 #
-# Usage: ./scripts/bench-serve.sh [SIZE_MIB=1024] [SECONDS=10]
+# Usage: [ROUNDS=3] [COPIES=4] ./scripts/bench-serve.sh [SIZE_MIB=1024] [SECONDS=10]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 size_mib=${1:-1024}
 secs=${2:-10}
+copies=${COPIES:-4}
+rounds=${ROUNDS:-3}
 for t in nbdkit nbdcopy fio; do command -v $t >/dev/null || { echo "error: $t is missing (apt-get install nbdkit libnbd-bin fio)" >&2; exit 1; }; done
 cargo build --release --locked --quiet -p tierwise -p tierwise-nbd
 tw=$PWD/target/release/tierwise
 base=$(mktemp -d /dev/shm/tierwise-bench.XXXXXX)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; sleep 0.5; rm -rf "$base"; }
+# Every server writes a pid file under $base (those started inside $(...) cannot add to a list
+# of the parent shell): stopping them all is killing every pid found there.
+cleanup() {
+  for f in "$base"/*.pid "$base"/*/*.pid; do [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null || true; done
+  sleep 0.5; rm -rf "$base"
+}
 trap cleanup EXIT
 
-# One measurement: prints "name MB/s-or-IOPS".
-measure() { # uri [control socket: write back between the phases, untimed]
+# Writes every block of a device once, untimed: no image is sparse (nbdcopy skips holes it is
+# told of), and tmpfs has allocated every page (a first touch costs 0.3-1 GB/s, varying from
+# run to run, for nbdkit's file plugin as for us: not the steady state).
+prewrite() { # uri [control socket]
+  nbdcopy "$base/src.img" "$1"
+  [ -z "${2:-}" ] || "$tw" flush "$2" >/dev/null
+}
+
+# One round of measurements of one device: prints "name MB/s-or-IOPS".
+measure() { # uri [control socket: written back between the phases, untimed]
   local uri=$1 control=${2:-}
-  local src=$base/src.img
-  [ -f "$src" ] || head -c $((size_mib << 20)) /dev/urandom > "$src"
   local t0 t1
-  # Written once untimed first: no image is sparse (nbdcopy skips holes it is told of), and
-  # tmpfs has allocated every page (a first touch costs 0.3-1 GB/s, varying from run to run,
-  # for nbdkit's file plugin as for us: not the steady state).
-  nbdcopy "$src" "$uri"
+  # Several whole-device copies per figure: one copy of 1 GiB takes ~0.3 s, and single copies
+  # swung 1.7-3.9 GB/s for the file plugin alone from one to the next.
+  t0=$(date +%s.%N); for _ in $(seq "$copies"); do nbdcopy "$base/src.img" "$uri"; done; t1=$(date +%s.%N)
+  echo "seq-write-MBps $(echo "$copies * $size_mib * 1.048576 / ($t1 - $t0)" | bc -l)"
   [ -z "$control" ] || "$tw" flush "$control" >/dev/null
-  t0=$(date +%s.%N); nbdcopy "$src" "$uri" ; t1=$(date +%s.%N)
-  echo "seq-write-MBps $(echo "$size_mib * 1.048576 / ($t1 - $t0)" | bc -l)"
-  [ -z "$control" ] || "$tw" flush "$control" >/dev/null
-  t0=$(date +%s.%N); nbdcopy "$uri" null: ; t1=$(date +%s.%N)
-  echo "seq-read-MBps $(echo "$size_mib * 1.048576 / ($t1 - $t0)" | bc -l)"
+  t0=$(date +%s.%N); for _ in $(seq "$copies"); do nbdcopy "$uri" null:; done; t1=$(date +%s.%N)
+  echo "seq-read-MBps $(echo "$copies * $size_mib * 1.048576 / ($t1 - $t0)" | bc -l)"
   for rw in randread randwrite; do
     local iops
     iops=$(fio --name=x --ioengine=nbd --uri="$uri" --rw=$rw --bs=4k --iodepth=16 --runtime="$secs" --time_based \
@@ -49,7 +58,6 @@ start_file_plugin() {
   truncate -s ${size_mib}M "$img"
   nbdkit --unix "$base/plain.sock" --pidfile "$base/plain.pid" file "$img"
   while [ ! -s "$base/plain.pid" ]; do sleep 0.05; done
-  pids+=("$(cat "$base/plain.pid")")
 }
 
 # A policy's directory: its name without the characters an NBD URI cannot carry.
@@ -60,16 +68,19 @@ start_ours() { # policy ssd_size
   d=$(dir_of "$1")
   mkdir -p "$d"
   "$tw" serve --create --ssd "$d/ssd.img" --hdd "$d/hdd.img" --ssd-size "$2" --hdd-size ${size_mib}MiB --policy "$1" >/dev/null
-  pids+=("$(cat "$d/ssd.img.sock.control.pid")")
   echo "nbd+unix:///?socket=$d/ssd.img.sock"
 }
 
-echo "== steady state, ${size_mib} MiB device in tmpfs, fio ${secs}s runs"
+echo "== steady state, ${size_mib} MiB device in tmpfs, $rounds rounds (each: $copies nbdcopy copies, fio ${secs}s runs)"
+head -c $((size_mib << 20)) /dev/urandom > "$base/src.img"
+# Every device is served at once and each round measures them one after another, so a ratio
+# compares figures taken within a minute of each other (this machine's speed drifts between
+# runs by more than the differences measured).
+names=(file hdd-only cache ssd-tier)
+declare -A uri control
 start_file_plugin
-declare -A r
-while read -r k v; do r["file,$k"]=$v; done < <(measure "nbd+unix:///?socket=$base/plain.sock")
-uri=$(start_ours hdd-only 64MiB)
-while read -r k v; do r["hdd-only,$k"]=$v; done < <(measure "$uri")
+uri[file]="nbd+unix:///?socket=$base/plain.sock"; control[file]=""
+uri[hdd-only]=$(start_ours hdd-only 64MiB); control[hdd-only]=""
 # Warm caches whose SSD holds the whole device: every block written (absorbed by the SSD) and
 # written back, so the cache is full and clean when measuring starts. "cache" cleans what the
 # random writes dirty (its cleaner keeps dirty data under 20 %, so the HDD image works too);
@@ -77,16 +88,29 @@ while read -r k v; do r["hdd-only,$k"]=$v; done < <(measure "$uri")
 for name in cache ssd-tier; do
   pol=cache:mode=write-back
   [ $name = ssd-tier ] && pol="cache:mode=write-back,dirty-high=100%,dirty-low=95%"
-  uri=$(start_ours "$pol" $((size_mib + size_mib / 8 + 64))MiB)
-  nbdcopy "$base/src.img" "$uri"
-  "$tw" flush "$(dir_of "$pol")/ssd.img.sock.control" >/dev/null
-  while read -r k v; do r["$name,$k"]=$v; done < <(measure "$uri" "$(dir_of "$pol")/ssd.img.sock.control")
+  uri[$name]=$(start_ours "$pol" $((size_mib + size_mib / 8 + 64))MiB)
+  control[$name]="$(dir_of "$pol")/ssd.img.sock.control"
 done
-printf '%-18s %12s %12s %7s %12s %7s %12s %7s\n' job file-plugin hdd-only ratio warm-cache ratio ssd-tier ratio
+for name in "${names[@]}"; do prewrite "${uri[$name]}" "${control[$name]}"; done
+declare -A r
+for round in $(seq "$rounds"); do
+  for name in "${names[@]}"; do
+    while read -r k v; do r["$name,$k,$round"]=$v; done < <(measure "${uri[$name]}" "${control[$name]}")
+  done
+  echo "round $round of $rounds measured" >&2
+done
+# Per job and device: the ratio to the file plugin in each round, as median (min-max).
+ratios() { # name job
+  for round in $(seq "$rounds"); do echo "${r["$1,$2,$round"]} / ${r["file,$2,$round"]}" | bc -l; done |
+    sort -g | awk '{v[NR]=$1} END {m=(NR%2)?v[(NR+1)/2]:(v[NR/2]+v[NR/2+1])/2; if (NR>1) printf "%.2f (%.2f-%.2f)", m, v[1], v[NR]; else printf "%.2f", m}'
+}
+median_of() { # name job
+  for round in $(seq "$rounds"); do echo "${r["$1,$2,$round"]}"; done | sort -g |
+    awk '{v[NR]=$1} END {printf "%.0f", (NR%2)?v[(NR+1)/2]:(v[NR/2]+v[NR/2+1])/2}'
+}
+printf '%-18s %12s %20s %20s %20s\n' job file-plugin "hdd-only ratio" "warm-cache ratio" "ssd-tier ratio"
 for k in seq-write-MBps seq-read-MBps randread-4k-IOPS randwrite-4k-IOPS; do
-  f=${r["file,$k"]}; h=${r["hdd-only,$k"]}; c=${r["cache,$k"]}; t=${r["ssd-tier,$k"]}
-  printf '%-18s %12.0f %12.0f %7.2f %12.0f %7.2f %12.0f %7.2f\n' "$k" "$f" "$h" "$(echo "$h / $f" | bc -l)" \
-    "$c" "$(echo "$c / $f" | bc -l)" "$t" "$(echo "$t / $f" | bc -l)"
+  printf '%-18s %12s %20s %20s %20s\n' "$k" "$(median_of file "$k")" "$(ratios hdd-only "$k")" "$(ratios cache "$k")" "$(ratios ssd-tier "$k")"
 done
 
 echo
@@ -97,7 +121,6 @@ for pol in hdd-only cache:mode=write-back dm-cache-smq-like; do
   mkdir -p "$d"
   "$tw" serve --create --ssd "$d/ssd.img" --hdd "$d/hdd.img" --ssd-size 16MiB --hdd-size 256MiB --policy "$pol" \
      --emulate-hdd wd5000aaks --emulate-ssd vertex3 >/dev/null
-  pids+=("$(cat "$d/ssd.img.sock.control.pid")")
   echo "-- $pol"
   "$tw" replay -q --nbd "nbd+unix:///?socket=$d/ssd.img.sock" "$base/zipf.mqsim" --workers 4 | tail -7
 done
