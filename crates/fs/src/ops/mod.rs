@@ -25,6 +25,7 @@ use crate::log;
 use crate::metrics::Kind;
 use crate::passthrough::PASSTHROUGH_FH;
 use crate::shared::{lock, read_lock};
+use crate::tiers::OperationScope;
 use names::Caller;
 
 const TTL: Duration = Duration::from_secs(1);
@@ -101,11 +102,13 @@ impl fuser::Filesystem for HybridFs {
     }
 
     fn lookup(&self, _req: &FuseRequest, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        let _op = OperationScope::enter();
         let _t = self.shared.latency.timer(Kind::Meta);
         reply_entry(reply, names::lookup(&self.shared, parent.0, name));
     }
 
     fn getattr(&self, _req: &FuseRequest, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+        let _op = OperationScope::enter();
         let _t = self.shared.latency.timer(Kind::Meta);
         match self.shared.attr(ino.0) {
             Ok(a) => reply.attr(&TTL, &a),
@@ -131,6 +134,7 @@ impl fuser::Filesystem for HybridFs {
         _flags: Option<fuser::BsdFileFlags>,
         reply: ReplyAttr,
     ) {
+        let _op = OperationScope::enter();
         let _t = self.shared.latency.timer(Kind::Meta);
         let change = attrs::Change { mode, uid, gid, atime, mtime };
         // Root keeps set-id bits on truncate (CAP_FSETID), anyone else loses them.
@@ -141,6 +145,7 @@ impl fuser::Filesystem for HybridFs {
     }
 
     fn readlink(&self, _req: &FuseRequest, ino: INodeNo, reply: ReplyData) {
+        let _op = OperationScope::enter();
         let _t = self.shared.latency.timer(Kind::Meta);
         match names::readlink(&self.shared, ino.0) {
             Ok(target) => reply.data(&target),
@@ -149,21 +154,25 @@ impl fuser::Filesystem for HybridFs {
     }
 
     fn mkdir(&self, req: &FuseRequest, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, reply: ReplyEntry) {
+        let _op = OperationScope::enter();
         let _t = self.shared.latency.timer(Kind::Meta);
         reply_entry(reply, names::mkdir(&self.shared, parent.0, name, mode & !umask, caller(req)));
     }
 
     fn unlink(&self, _req: &FuseRequest, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let _op = OperationScope::enter();
         let _t = self.shared.latency.timer(Kind::Meta);
         reply_empty(reply, names::unlink(&self.shared, parent.0, name));
     }
 
     fn rmdir(&self, _req: &FuseRequest, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let _op = OperationScope::enter();
         let _t = self.shared.latency.timer(Kind::Meta);
         reply_empty(reply, names::rmdir(&self.shared, parent.0, name));
     }
 
     fn symlink(&self, req: &FuseRequest, parent: INodeNo, link_name: &OsStr, target: &Path, reply: ReplyEntry) {
+        let _op = OperationScope::enter();
         let _t = self.shared.latency.timer(Kind::Meta);
         reply_entry(reply, names::symlink(&self.shared, parent.0, link_name, target, caller(req)));
     }
@@ -178,6 +187,7 @@ impl fuser::Filesystem for HybridFs {
         flags: RenameFlags,
         reply: ReplyEmpty,
     ) {
+        let _op = OperationScope::enter();
         let _t = self.shared.latency.timer(Kind::Meta);
         if !flags.is_empty() {
             reply.error(Errno::EINVAL);
@@ -187,11 +197,13 @@ impl fuser::Filesystem for HybridFs {
     }
 
     fn link(&self, _req: &FuseRequest, ino: INodeNo, newparent: INodeNo, newname: &OsStr, reply: ReplyEntry) {
+        let _op = OperationScope::enter();
         let _t = self.shared.latency.timer(Kind::Meta);
         reply_entry(reply, names::link(&self.shared, ino.0, newparent.0, newname));
     }
 
     fn open(&self, _req: &FuseRequest, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        let _op = OperationScope::enter();
         let _t = self.shared.latency.timer(Kind::Meta);
         let s = &self.shared;
         let n = match s.node(ino.0) {
@@ -229,6 +241,7 @@ impl fuser::Filesystem for HybridFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
+        let _op = OperationScope::enter();
         let _t = self.shared.latency.timer(Kind::Read);
         match data::read(&self.shared, ino.0, offset, size) {
             Ok(data) => reply.data(&data),
@@ -248,6 +261,7 @@ impl fuser::Filesystem for HybridFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
+        let _op = OperationScope::enter();
         let _t = self.shared.latency.timer(Kind::Write);
         let kill_setid = write_flags.contains(WriteFlags::FUSE_WRITE_KILL_SUIDGID);
         match data::write(&self.shared, ino.0, offset, data, kill_setid) {
@@ -257,15 +271,18 @@ impl fuser::Filesystem for HybridFs {
     }
 
     fn flush(&self, _req: &FuseRequest, _ino: INodeNo, _fh: FileHandle, _lock_owner: LockOwner, reply: ReplyEmpty) {
+        let _op = OperationScope::enter();
         reply.ok();
     }
 
     fn fsync(&self, _req: &FuseRequest, ino: INodeNo, _fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
+        let _op = OperationScope::enter();
         let _t = self.shared.latency.timer(Kind::Meta);
         reply_empty(reply, data::fsync(&self.shared, ino.0));
     }
 
     fn opendir(&self, _req: &FuseRequest, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        let _op = OperationScope::enter();
         let _t = self.shared.latency.timer(Kind::Meta);
         match dirs::opendir(&self.shared, ino.0) {
             Ok(fh) => reply.opened(FileHandle(fh), FopenFlags::empty()),
@@ -274,6 +291,7 @@ impl fuser::Filesystem for HybridFs {
     }
 
     fn readdir(&self, _req: &FuseRequest, _ino: INodeNo, fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
+        let _op = OperationScope::enter();
         let dirs = lock(&self.shared.dirs);
         let Some(entries) = dirs.get(&fh.0) else {
             reply.error(Errno::EBADF);
@@ -297,16 +315,19 @@ impl fuser::Filesystem for HybridFs {
         _flush: bool,
         reply: ReplyEmpty,
     ) {
+        let _op = OperationScope::enter();
         data::release(&self.shared, ino.0, fh.0);
         reply.ok();
     }
 
     fn releasedir(&self, _req: &FuseRequest, _ino: INodeNo, fh: FileHandle, _flags: OpenFlags, reply: ReplyEmpty) {
+        let _op = OperationScope::enter();
         lock(&self.shared.dirs).remove(&fh.0);
         reply.ok();
     }
 
     fn statfs(&self, _req: &FuseRequest, _ino: INodeNo, reply: ReplyStatfs) {
+        let _op = OperationScope::enter();
         match dirs::statfs(&self.shared) {
             Ok((space, files, files_free)) => {
                 let bs = 4096u64;
@@ -335,21 +356,25 @@ impl fuser::Filesystem for HybridFs {
         _position: u32,
         reply: ReplyEmpty,
     ) {
+        let _op = OperationScope::enter();
         let _t = self.shared.latency.timer(Kind::Meta);
         reply_empty(reply, attrs::setxattr(&self.shared, ino.0, name, value, req.uid()));
     }
 
     fn getxattr(&self, _req: &FuseRequest, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
+        let _op = OperationScope::enter();
         let _t = self.shared.latency.timer(Kind::Meta);
         reply_xattr(reply, attrs::getxattr(&self.shared, ino.0, name), size);
     }
 
     fn listxattr(&self, _req: &FuseRequest, ino: INodeNo, size: u32, reply: ReplyXattr) {
+        let _op = OperationScope::enter();
         let _t = self.shared.latency.timer(Kind::Meta);
         reply_xattr(reply, attrs::listxattr(&self.shared, ino.0), size);
     }
 
     fn removexattr(&self, req: &FuseRequest, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let _op = OperationScope::enter();
         let _t = self.shared.latency.timer(Kind::Meta);
         reply_empty(reply, attrs::removexattr(&self.shared, ino.0, name, req.uid()));
     }
@@ -364,6 +389,7 @@ impl fuser::Filesystem for HybridFs {
         flags: i32,
         reply: ReplyCreate,
     ) {
+        let _op = OperationScope::enter();
         let _t = self.shared.latency.timer(Kind::Meta);
         let s = &self.shared;
         let a = match names::create(s, parent.0, name, mode & !umask, caller(req)) {

@@ -20,6 +20,7 @@ mod copy;
 mod fault_tests;
 mod scan;
 
+use std::cell::{Cell, RefCell};
 use std::ffi::OsStr;
 use std::fs::{self, File};
 use std::io;
@@ -36,6 +37,52 @@ use nix::fcntl::OFlag;
 use nix::sys::stat::Mode;
 pub use scan::Found;
 use tierwise_core::Tier;
+
+thread_local! {
+    /// Inside an [`OperationScope`] on this thread: the tiers (fast first) whose root has been
+    /// checked since it began. Outside one (movers, recovery, tests): `None`, every access checks.
+    static ROOTS_CHECKED: Cell<Option<[bool; 2]>> = const { Cell::new(None) };
+    /// Inside an [`OperationScope`]: the directories it opened by path, reused by its later
+    /// accesses to names in them (a create resolved the same parent five times).
+    static OPEN_DIRS: RefCell<Vec<OpenDir>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A directory an operation opened by path.
+struct OpenDir {
+    /// The tier root it was resolved from (as a descriptor number: one per mount).
+    root: std::os::fd::RawFd,
+    rel: PathBuf,
+    /// [`at::namespace_changes`] before it was opened: any rename or rmdir since, and the path
+    /// may name another directory now.
+    changes: u64,
+    dir: Arc<File>,
+}
+
+/// Directories one operation keeps open at most.
+const OPEN_DIRS_KEPT: usize = 8;
+
+/// One operation of the file system on this thread. A tier's root is checked (one stat of its
+/// path) at the operation's first access to that tier instead of at every access: a create
+/// touched the roots ~20 times. A tier lost while an operation runs is noticed by the next
+/// operation, which is no later than a check at every access could promise, since the loss
+/// can as well come just after the check.
+#[derive(Debug)]
+pub struct OperationScope(());
+
+impl OperationScope {
+    /// Begins an operation on this thread (until the value is dropped).
+    pub fn enter() -> OperationScope {
+        ROOTS_CHECKED.set(Some([false; 2]));
+        OperationScope(())
+    }
+}
+
+impl Drop for OperationScope {
+    fn drop(&mut self) {
+        ROOTS_CHECKED.set(None);
+        OPEN_DIRS.with_borrow_mut(Vec::clear);
+    }
+}
 
 /// Names tierwise keeps for itself inside the tiers (hidden from listings).
 pub const RESERVED_PREFIX: &str = ".tierwise-";
@@ -145,11 +192,20 @@ impl Tiers {
     /// The root of `tier` as opened at mount, after checking that its path still names it
     /// (one stat). EIO when it is lost (see [`Tiers::root_dir`]).
     fn checked_root(&self, tier: Tier) -> io::Result<&File> {
+        let i = tier.index();
+        let scope = ROOTS_CHECKED.get();
+        if scope.is_some_and(|checked| checked[i]) {
+            return Ok(&self.root_fds[i]);
+        }
         let id = fs::metadata(self.root(tier)).map(|m| (m.dev(), m.ino()));
-        if id.ok() != Some(self.roots[tier.index()]) {
+        if id.ok() != Some(self.roots[i]) {
             return Err(io::Error::from_raw_os_error(nix::libc::EIO));
         }
-        Ok(&self.root_fds[tier.index()])
+        if let Some(mut checked) = scope {
+            checked[i] = true;
+            ROOTS_CHECKED.set(Some(checked));
+        }
+        Ok(&self.root_fds[i])
     }
 
     /// Whether `tier`'s root is still the directory it was at mount (see [`Tiers::root_dir`]).
@@ -185,11 +241,42 @@ impl Tiers {
         at::open_dir_beneath(self.checked_root(tier)?, rel)
     }
 
+    /// The directory `rel` on `tier` for names in it (never listed or read through: it may be
+    /// shared). Inside an [`OperationScope`], a directory the operation opened before is
+    /// reused unless something was renamed or removed since.
+    fn dir_for_names(&self, tier: Tier, rel: &Path) -> io::Result<Arc<File>> {
+        let root = self.checked_root(tier)?;
+        if rel.as_os_str().is_empty() {
+            return Ok(Arc::clone(&self.root_fds[tier.index()]));
+        }
+        if ROOTS_CHECKED.get().is_none() {
+            return Ok(Arc::new(at::open_dir_beneath(root, rel)?));
+        }
+        use std::os::fd::AsRawFd;
+        let root_fd = root.as_raw_fd();
+        let changes = at::namespace_changes();
+        let kept = OPEN_DIRS.with_borrow(|dirs| {
+            dirs.iter().find(|d| d.root == root_fd && d.changes == changes && d.rel == rel).map(|d| Arc::clone(&d.dir))
+        });
+        if let Some(dir) = kept {
+            return Ok(dir);
+        }
+        let dir = Arc::new(at::open_dir_beneath(root, rel)?);
+        OPEN_DIRS.with_borrow_mut(|dirs| {
+            dirs.retain(|d| d.changes == changes);
+            if dirs.len() >= OPEN_DIRS_KEPT {
+                dirs.remove(0);
+            }
+            dirs.push(OpenDir { root: root_fd, rel: rel.to_path_buf(), changes, dir: Arc::clone(&dir) });
+        });
+        Ok(dir)
+    }
+
     /// The name `rel` on `tier`: its parent directory opened without following any symlink.
     /// `rel` must have at least one component (the root is [`Tiers::dir`]).
     pub fn at(&self, tier: Tier, rel: &Path) -> io::Result<At> {
         let (parent, name) = split(rel)?;
-        At::new(self.dir(tier, parent)?, name)
+        At::in_dir(self.dir_for_names(tier, parent)?, name)
     }
 
     /// Metadata of `rel` on `tier` (the root for an empty `rel`), not following a final symlink.
@@ -224,8 +311,13 @@ impl Tiers {
 
     /// The name `rel` on `tier`, its parent directory created as in [`Tiers::parent_dir`].
     pub fn at_creating(&self, tier: Tier, rel: &Path) -> io::Result<At> {
-        let (_, name) = split(rel)?;
-        At::new(self.parent_dir(tier, rel)?, name)
+        let (parent, name) = split(rel)?;
+        // Usually the parent is there: then it is opened as for any name (and reused).
+        match self.dir_for_names(tier, parent) {
+            Ok(dir) => At::in_dir(dir, name),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => At::new(self.mirror_dir(tier, parent)?, name),
+            Err(e) => Err(e),
+        }
     }
 
     /// The directory `rel` on `tier`, each missing component created as a copy of the other
@@ -423,5 +515,37 @@ mod tests {
         let e = tiers.parent_dir(Tier::Fast, Path::new("d/e/f")).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::NotFound);
         assert!(!a.path().join("d").exists(), "no ghost directory");
+    }
+
+    /// Inside one operation a root is checked once and a parent directory opened once; a
+    /// rename or rmdir through the tiers (from any thread) makes the next access resolve its
+    /// path again, and the next operation checks the roots again.
+    #[test]
+    fn an_operation_checks_each_root_once_and_reopens_directories_after_a_rename() {
+        let (a, b, m) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let tiers = Tiers::open(a.path(), b.path(), m.path()).unwrap();
+        fs::create_dir(a.path().join("d")).unwrap();
+        fs::write(a.path().join("d/f"), b"one").unwrap();
+        {
+            let _op = OperationScope::enter();
+            let first = tiers.at(Tier::Fast, Path::new("d/f")).unwrap();
+            let again = tiers.at(Tier::Fast, Path::new("d/f")).unwrap();
+            use std::os::fd::AsRawFd;
+            assert_eq!(first.dir().as_raw_fd(), again.dir().as_raw_fd(), "the parent is opened once per operation");
+            // Renamed through the tiers (another thread could have done it): `d` is reopened.
+            let from = tiers.at(Tier::Fast, Path::new("d")).unwrap();
+            from.rename_to(&tiers.at(Tier::Fast, Path::new("e")).unwrap()).unwrap();
+            fs::create_dir(a.path().join("d")).unwrap();
+            let e = tiers.at(Tier::Fast, Path::new("d/f")).unwrap().metadata().unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::NotFound, "the new `d` is looked in, not the renamed one");
+            // The root was checked at the operation's first access: a loss now shows in the next.
+            fs::rename(a.path(), m.path().join("moved")).unwrap();
+            assert!(tiers.check_root(Tier::Fast).is_ok());
+        }
+        assert_eq!(tiers.check_root(Tier::Fast).unwrap_err().raw_os_error(), Some(nix::libc::EIO));
+        // Outside an operation (movers, recovery) every access checks.
+        fs::rename(m.path().join("moved"), a.path()).unwrap();
+        assert!(tiers.check_root(Tier::Fast).is_ok());
+        assert_eq!(fs::read(a.path().join("e/f")).unwrap(), b"one");
     }
 }
