@@ -75,11 +75,17 @@ pub enum ConfigError {
 
 /// The key/value pairs of a spec, with bookkeeping of which keys were consumed so that unknown
 /// ones are reported.
+///
+/// A getter without a default (`u64`, `size`, ...) takes the knob's documented default, the
+/// one its [`ParamSpec`] declares (what `tierwise list` prints), so every default is written
+/// once; the `_or` getters take a default computed by the caller, for knobs whose documented
+/// default is a description such as "(the block size)".
 #[derive(Clone, Debug, Default)]
 pub struct Params {
     owner: String,
     pairs: Vec<(String, String)>,
     used: Vec<bool>,
+    declared: Vec<ParamSpec>,
 }
 
 impl Params {
@@ -114,7 +120,7 @@ impl Params {
 
     /// Empty parameters owned by `owner` (used in error messages).
     pub fn new(owner: &str) -> Params {
-        Params { owner: owner.to_string(), pairs: Vec::new(), used: Vec::new() }
+        Params { owner: owner.to_string(), pairs: Vec::new(), used: Vec::new(), declared: Vec::new() }
     }
 
     /// Adds or replaces a pair.
@@ -164,23 +170,54 @@ impl Params {
         }
     }
 
-    /// An unsigned integer in `[min, max]`.
-    pub fn u64(&mut self, key: &str, default: u64, min: u64, max: u64) -> Result<u64, ConfigError> {
-        let Some(raw) = self.take_raw(key) else {
-            return Ok(default);
-        };
-        let v: u64 = raw.parse().map_err(|_| self.invalid(key, &raw, format!("an integer in {min}..={max}")))?;
+    /// Declares knobs and their documented defaults (the registry does, before building).
+    pub fn declare(&mut self, specs: &[ParamSpec]) {
+        for spec in specs {
+            if !self.declared.iter().any(|d| d.name == spec.name) {
+                self.declared.push(*spec);
+            }
+        }
+    }
+
+    /// The value given for `key`, else its documented default.
+    fn given_or_documented(&mut self, key: &str) -> Result<String, ConfigError> {
+        if let Some(raw) = self.take_raw(key) {
+            return Ok(raw);
+        }
+        match self.declared.iter().find(|d| d.name == key) {
+            Some(d) if !d.default.is_empty() && !d.default.starts_with('(') => Ok(d.default.to_string()),
+            _ => Err(self.inconsistent(format!(
+                "knob `{key}` has no documented default to fall back on (a bug: declare its ParamSpec \
+                 with a value, or read it with a computed default)"
+            ))),
+        }
+    }
+
+    /// An unsigned integer in `[min, max]`, by default its documented one.
+    pub fn u64(&mut self, key: &str, min: u64, max: u64) -> Result<u64, ConfigError> {
+        let raw = self.given_or_documented(key)?;
+        self.parse_u64(key, &raw, min, max)
+    }
+
+    /// An unsigned integer in `[min, max]`, by default `default`.
+    pub fn u64_or(&mut self, key: &str, default: u64, min: u64, max: u64) -> Result<u64, ConfigError> {
+        match self.take_raw(key) {
+            Some(raw) => self.parse_u64(key, &raw, min, max),
+            None => Ok(default),
+        }
+    }
+
+    fn parse_u64(&self, key: &str, raw: &str, min: u64, max: u64) -> Result<u64, ConfigError> {
+        let v: u64 = raw.parse().map_err(|_| self.invalid(key, raw, format!("an integer in {min}..={max}")))?;
         if v < min || v > max {
-            return Err(self.invalid(key, &raw, format!("an integer in {min}..={max}")));
+            return Err(self.invalid(key, raw, format!("an integer in {min}..={max}")));
         }
         Ok(v)
     }
 
-    /// A float in `[min, max]`.
-    pub fn f64(&mut self, key: &str, default: f64, min: f64, max: f64) -> Result<f64, ConfigError> {
-        let Some(raw) = self.take_raw(key) else {
-            return Ok(default);
-        };
+    /// A float in `[min, max]`, by default its documented one.
+    pub fn f64(&mut self, key: &str, min: f64, max: f64) -> Result<f64, ConfigError> {
+        let raw = self.given_or_documented(key)?;
         let v: f64 = raw.parse().map_err(|_| self.invalid(key, &raw, format!("a number in {min}..={max}")))?;
         if !(v >= min && v <= max) {
             return Err(self.invalid(key, &raw, format!("a number in {min}..={max}")));
@@ -188,65 +225,106 @@ impl Params {
         Ok(v)
     }
 
-    /// A percentage written as `50` or `50%`, in `[min, max]`, returned as a fraction 0..=1.
-    pub fn percent(&mut self, key: &str, default_pct: f64, min: f64, max: f64) -> Result<f64, ConfigError> {
-        let Some(raw) = self.take_raw(key) else {
-            return Ok(default_pct / 100.0);
-        };
+    /// A percentage written as `50` or `50%`, in `[min, max]`, returned as a fraction 0..=1; by
+    /// default its documented one.
+    pub fn percent(&mut self, key: &str, min: f64, max: f64) -> Result<f64, ConfigError> {
+        let raw = self.given_or_documented(key)?;
+        self.parse_percent(key, &raw, min, max)
+    }
+
+    /// A percentage as [`Params::percent`], by default `default_pct` (in percent).
+    pub fn percent_or(&mut self, key: &str, default_pct: f64, min: f64, max: f64) -> Result<f64, ConfigError> {
+        match self.take_raw(key) {
+            Some(raw) => self.parse_percent(key, &raw, min, max),
+            None => Ok(default_pct / 100.0),
+        }
+    }
+
+    fn parse_percent(&self, key: &str, raw: &str, min: f64, max: f64) -> Result<f64, ConfigError> {
         let t = raw.trim_end_matches('%');
-        let v: f64 = t.parse().map_err(|_| self.invalid(key, &raw, format!("a percentage in {min}..={max}")))?;
+        let v: f64 = t.parse().map_err(|_| self.invalid(key, raw, format!("a percentage in {min}..={max}")))?;
         if !(v >= min && v <= max) {
-            return Err(self.invalid(key, &raw, format!("a percentage in {min}..={max}")));
+            return Err(self.invalid(key, raw, format!("a percentage in {min}..={max}")));
         }
         Ok(v / 100.0)
     }
 
     /// A high/low pair of percentages (write-back watermarks): `high` in 1..=100, `low` in
-    /// 0..=100 and below `high`; returned as fractions (high, low).
-    pub fn watermarks(&mut self, high: (&str, f64), low: (&str, f64)) -> Result<(f64, f64), ConfigError> {
-        let h = self.percent(high.0, high.1, 1.0, 100.0)?;
-        let l = self.percent(low.0, low.1, 0.0, 100.0)?;
-        if l >= h {
+    /// 0..=100 and below `high`; returned as fractions (high, low), by default the documented ones.
+    pub fn watermarks(&mut self, high: &str, low: &str) -> Result<(f64, f64), ConfigError> {
+        let h = self.percent(high, 1.0, 100.0)?;
+        let l = self.percent(low, 0.0, 100.0)?;
+        self.ordered_watermarks((high, h), (low, l))
+    }
+
+    /// Watermarks as [`Params::watermarks`], by default the given percentages.
+    pub fn watermarks_or(&mut self, high: (&str, f64), low: (&str, f64)) -> Result<(f64, f64), ConfigError> {
+        let h = self.percent_or(high.0, high.1, 1.0, 100.0)?;
+        let l = self.percent_or(low.0, low.1, 0.0, 100.0)?;
+        self.ordered_watermarks((high.0, h), (low.0, l))
+    }
+
+    fn ordered_watermarks(&self, high: (&str, f64), low: (&str, f64)) -> Result<(f64, f64), ConfigError> {
+        if low.1 >= high.1 {
             return Err(self.inconsistent(format!(
                 "{} ({:.0}%) must be below {} ({:.0}%)",
                 low.0,
-                l * 100.0,
+                low.1 * 100.0,
                 high.0,
-                h * 100.0
+                high.1 * 100.0
             )));
         }
-        Ok((h, l))
+        Ok((high.1, low.1))
     }
 
-    /// A byte size (`4096`, `4k`, `64MiB`, `1GB`) in `[min, max]`.
-    pub fn size(&mut self, key: &str, default: u64, min: u64, max: u64) -> Result<u64, ConfigError> {
-        let Some(raw) = self.take_raw(key) else {
-            return Ok(default);
-        };
-        let v = parse_size(&raw).map_err(|e| self.invalid(key, &raw, e))?;
+    /// A byte size (`4096`, `4k`, `64MiB`, `1GB`) in `[min, max]`, by default its documented one.
+    pub fn size(&mut self, key: &str, min: u64, max: u64) -> Result<u64, ConfigError> {
+        let raw = self.given_or_documented(key)?;
+        self.parse_size_in(key, &raw, min, max)
+    }
+
+    /// A byte size as [`Params::size`], by default `default`.
+    pub fn size_or(&mut self, key: &str, default: u64, min: u64, max: u64) -> Result<u64, ConfigError> {
+        match self.take_raw(key) {
+            Some(raw) => self.parse_size_in(key, &raw, min, max),
+            None => Ok(default),
+        }
+    }
+
+    fn parse_size_in(&self, key: &str, raw: &str, min: u64, max: u64) -> Result<u64, ConfigError> {
+        let v = parse_size(raw).map_err(|e| self.invalid(key, raw, e))?;
         if v < min || v > max {
-            return Err(self.invalid(key, &raw, format!("a size in {min}..={max} bytes")));
+            return Err(self.invalid(key, raw, format!("a size in {min}..={max} bytes")));
         }
         Ok(v)
     }
 
-    /// A duration (`5s`, `200ms`, `24h`; a bare number is seconds) in `[min, max]`.
-    pub fn duration(&mut self, key: &str, default: Nanos, min: Nanos, max: Nanos) -> Result<Nanos, ConfigError> {
-        let Some(raw) = self.take_raw(key) else {
-            return Ok(default);
-        };
-        let v = parse_duration(&raw).map_err(|e| self.invalid(key, &raw, e))?;
+    /// A duration (`5s`, `200ms`, `24h`; a bare number is seconds) in `[min, max]`, by default
+    /// its documented one.
+    pub fn duration(&mut self, key: &str, min: Nanos, max: Nanos) -> Result<Nanos, ConfigError> {
+        let raw = self.given_or_documented(key)?;
+        self.parse_duration_in(key, &raw, min, max)
+    }
+
+    /// A duration as [`Params::duration`], by default `default`.
+    pub fn duration_or(&mut self, key: &str, default: Nanos, min: Nanos, max: Nanos) -> Result<Nanos, ConfigError> {
+        match self.take_raw(key) {
+            Some(raw) => self.parse_duration_in(key, &raw, min, max),
+            None => Ok(default),
+        }
+    }
+
+    fn parse_duration_in(&self, key: &str, raw: &str, min: Nanos, max: Nanos) -> Result<Nanos, ConfigError> {
+        let v = parse_duration(raw).map_err(|e| self.invalid(key, raw, e))?;
         if v < min || v > max {
-            return Err(self.invalid(key, &raw, format!("a duration in {min}..={max}")));
+            return Err(self.invalid(key, raw, format!("a duration in {min}..={max}")));
         }
         Ok(v)
     }
 
-    /// A boolean (`true/false/yes/no/on/off/1/0`).
-    pub fn bool(&mut self, key: &str, default: bool) -> Result<bool, ConfigError> {
-        let Some(raw) = self.take_raw(key) else {
-            return Ok(default);
-        };
+    /// A boolean (`true/false/yes/no/on/off/1/0`), by default its documented one.
+    pub fn bool(&mut self, key: &str) -> Result<bool, ConfigError> {
+        let raw = self.given_or_documented(key)?;
         match raw.to_ascii_lowercase().as_str() {
             "true" | "yes" | "on" | "1" => Ok(true),
             "false" | "no" | "off" | "0" => Ok(false),
@@ -254,19 +332,22 @@ impl Params {
         }
     }
 
-    /// One of a fixed set of words; returns its index in `choices`.
-    pub fn choice(&mut self, key: &str, default: usize, choices: &[&str]) -> Result<usize, ConfigError> {
-        let Some(raw) = self.take_raw(key) else {
-            return Ok(default);
-        };
+    /// One of a fixed set of words, by default its documented one; returns its index in `choices`.
+    pub fn choice(&mut self, key: &str, choices: &[&str]) -> Result<usize, ConfigError> {
+        let raw = self.given_or_documented(key)?;
         choices
             .iter()
             .position(|c| c.eq_ignore_ascii_case(&raw))
             .ok_or_else(|| self.invalid(key, &raw, format!("one of {}", choices.join(", "))))
     }
 
-    /// A free-form string.
-    pub fn string(&mut self, key: &str, default: &str) -> String {
+    /// A free-form string, by default its documented one.
+    pub fn string(&mut self, key: &str) -> Result<String, ConfigError> {
+        self.given_or_documented(key)
+    }
+
+    /// A free-form string, by default `default`.
+    pub fn string_or(&mut self, key: &str, default: &str) -> String {
         self.take_raw(key).unwrap_or_else(|| default.to_string())
     }
 
@@ -363,17 +444,35 @@ mod tests {
     fn spec_parsing_and_unknown_keys() {
         let (name, mut p) = Params::parse("cache:mode=write-back, collector=lfu,dirty_high=70").unwrap();
         assert_eq!(name, "cache");
-        assert_eq!(p.choice("mode", 0, &["read-only", "write-through", "write-back"]).unwrap(), 2);
-        assert_eq!(p.string("collector", "lru"), "lfu");
+        assert_eq!(p.choice("mode", &["read-only", "write-through", "write-back"]).unwrap(), 2);
+        assert_eq!(p.string_or("collector", "lru"), "lfu");
         assert!(p.finish(&[]).is_err(), "dirty-high was not consumed");
-        assert!((p.percent("dirty-high", 50.0, 0.0, 100.0).unwrap() - 0.7).abs() < 1e-12);
+        assert!((p.percent("dirty-high", 0.0, 100.0).unwrap() - 0.7).abs() < 1e-12);
         p.finish(&[]).unwrap();
+    }
+
+    /// A knob not given takes the default its spec documents; one without a documented value
+    /// is refused by name (a bug to fix where the knob is read, never a silent zero).
+    #[test]
+    fn defaults_come_from_the_declared_specs() {
+        const SPECS: &[ParamSpec] = &[
+            ParamSpec { name: "count", default: "7", help: "" },
+            ParamSpec { name: "grain", default: "(the block size)", help: "" },
+            ParamSpec { name: "mode", default: "b", help: "" },
+        ];
+        let (_, mut p) = Params::parse("x").unwrap();
+        p.declare(SPECS);
+        assert_eq!(p.u64("count", 1, 64).unwrap(), 7);
+        assert_eq!(p.choice("mode", &["a", "b"]).unwrap(), 1);
+        assert!(p.size("grain", 1, 1 << 30).unwrap_err().to_string().contains("grain"));
+        assert_eq!(p.size_or("grain", 4096, 1, 1 << 30).unwrap(), 4096);
+        assert!(p.u64("undeclared", 0, 1).is_err());
     }
 
     #[test]
     fn errors_name_knob_and_range() {
         let (_, mut p) = Params::parse("x:count=0").unwrap();
-        let e = p.u64("count", 1, 1, 64).unwrap_err().to_string();
+        let e = p.u64_or("count", 1, 1, 64).unwrap_err().to_string();
         assert!(e.contains("count") && e.contains("1..=64"), "{e}");
         assert!(Params::parse("x:novalue").is_err());
         assert!(Params::parse(":a=1").is_err());

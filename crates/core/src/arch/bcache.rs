@@ -66,11 +66,11 @@ impl ArchBuild for Bcache {
     const USES_COLLECTOR: bool = true;
 
     fn build(p: &mut Params, setup: &Setup) -> Result<Self, ConfigError> {
-        let mode = p.choice("cache-mode", 0, &MODES)?;
-        let cutoff = p.size("sequential-cutoff", 4 << 20, 0, 1 << 50)?;
-        let wbp = p.u64("writeback-percent", 10, 0, 99)?;
-        let inflight = p.u64("writeback-inflight", 64, 1, 65_536)?;
-        let collector = p.string("collector", "lru");
+        let mode = p.choice("cache-mode", &MODES)?;
+        let cutoff = p.size("sequential-cutoff", 0, 1 << 50)?;
+        let wbp = p.u64("writeback-percent", 0, 99)?;
+        let inflight = p.u64("writeback-inflight", 1, 65_536)?;
+        let collector = p.string("collector")?;
         let cache_mode = match mode {
             1 => "write-back",
             2 | 3 => "read-only",

@@ -167,16 +167,16 @@ impl ArchBuild for Cache {
     const USES_COLLECTOR: bool = true;
 
     fn build(p: &mut Params, setup: &Setup) -> Result<Self, ConfigError> {
-        let mode = match p.choice("mode", 1, &MODES)? {
+        let mode = match p.choice("mode", &MODES)? {
             0 => Mode::ReadOnly,
             1 => Mode::WriteThrough,
             _ => Mode::WriteBack,
         };
-        let write_allocate = p.bool("write-allocate", true)?;
-        let (high, low) = p.watermarks(("dirty-high", 20.0), ("dirty-low", 10.0))?;
-        let max_writebacks = p.u64("max-writebacks", 64, 1, 65_536)? as usize;
-        let absorb_partial = p.choice("partial-writes", 0, &["absorb", "around"])? == 0;
-        let lba_order = p.choice("writeback-order", 0, &["lba", "age"])? == 0;
+        let write_allocate = p.bool("write-allocate")?;
+        let (high, low) = p.watermarks("dirty-high", "dirty-low")?;
+        let max_writebacks = p.u64("max-writebacks", 1, 65_536)? as usize;
+        let absorb_partial = p.choice("partial-writes", &["absorb", "around"])? == 0;
+        let lba_order = p.choice("writeback-order", &["lba", "age"])? == 0;
         if setup.fast_capacity == 0 {
             return Err(p.inconsistent("the SSD capacity must be above zero"));
         }
@@ -186,7 +186,7 @@ impl ArchBuild for Cache {
                 setup.fast_capacity, setup.object_size
             )));
         }
-        let collector_name = p.string("collector", "lru");
+        let collector_name = p.string_or("collector", <Cache as ArchBuild>::DEFAULT_COLLECTOR);
         let collector = build_collector(&collector_name, p, &CollectorContext { fast_capacity: setup.fast_capacity })?;
         let capacity = setup.fast_capacity;
         Ok(Cache {
@@ -246,6 +246,7 @@ impl Cache {
     /// validated its own knobs already.
     pub(super) fn from_knobs(owner: &str, knobs: &[(&str, String)], setup: &Setup) -> Result<Cache, ConfigError> {
         let mut p = Params::new(owner);
+        p.declare(PARAMS);
         for (k, v) in knobs {
             p.insert(k, v);
         }

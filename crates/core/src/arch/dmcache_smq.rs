@@ -84,12 +84,12 @@ impl ArchBuild for DmCacheSmq {
         if setup.object_size == 0 {
             return Err(p.inconsistent("works on blocks: run with --objects blocks:4KiB (or larger)"));
         }
-        let mode = p.choice("mode", 0, &MODES)?;
-        let hotspot = p.u64("hotspot", 16, 1, 65_536)?;
-        let promote_hits = p.u64("promote-hits", 4, 1, 1000)? as u32;
-        let migration_bytes = p.size("migration-threshold", 1 << 20, setup.object_size, 1 << 50)?;
-        let idle = p.duration("idle", Nanos::from_secs(1), Nanos::from_millis(1), Nanos::from_secs(86_400))?;
-        let collector = p.string("collector", "lru");
+        let mode = p.choice("mode", &MODES)?;
+        let hotspot = p.u64("hotspot", 1, 65_536)?;
+        let promote_hits = p.u64("promote-hits", 1, 1000)? as u32;
+        let migration_bytes = p.size("migration-threshold", setup.object_size, 1 << 50)?;
+        let idle = p.duration("idle", Nanos::from_millis(1), Nanos::from_secs(86_400))?;
+        let collector = p.string("collector")?;
         let knobs = [
             ("mode", if mode == 0 { "write-back" } else { "write-through" }.to_string()),
             ("dirty-high", "75%".to_string()),

@@ -100,10 +100,10 @@ impl ArchBuild for Flashcache {
                 setup.fast_capacity
             )));
         }
-        let assoc = (p.u64("assoc", 512, 1, 32_768)?).min(n) as u32;
-        let thresh = p.u64("dirty-thresh", 20, 1, 100)?;
-        let max_clean_set = p.u64("max-clean-set", 2, 1, 1024)? as u16;
-        let max_clean = p.u64("max-clean", 4, 1, 65_536)? as u32;
+        let assoc = (p.u64("assoc", 1, 32_768)?).min(n) as u32;
+        let thresh = p.u64("dirty-thresh", 1, 100)?;
+        let max_clean_set = p.u64("max-clean-set", 1, 1024)? as u16;
+        let max_clean = p.u64("max-clean", 1, 65_536)? as u32;
         let nsets = (n / u64::from(assoc)).max(1);
         if nsets * u64::from(assoc) > u64::from(u32::MAX) {
             return Err(p.inconsistent("more than 2^32 cache blocks: use larger blocks"));

@@ -119,7 +119,7 @@ impl ArchBuild for GreenDmCaching {
     fn build(p: &mut Params, setup: &Setup) -> Result<Self, ConfigError> {
         let GreenDmKnobs { es, pt, tw_s, mcml, extents: n, lt, ht, tau_s, md_every, md_time } =
             GreenDmKnobs::parse(p, setup)?;
-        let wb_cap = p.u64("wb-queue", 1024, 1, 1 << 24)? as usize;
+        let wb_cap = p.u64("wb-queue", 1, 1 << 24)? as usize;
         Ok(GreenDmCaching {
             es,
             pt,

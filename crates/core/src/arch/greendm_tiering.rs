@@ -149,8 +149,8 @@ impl ArchBuild for GreenDmTiering {
     fn build(p: &mut Params, setup: &Setup) -> Result<Self, ConfigError> {
         let GreenDmKnobs { es, pt, tw_s, mcml, extents: ssd_extents, lt, ht, tau_s, md_every, md_time } =
             GreenDmKnobs::parse(p, setup)?;
-        let reserved = p.u64("reserved", 64, 0, 1 << 20)? as u32;
-        let scanned = p.bool("scanned", false)?;
+        let reserved = p.u64("reserved", 0, 1 << 20)? as u32;
+        let scanned = p.bool("scanned")?;
         Ok(GreenDmTiering {
             es,
             pt,
@@ -201,10 +201,10 @@ pub(crate) struct GreenDmKnobs {
 impl GreenDmKnobs {
     pub(crate) fn parse(p: &mut Params, setup: &Setup) -> Result<GreenDmKnobs, ConfigError> {
         let es = extent_size(p, setup)?;
-        let pt = p.u64("pt", 1, 1, 255)? as u8;
+        let pt = p.u64("pt", 1, 255)? as u8;
         let max_w = Nanos::from_secs(MAX_WINDOW_S);
-        let tw = p.duration("tw", Nanos::from_secs(60), Nanos::from_secs(1), max_w)?;
-        let mcml = p.u64("mcml", 16, 1, 4096)? as u32;
+        let tw = p.duration("tw", Nanos::from_secs(1), max_w)?;
+        let mcml = p.u64("mcml", 1, 4096)? as u32;
         let n = setup.fast_capacity / es;
         if n == 0 {
             return Err(p.inconsistent(format!(
@@ -215,16 +215,16 @@ impl GreenDmKnobs {
         if n > u64::from(u32::MAX) {
             return Err(p.inconsistent("more than 2^32 SSD extents: use a larger es"));
         }
-        let lt = p.u64("lt", 64.min(n / 4), 0, n)? as u32;
-        let ht = p.u64("ht", 128.min(n / 2).max(u64::from(lt) + 1), 1, n)? as u32;
+        let lt = p.u64_or("lt", 64.min(n / 4), 0, n)? as u32;
+        let ht = p.u64_or("ht", 128.min(n / 2).max(u64::from(lt) + 1), 1, n)? as u32;
         if lt >= ht {
             return Err(
                 p.inconsistent(format!("lt ({lt}) must be below ht ({ht}); allowed: 0 <= lt < ht <= {n} SSD extents"))
             );
         }
-        let window = p.duration("window", Nanos::from_secs(30), Nanos::from_secs(1), max_w)?;
-        let md_every = p.duration("md-flush", Nanos::from_secs(60), Nanos::ZERO, Nanos::from_secs(86_400))?;
-        let md_time = p.duration("md-flush-time", Nanos::from_millis(100), Nanos::ZERO, Nanos::from_secs(60))?;
+        let window = p.duration("window", Nanos::from_secs(1), max_w)?;
+        let md_every = p.duration("md-flush", Nanos::ZERO, Nanos::from_secs(86_400))?;
+        let md_time = p.duration("md-flush-time", Nanos::ZERO, Nanos::from_secs(60))?;
         Ok(GreenDmKnobs {
             es,
             pt,
@@ -245,7 +245,7 @@ pub(crate) fn extent_size(p: &mut Params, setup: &Setup) -> Result<u64, ConfigEr
     if setup.object_size == 0 {
         return Err(p.inconsistent("needs fixed-size extents: run with --objects blocks:ES"));
     }
-    let es = p.size("es", setup.object_size, 4096, 1 << 30)?;
+    let es = p.size_or("es", setup.object_size, 4096, 1 << 30)?;
     if es % 4096 != 0 {
         return Err(p.inconsistent(format!("es = {es}: must be a multiple of 4 KiB (4096..=1GiB)")));
     }

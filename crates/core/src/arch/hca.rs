@@ -89,9 +89,9 @@ impl ArchBuild for Hca {
             return Err(p.inconsistent("needs fixed-size pages: run with --objects blocks:4KiB (or 8KiB)"));
         }
         let page = setup.object_size;
-        let l1 = p.size("l1", 64 << 20, page, 1 << 44)?;
-        let tb = p.size("tb", 64 << 10, 0, 1 << 40)?;
-        let l2 = p.bool("l2", true)?;
+        let l1 = p.size("l1", page, 1 << 44)?;
+        let tb = p.size("tb", 0, 1 << 40)?;
+        let l2 = p.bool("l2")?;
         let slots = setup.fast_capacity / page;
         if slots == 0 {
             return Err(p.inconsistent(format!(
@@ -103,7 +103,7 @@ impl ArchBuild for Hca {
         if l1_pages > u64::from(u32::MAX / 2) || slots > u64::from(u32::MAX / 2) || tb_pages > 1 << 24 {
             return Err(p.inconsistent("too many pages: use larger pages"));
         }
-        let name = p.string("collector", "lfu");
+        let name = p.string("collector")?;
         let l1 = build_collector(&name, p, &CollectorContext { fast_capacity: l1_pages * page })?;
         Ok(Hca {
             page,

@@ -103,13 +103,12 @@ impl ArchBuild for L2Arc {
             return Err(p.inconsistent("needs fixed-size pages: run with --objects blocks:4KiB (or 8KiB)"));
         }
         let page = setup.object_size;
-        let l1 = p.size("l1", 64 << 20, page, 1 << 44)?;
-        let feed_interval =
-            p.duration("feed", Nanos::from_millis(200), Nanos::from_millis(1), Nanos::from_secs(3600))?;
-        let write_max = p.size("write-max", 8 << 20, page, 1 << 40)?;
-        let write_boost = p.size("write-boost", 8 << 20, 0, 1 << 40)?;
-        let headroom = p.u64("headroom", 2, 1, 64)?;
-        let l2 = p.bool("l2", true)?;
+        let l1 = p.size("l1", page, 1 << 44)?;
+        let feed_interval = p.duration("feed", Nanos::from_millis(1), Nanos::from_secs(3600))?;
+        let write_max = p.size("write-max", page, 1 << 40)?;
+        let write_boost = p.size("write-boost", 0, 1 << 40)?;
+        let headroom = p.u64("headroom", 1, 64)?;
+        let l2 = p.bool("l2")?;
         let slots = setup.fast_capacity / page;
         if slots == 0 {
             return Err(p.inconsistent(format!(
@@ -121,7 +120,7 @@ impl ArchBuild for L2Arc {
         if arc_pages > u64::from(u32::MAX / 2) || slots > u64::from(u32::MAX / 2) {
             return Err(p.inconsistent("too many pages: use larger pages"));
         }
-        let name = p.string("collector", "arc");
+        let name = p.string("collector")?;
         let arc = build_collector(&name, p, &CollectorContext { fast_capacity: arc_pages * page })?;
         if arc.cold_lists() == 0 {
             return Err(p.inconsistent(format!(

@@ -218,7 +218,11 @@ macro_rules! architectures {
                 default_collector: <$module::$ty as ArchBuild>::DEFAULT_COLLECTOR,
                 caps: <$module::$ty as ArchBuild>::CAPS,
                 file_policy: <$module::$ty as ArchBuild>::FILE_POLICY,
-                create: |p, s| Ok(AnyArch::$variant(<$module::$ty as ArchBuild>::build(p, s)?)),
+                create: |p, s| {
+                    p.declare(<$module::$ty as ArchBuild>::PARAMS);
+                    p.declare(<$module::$ty as ArchBuild>::EXTRA_PARAMS);
+                    Ok(AnyArch::$variant(<$module::$ty as ArchBuild>::build(p, s)?))
+                },
             }),+
         ];
 

@@ -88,28 +88,18 @@ impl ArchBuild for OpenCas {
     const USES_COLLECTOR: bool = true;
 
     fn build(p: &mut Params, setup: &Setup) -> Result<Self, ConfigError> {
-        let mode = p.choice("cache-mode", 0, &MODES)?;
-        let nhit = p.choice("promotion", 0, &["always", "nhit"])? == 1;
-        let threshold = p.u64("nhit-threshold", 3, 2, 1000)? as u32;
-        let trigger = p.percent("nhit-trigger", 80.0, 0.0, 100.0)?;
-        let seq_policy = p.choice("seq-cutoff", 0, &SEQ_POLICIES)?;
-        let seq_threshold = p.size("seq-cutoff-threshold", 1 << 20, 1, 1 << 50)?;
-        let cleaning = match p.choice("cleaning", 0, &CLEANING)? {
+        let mode = p.choice("cache-mode", &MODES)?;
+        let nhit = p.choice("promotion", &["always", "nhit"])? == 1;
+        let threshold = p.u64("nhit-threshold", 2, 1000)? as u32;
+        let trigger = p.percent("nhit-trigger", 0.0, 100.0)?;
+        let seq_policy = p.choice("seq-cutoff", &SEQ_POLICIES)?;
+        let seq_threshold = p.size("seq-cutoff-threshold", 1, 1 << 50)?;
+        let cleaning = match p.choice("cleaning", &CLEANING)? {
             0 => Cleaning::Alru {
-                wake_up: p.duration(
-                    "alru-wake-up",
-                    Nanos::from_secs(20),
-                    Nanos::from_millis(1),
-                    Nanos::from_secs(3600),
-                )?,
-                staleness: p.duration(
-                    "alru-staleness",
-                    Nanos::from_secs(120),
-                    Nanos::ZERO,
-                    Nanos::from_secs(86_400),
-                )?,
-                flush_max: p.u64("alru-flush-max", 100, 1, 10_000)? as usize,
-                activity: p.duration("alru-activity", Nanos::from_secs(10), Nanos::ZERO, Nanos::from_secs(86_400))?,
+                wake_up: p.duration("alru-wake-up", Nanos::from_millis(1), Nanos::from_secs(3600))?,
+                staleness: p.duration("alru-staleness", Nanos::ZERO, Nanos::from_secs(86_400))?,
+                flush_max: p.u64("alru-flush-max", 1, 10_000)? as usize,
+                activity: p.duration("alru-activity", Nanos::ZERO, Nanos::from_secs(86_400))?,
             },
             1 => Cleaning::Acp { wake_up: Nanos::from_millis(10), flush_max: 128 },
             _ => Cleaning::Nop,
@@ -121,7 +111,7 @@ impl ArchBuild for OpenCas {
                 }
             }
         }
-        let collector = p.string("collector", "lru");
+        let collector = p.string("collector")?;
         let (cache_mode, allocate) = match mode {
             1 => ("write-back", true),
             2 => ("write-through", false),

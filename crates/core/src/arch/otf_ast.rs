@@ -102,7 +102,7 @@ impl SubLuns {
                 p.inconsistent("needs fixed-size sub-LUNs: run with --objects blocks:SUBLUN (e.g. blocks:1GiB)")
             );
         }
-        let size = p.size("sub-lun", setup.object_size, 4096, 1 << 40)?;
+        let size = p.size_or("sub-lun", setup.object_size, 4096, 1 << 40)?;
         if size != setup.object_size {
             return Err(p.inconsistent(format!(
                 "sub-lun = {size} but requests are split into {}-byte blocks: run with --objects blocks:{size}",
@@ -117,12 +117,10 @@ impl SubLuns {
                 Bytes(size)
             )));
         }
-        let max_moves = p.u64("max-moves", 1, 1, 64)? as u32;
+        let max_moves = p.u64("max-moves", 1, 64)? as u32;
         let per_gib = |d: Nanos| Nanos((d.0 as f64 * size as f64 / (1u64 << 30) as f64) as u64);
-        let promote_pace =
-            per_gib(p.duration("promote-time", Nanos::from_secs(150), Nanos::ZERO, Nanos::from_secs(86_400))?);
-        let demote_pace =
-            per_gib(p.duration("demote-time", Nanos::from_secs(390), Nanos::ZERO, Nanos::from_secs(86_400))?);
+        let promote_pace = per_gib(p.duration("promote-time", Nanos::ZERO, Nanos::from_secs(86_400))?);
+        let demote_pace = per_gib(p.duration("demote-time", Nanos::ZERO, Nanos::from_secs(86_400))?);
         let slots = u32::try_from(slots).map_err(|_| p.inconsistent("too many SSD slots: use larger sub-LUNs"))?;
         Ok(SubLuns {
             size,
@@ -426,11 +424,11 @@ impl ArchBuild for OtfAst {
     const USES_COLLECTOR: bool = false;
 
     fn build(p: &mut Params, setup: &Setup) -> Result<Self, ConfigError> {
-        let t = p.duration("t", Nanos::from_secs(60), Nanos::from_secs(1), Nanos::from_secs(86_400))?;
-        let i = p.percent("i", 50.0, 1.0, 100.0)?;
-        let n = p.u64("n", 20, 1, 100_000)? as usize;
-        let c = p.u64("c", 3, 1, 1000)? as u32;
-        let o = p.u64("o", 10, 1, 100_000)? as u32;
+        let t = p.duration("t", Nanos::from_secs(1), Nanos::from_secs(86_400))?;
+        let i = p.percent("i", 1.0, 100.0)?;
+        let n = p.u64("n", 1, 100_000)? as usize;
+        let c = p.u64("c", 1, 1000)? as u32;
+        let o = p.u64("o", 1, 100_000)? as u32;
         let mover = SubLuns::build(p, setup)?;
         Ok(OtfAst {
             mover,

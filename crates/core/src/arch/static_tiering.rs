@@ -48,9 +48,8 @@ impl ArchBuild for StaticTiering {
     const USES_COLLECTOR: bool = false;
 
     fn build(p: &mut Params, setup: &Setup) -> Result<Self, ConfigError> {
-        let period =
-            p.duration("period", Nanos::from_secs(86_400), Nanos::from_secs(60), Nanos::from_secs(30 * 86_400))?;
-        let m = p.u64("m", 60, 1, 43_200)?;
+        let period = p.duration("period", Nanos::from_secs(60), Nanos::from_secs(30 * 86_400))?;
+        let m = p.u64("m", 1, 43_200)?;
         let mover = SubLuns::build(p, setup)?;
         let bucket = Nanos::from_secs(60);
         Ok(StaticTiering {

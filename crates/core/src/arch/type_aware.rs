@@ -74,8 +74,8 @@ impl FileArchKind for TypeAwareKind {
         ..crate::arch::Capabilities::FILE_TIERING
     };
     fn modes(p: &mut Params) -> Result<Vec<&'static FilePolicy>, ConfigError> {
-        let default = p.string("default", "dynamic-hot-dst");
-        let volumes = p.string("volumes", "");
+        let default = p.string("default")?;
+        let volumes = p.string_or("volumes", "");
         let mut modes = vec![mode_named(p, &default)?];
         let parsed = parse_volumes(p, &volumes)?;
         if parsed.is_empty() {

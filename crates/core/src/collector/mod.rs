@@ -189,7 +189,10 @@ macro_rules! collectors {
                 version: <$module::$ty as CollectorBuild>::VERSION,
                 help: <$module::$ty as CollectorBuild>::HELP,
                 params: <$module::$ty as CollectorBuild>::PARAMS,
-                create: |p, cx| Ok(AnyCollector::$variant(<$module::$ty as CollectorBuild>::build(p, cx)?)),
+                create: |p, cx| {
+                    p.declare(<$module::$ty as CollectorBuild>::PARAMS);
+                    Ok(AnyCollector::$variant(<$module::$ty as CollectorBuild>::build(p, cx)?))
+                },
             }),+
         ];
 

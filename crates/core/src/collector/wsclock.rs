@@ -23,7 +23,7 @@ impl CollectorBuild for WsClock {
     const PARAMS: &'static [ParamSpec] =
         &[ParamSpec { name: "window", default: "10s", help: "working-set window tau (1ms..=1d)" }];
     fn build(p: &mut Params, _: &CollectorContext) -> Result<Self, ConfigError> {
-        let tau = p.duration("window", Nanos::from_secs(10), Nanos::from_millis(1), Nanos::from_secs(86_400))?;
+        let tau = p.duration("window", Nanos::from_millis(1), Nanos::from_secs(86_400))?;
         Ok(WsClock::new(tau))
     }
 }

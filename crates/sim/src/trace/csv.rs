@@ -55,17 +55,18 @@ pub struct CsvSpec {
 impl CsvSpec {
     /// Parses the knobs in `p` (owner `csv`).
     pub fn from_params(p: &mut Params) -> Result<CsvSpec, ConfigError> {
+        p.declare(PARAMS);
         const NONE: usize = usize::MAX;
         let col = |v: u64| if v == 0 { NONE } else { (v - 1) as usize };
         if !p.has("obj-id-col") {
             return Err(p.inconsistent("obj-id-col is required (1-based column of the object id)"));
         }
-        let id_col = col(p.u64("obj-id-col", 1, 1, 1024)?);
-        let time_col = col(p.u64("time-col", 0, 0, 1024)?);
-        let size_col = col(p.u64("obj-size-col", 0, 0, 1024)?);
-        let op_col = col(p.u64("op-col", 0, 0, 1024)?);
-        let has_header = p.bool("has-header", false)?;
-        let delimiter = match p.string("delimiter", ",").as_str() {
+        let id_col = col(p.u64_or("obj-id-col", 1, 1, 1024)?);
+        let time_col = col(p.u64_or("time-col", 0, 0, 1024)?);
+        let size_col = col(p.u64_or("obj-size-col", 0, 0, 1024)?);
+        let op_col = col(p.u64_or("op-col", 0, 0, 1024)?);
+        let has_header = p.bool("has-header")?;
+        let delimiter = match p.string("delimiter")?.as_str() {
             "tab" | "\\t" => b'\t',
             "space" | " " => b' ',
             d if d.len() == 1 => d.as_bytes()[0],
@@ -78,9 +79,9 @@ impl CsvSpec {
                 });
             }
         };
-        let time_unit_ns = [1_000_000_000, 1_000_000, 1_000, 1][p.choice("time-unit", 0, &["s", "ms", "us", "ns"])?];
-        let id_unit_bytes = [0, 512, 1][p.choice("id-unit", 0, &["object", "sector", "byte"])?];
-        let id_is_num = p.bool("obj-id-is-num", true)?;
+        let time_unit_ns = [1_000_000_000, 1_000_000, 1_000, 1][p.choice("time-unit", &["s", "ms", "us", "ns"])?];
+        let id_unit_bytes = [0, 512, 1][p.choice("id-unit", &["object", "sector", "byte"])?];
+        let id_is_num = p.bool("obj-id-is-num")?;
         p.finish(&[PARAMS])?;
         Ok(CsvSpec {
             time_col,

@@ -211,7 +211,7 @@ fn open_from(
         "arc-lis" => (Box::new(LineReader::new(lines(stream), ArcLis)), info("arc-lis")),
         "systor" => (Box::new(LineReader::new(lines(stream), Systor)), info("systor")),
         "blkparse" => {
-            let action = params.string("action", "Q");
+            let action = params.string_or("action", "Q");
             params.finish(&[]).map_err(spec_err)?;
             (Box::new(LineReader::new(lines(stream), Blkparse::new(&action))), info("blkparse"))
         }

@@ -127,47 +127,37 @@ impl FileCore {
             return Err(p.inconsistent("a file-level architecture needs at least one policy"));
         };
         let threshold_mode = modes.iter().any(|m| m.space == Space::Threshold);
-        // A knob no policy of this architecture takes is not read, so giving it is an error
-        // that lists the ones it takes. Its default is the one written in the first policy
-        // that takes it (type-aware volumes share the same specs).
+        // Each knob's default is the one its policy declares (type-aware: the first volume's
+        // policy that takes it; they share the same specs).
+        for m in &modes {
+            p.declare(m.params);
+        }
         let default_of = |spec: &ParamSpec| modes.iter().find_map(|m| m.default_of(spec.name)).unwrap_or(spec.default);
+        // A knob no policy of this architecture takes is not read, so giving it is an error
+        // that lists the ones it takes (its value then does not matter).
         let uses = |spec: &ParamSpec| modes.iter().any(|m| m.default_of(spec.name).is_some());
         let dur = |spec: &ParamSpec| crate::params::parse_duration(default_of(spec)).unwrap_or(Nanos::from_secs(1));
-        let pct = |spec: &ParamSpec| default_of(spec).trim_end_matches('%').parse::<f64>().unwrap_or(0.0);
-        let sieve_default = crate::params::parse_size(default_of(&SIEVE)).unwrap_or(0);
-        let sieve = if uses(&SIEVE) { p.size(SIEVE.name, sieve_default, 0, u64::MAX)? } else { sieve_default };
+        let pct = |spec: &ParamSpec| default_of(spec).trim_end_matches('%').parse::<f64>().unwrap_or(0.0) / 100.0;
+        let sieve = p.size(SIEVE.name, 0, u64::MAX)?;
         let (min_t, max_t) = (Nanos::from_millis(1), Nanos::from_secs(86_400));
-        let interval =
-            if uses(&INTERVAL) { p.duration(INTERVAL.name, dur(&INTERVAL), min_t, max_t)? } else { dur(&INTERVAL) };
-        let cleaner_period = if uses(&CLEANER_PERIOD) {
-            p.duration(CLEANER_PERIOD.name, dur(&CLEANER_PERIOD), min_t, max_t)?
-        } else {
-            dur(&CLEANER_PERIOD)
-        };
-        let cleaner_cap = if uses(&CLEANER_CAP) {
-            p.percent(CLEANER_CAP.name, pct(&CLEANER_CAP), 0.0, 100.0)?
-        } else {
-            pct(&CLEANER_CAP) / 100.0
-        };
-        let threshold = if uses(&THRESHOLD) {
-            p.percent(THRESHOLD.name, pct(&THRESHOLD), 1.0, 100.0)?
-        } else {
-            pct(&THRESHOLD) / 100.0
-        };
+        let interval = if uses(&INTERVAL) { p.duration(INTERVAL.name, min_t, max_t)? } else { dur(&INTERVAL) };
+        let cleaner_period =
+            if uses(&CLEANER_PERIOD) { p.duration(CLEANER_PERIOD.name, min_t, max_t)? } else { dur(&CLEANER_PERIOD) };
+        let cleaner_cap = if uses(&CLEANER_CAP) { p.percent(CLEANER_CAP.name, 0.0, 100.0)? } else { pct(&CLEANER_CAP) };
+        let threshold = if uses(&THRESHOLD) { p.percent(THRESHOLD.name, 1.0, 100.0)? } else { pct(&THRESHOLD) };
         let (high, low) = if uses(&DIRTY_HIGH) {
-            p.watermarks((DIRTY_HIGH.name, pct(&DIRTY_HIGH)), (DIRTY_LOW.name, pct(&DIRTY_LOW)))?
+            p.watermarks(DIRTY_HIGH.name, DIRTY_LOW.name)?
         } else {
-            (pct(&DIRTY_HIGH) / 100.0, pct(&DIRTY_LOW) / 100.0)
+            (pct(&DIRTY_HIGH), pct(&DIRTY_LOW))
         };
-        let max_writebacks_default = default_of(&MAX_WRITEBACKS).parse::<u64>().unwrap_or(16);
         let max_writebacks = if uses(&MAX_WRITEBACKS) {
-            p.u64(MAX_WRITEBACKS.name, max_writebacks_default, 1, 65_536)?
+            p.u64(MAX_WRITEBACKS.name, 1, 65_536)?
         } else {
-            max_writebacks_default
+            default_of(&MAX_WRITEBACKS).parse::<u64>().unwrap_or(16)
         } as usize;
         // A threshold policy's collector (HyCache's LRU) wins: its eviction is what ranks.
         let default_collector = modes.iter().find(|m| m.space == Space::Threshold).unwrap_or(&first).default_collector;
-        let collector_name = p.string("collector", default_collector);
+        let collector_name = p.string_or("collector", default_collector);
         let collector = build_collector(&collector_name, p, &CollectorContext { fast_capacity: setup.fast_capacity })?;
         let tracks_slow = collector.tracks_slow_objects();
         if !tracks_slow && modes.iter().any(|m| m.promote == Promote::OnInterval) {
