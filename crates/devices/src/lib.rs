@@ -10,6 +10,7 @@ pub mod queue;
 pub mod queued;
 pub mod ram;
 pub mod ssd;
+pub mod tiers;
 
 use serde::{Deserialize, Serialize};
 use tierwise_core::Nanos;
@@ -20,6 +21,7 @@ pub use queue::{Class, DiskQueue, Dispatch, QueueConfig, Scheduler};
 pub use queued::{DiskEvent, QueuedDisk};
 pub use ram::{Ram, RamSpec};
 pub use ssd::{Ssd, SsdSpec};
+pub use tiers::{Submitted, TierDevices};
 
 /// Read or write, as seen by a device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -19,7 +19,7 @@ use tierwise_core::{
     Clock, Engine, LOGICAL_ADDR, Level, Levels, ManualClock, Nanos, Outcome, Priority, Served, Work, WorkKind,
 };
 
-use crate::device::{Class, DevOp, Device, DiskEvent, Hdd, QueuedDisk, Ram, Ssd};
+use crate::device::{Class, DevOp, DiskEvent, Submitted, TierDevices};
 use crate::metrics::{Histogram, SimReport};
 use crate::objects::{Mapper, Piece};
 use crate::sim::{Progress, SimConfig, SimError, Tally, Timing, cost, endurance, fill_counts, hca};
@@ -87,9 +87,7 @@ pub(crate) struct Timed {
     clock: ManualClock,
     mapper: Mapper,
     timing: Timing,
-    hdd: QueuedDisk,
-    ssd: Device,
-    ram: Ram,
+    dev: TierDevices,
     max_request: u64,
     events: BinaryHeap<Reverse<Event>>,
     seq: u64,
@@ -128,20 +126,12 @@ impl Timed {
         clock: &ManualClock,
         timing: Timing,
     ) -> Result<Timed, SimError> {
-        let hdd =
-            Hdd::new(&cfg.devices.hdd).map_err(|e| SimError::Device(format!("hdd {}: {e}", cfg.devices.hdd_name)))?;
-        let ssd =
-            Ssd::new(&cfg.devices.ssd).map_err(|e| SimError::Device(format!("ssd {}: {e}", cfg.devices.ssd_name)))?;
-        let ram =
-            Ram::new(&cfg.devices.ram).map_err(|e| SimError::Device(format!("ram {}: {e}", cfg.devices.ram_name)))?;
-        let hdd = QueuedDisk::new(Device::new(Box::new(hdd), cfg.spin_down), cfg.hdd_queue);
+        let dev = TierDevices::new(&cfg.devices, cfg.spin_down, cfg.hdd_queue).map_err(SimError::Device)?;
         Ok(Timed {
             clock: clock.clone(),
             mapper: *mapper,
             timing,
-            hdd,
-            ssd: Device::new(Box::new(ssd), None),
-            ram,
+            dev,
             max_request: cfg.hdd_queue.max_request_bytes.max(4096),
             events: BinaryHeap::new(),
             seq: 0,
@@ -174,19 +164,9 @@ impl Timed {
     /// Starts one device I/O for `waiter`.
     fn io(&mut self, now: Nanos, level: Level, (op, addr, len): (DevOp, u64, u64), class: Class, waiter: u32) {
         self.waiters[waiter].outstanding += 1;
-        match level {
-            Level::Fast => {
-                let done = self.ssd.submit(now, op, addr, len);
-                self.push_event(done, EventKind::IoDone, waiter);
-            }
-            Level::Ram => {
-                let done = now.saturating_add(self.ram.latency(len));
-                self.push_event(done, EventKind::IoDone, waiter);
-            }
-            Level::Slow => {
-                let e = self.hdd.submit(now, (op, addr, len), class, u64::from(waiter));
-                self.disk_event(e);
-            }
+        match self.dev.submit(now, level, (op, addr, len), class, u64::from(waiter)) {
+            Submitted::At(done) => self.push_event(done, EventKind::IoDone, waiter),
+            Submitted::Disk(e) => self.disk_event(e),
         }
     }
 
@@ -391,16 +371,16 @@ impl Timed {
             EventKind::HddDone => {
                 let mut tokens = std::mem::take(&mut self.tokens);
                 tokens.clear();
-                tokens.extend_from_slice(self.hdd.complete());
+                tokens.extend_from_slice(self.dev.hdd.complete());
                 for &t in &tokens {
                     self.io_done(engine, t as u32, ev.time)?;
                 }
                 self.tokens = tokens;
-                let e = self.hdd.dispatch(ev.time);
+                let e = self.dev.hdd.dispatch(ev.time);
                 self.disk_event(e);
             }
             EventKind::HddWake => {
-                let e = self.hdd.woke(ev.time);
+                let e = self.dev.hdd.woke(ev.time);
                 self.disk_event(e);
             }
             EventKind::ChunkStart => {
@@ -607,8 +587,8 @@ impl Timed {
             self.drain(engine)?;
         }
         let end = self.clock.now().max(self.last_completion);
-        let hdd = self.hdd.finish(end);
-        let ssd = self.ssd.finish(end);
+        let hdd = self.dev.hdd.finish(end);
+        let ssd = self.dev.ssd.finish(end);
         let mut report = SimReport::default();
         fill_counts(&mut report, &tally, engine);
         report.latency = self.hist.summary();
@@ -626,8 +606,8 @@ impl Timed {
             cfg.ssd_bytes,
             cfg.footprint_bytes,
             report.iops,
-            self.ssd.usd_per_gb(),
-            self.hdd.device.usd_per_gb(),
+            self.dev.ssd.usd_per_gb(),
+            self.dev.hdd.device.usd_per_gb(),
         );
         report.hca = hca(&report, &hdd, &ssd, cfg);
         report.hdd = hdd;

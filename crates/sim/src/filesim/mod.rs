@@ -430,8 +430,8 @@ impl FileSim {
         self.base_engine = self.engine.stats().clone();
         if let Some(t) = self.timed.as_mut() {
             t.hist = Histogram::default();
-            self.base_hdd = *t.hdd.stats();
-            self.base_ssd = *t.ssd.stats();
+            self.base_hdd = *t.dev.hdd.stats();
+            self.base_ssd = *t.dev.ssd.stats();
         }
         Ok(())
     }

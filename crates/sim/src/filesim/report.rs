@@ -62,8 +62,8 @@ impl FileSim {
         }
         if let Some(mut timed) = self.timed.take() {
             let end = self.clock.now().max(self.last_completion);
-            let hdd = timed.hdd.finish(end);
-            let ssd = timed.ssd.finish(end);
+            let hdd = timed.dev.hdd.finish(end);
+            let ssd = timed.dev.ssd.finish(end);
             r.latency = timed.hist.summary();
             r.duration_s = end_ops.saturating_sub(self.measure_start).as_secs_f64();
             if r.duration_s > 0.0 {
@@ -81,8 +81,8 @@ impl FileSim {
                 self.cfg.ssd_bytes,
                 self.cfg.footprint_bytes,
                 r.iops,
-                timed.ssd.usd_per_gb(),
-                timed.hdd.device.usd_per_gb(),
+                timed.dev.ssd.usd_per_gb(),
+                timed.dev.hdd.device.usd_per_gb(),
             );
         }
         let usage = self.engine.usage();

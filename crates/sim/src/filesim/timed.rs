@@ -18,7 +18,7 @@ use tierwise_core::{Clock, Level, Nanos, Op, Outcome, Request, Served, Work, Wor
 
 use super::FileSim;
 use super::page_cache::PAGE;
-use crate::device::{Class, DevOp, Device, DeviceSet, DiskEvent, Hdd, QueueConfig, QueuedDisk, Ram, Ssd};
+use crate::device::{Class, DevOp, DeviceSet, DiskEvent, QueueConfig, Submitted, TierDevices};
 use crate::metrics::Histogram;
 use crate::sim::{FoldHash, SimError};
 use crate::slab::Slab;
@@ -85,9 +85,7 @@ struct Deferred {
 
 /// Devices, events and work in flight of a timed run.
 pub(super) struct Timed {
-    pub(super) hdd: QueuedDisk,
-    pub(super) ssd: Device,
-    ram: Ram,
+    pub(super) dev: TierDevices,
     events: BinaryHeap<Reverse<Event>>,
     seq: u64,
     waiters: Slab<Waiter>,
@@ -115,13 +113,8 @@ impl Timed {
         queue: QueueConfig,
         movers: u32,
     ) -> Result<Timed, SimError> {
-        let hdd = Hdd::new(&d.hdd).map_err(|e| SimError::Device(format!("hdd {}: {e}", d.hdd_name)))?;
-        let ssd = Ssd::new(&d.ssd).map_err(|e| SimError::Device(format!("ssd {}: {e}", d.ssd_name)))?;
-        let ram = Ram::new(&d.ram).map_err(|e| SimError::Device(format!("ram {}: {e}", d.ram_name)))?;
         Ok(Timed {
-            hdd: QueuedDisk::new(Device::new(Box::new(hdd), spin_down), queue),
-            ssd: Device::new(Box::new(ssd), None),
-            ram,
+            dev: TierDevices::new(d, spin_down, queue).map_err(SimError::Device)?,
             events: BinaryHeap::new(),
             seq: 0,
             waiters: Slab::default(),
@@ -178,19 +171,9 @@ impl Timed {
             self.push_event(now, EventKind::IoDone, waiter);
             return;
         }
-        match level {
-            Level::Fast => {
-                let done = self.ssd.submit(now, op, addr, len);
-                self.push_event(done, EventKind::IoDone, waiter);
-            }
-            Level::Ram => {
-                let done = now.saturating_add(self.ram.latency(len));
-                self.push_event(done, EventKind::IoDone, waiter);
-            }
-            Level::Slow => {
-                let e = self.hdd.submit(now, (op, addr, len), class, u64::from(waiter));
-                self.disk_event(e);
-            }
+        match self.dev.submit(now, level, (op, addr, len), class, u64::from(waiter)) {
+            Submitted::At(done) => self.push_event(done, EventKind::IoDone, waiter),
+            Submitted::Disk(e) => self.disk_event(e),
         }
     }
 
@@ -395,18 +378,18 @@ impl FileSim {
                 let Some(t) = self.timed.as_mut() else { return Ok(()) };
                 let mut tokens = std::mem::take(&mut t.tokens);
                 tokens.clear();
-                tokens.extend_from_slice(t.hdd.complete());
+                tokens.extend_from_slice(t.dev.hdd.complete());
                 for &tok in &tokens {
                     self.io_done(tok as u32, ev.time)?;
                 }
                 let Some(t) = self.timed.as_mut() else { return Ok(()) };
                 t.tokens = tokens;
-                let e = t.hdd.dispatch(ev.time);
+                let e = t.dev.hdd.dispatch(ev.time);
                 t.disk_event(e);
             }
             EventKind::HddWake => {
                 let Some(t) = self.timed.as_mut() else { return Ok(()) };
-                let e = t.hdd.woke(ev.time);
+                let e = t.dev.hdd.woke(ev.time);
                 t.disk_event(e);
             }
         }
