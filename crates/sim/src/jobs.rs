@@ -367,6 +367,7 @@ fn run_file_sim(job: &SimJob, progress: &mut dyn Progress) -> Result<SimOutcome,
         max_ops: base.max_requests,
         check_every: base.check_every,
         footprint_bytes: Some(ws.peak_bytes),
+        front_end: None,
     };
     let mut sim = FileSim::new(&cfg, &job.trace.display().to_string())?;
     for op in FileTraceReader::open(&job.trace)? {

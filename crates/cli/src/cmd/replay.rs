@@ -11,7 +11,7 @@ use tierwise_core::Bytes;
 use tierwise_fs::{Counters, Snapshot};
 use tierwise_sim::Timing;
 use tierwise_sim::device::{Presets, Scheduler};
-use tierwise_sim::filesim::{FileSim, FileSimConfig, file_arch_allowed};
+use tierwise_sim::filesim::{FileSim, FileSimConfig, FrontEndCost, file_arch_allowed};
 use tierwise_sim::filetrace::{FileOp, FileTraceReader};
 use tierwise_sim::metrics::SimReport;
 
@@ -58,6 +58,11 @@ pub struct ReplayArgs {
     /// SSD preset for the simulation [default: the mount's emulated SSD, else vertex3].
     #[arg(long)]
     ssd_model: Option<String>,
+    /// The simulated FUSE front end's time per request (open, each 128 KiB of data on regular
+    /// I/O, flush, release): `auto` is the time calibrated on this machine (docs/PERFORMANCE.md)
+    /// when replaying on a tierwise mount and none elsewhere; `0` models none.
+    #[arg(long, default_value = "auto")]
+    fuse_request_cost: String,
     /// Measure only.
     #[arg(long)]
     no_sim: bool,
@@ -209,6 +214,7 @@ fn simulate(
     cfg.measure_from = setup as u64;
     // The mount's mover runs one move at a time; accesses meanwhile find files where they were.
     cfg.movers = 1;
+    cfg.front_end = front_end_cost(&a.fuse_request_cost, snap)?;
     let emulated = snap.is_some_and(|s| s.emulate_hdd.is_some());
     if emulated {
         // Predict the device the mount has: its HDD emulation serves one request at a time in
@@ -227,6 +233,17 @@ fn simulate(
         "devices: hdd {hdd}, ssd {ssd}; closed loop of {}; one move at a time, as the mount's mover",
         a.workers
     ));
+    if let Some(f) = cfg.front_end {
+        r.notes.push(format!(
+            "front end: {} µs per FUSE request ({}), added to each operation",
+            f.per_request.0 / 1000,
+            if f.data_requests {
+                "regular I/O: opens, data, flushes, releases"
+            } else {
+                "passthrough: opens, flushes, releases"
+            }
+        ));
+    }
     if emulated {
         r.notes.push(
             "the mount emulates its HDD first come, first served with 64 MiB per file: simulated the same \
@@ -235,6 +252,30 @@ fn simulate(
         );
     }
     Ok(r)
+}
+
+/// A FUSE request's cost as the model adds it, calibrated on this machine: the SSD-only Zipf
+/// web server (`bench-webserver.sh on-demand-caching 0.02 400`, regular I/O, 4.12 requests per
+/// operation) measured 7,364 ops/s against 10,371 predicted with no front end; 60 µs per
+/// request brings the prediction to 7,514 against 7,543 measured. It is more than the ~38 µs a
+/// request adds to one operation alone, because the time is added after the operation's I/O,
+/// where queueing on the SSD absorbs part of it (docs/PERFORMANCE.md, issue 16).
+const CALIBRATED_FUSE_REQUEST: tierwise_core::Nanos = tierwise_core::Nanos(60_000);
+
+/// The front end the prediction models: `auto` is the calibrated cost on a tierwise mount
+/// (its data path decides whether data requests reach the daemon), nothing elsewhere.
+fn front_end_cost(arg: &str, snap: Option<&Snapshot>) -> Result<Option<FrontEndCost>> {
+    let per_request = match arg {
+        "auto" if snap.is_some() => CALIBRATED_FUSE_REQUEST,
+        "auto" => return Ok(None),
+        v => tierwise_core::params::parse_duration(v)
+            .map_err(|e| anyhow::anyhow!("--fuse-request-cost {v}: {e} (a duration such as 38us, `auto` or 0)"))?,
+    };
+    if per_request == tierwise_core::Nanos::ZERO {
+        return Ok(None);
+    }
+    let data_requests = snap.is_none_or(|s| !s.data_path.starts_with("passthrough"));
+    Ok(Some(FrontEndCost { per_request, data_requests, max_request: 128 << 10 }))
 }
 
 fn print_side_by_side(m: &ReplayReport, mount: Option<&MountDelta>, sim: Option<&SimReport>) {

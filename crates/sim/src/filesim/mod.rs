@@ -96,6 +96,44 @@ pub struct FileSimConfig {
     pub check_every: u64,
     /// The workload's working set, when known (cost, report).
     pub footprint_bytes: Option<u64>,
+    /// The front end's own time per operation (a FUSE mount's round trips), added to each
+    /// timed operation; `None`: the operations reach the devices directly.
+    pub front_end: Option<FrontEndCost>,
+}
+
+/// What a FUSE front end adds to each operation: its requests (open, data, flush, release),
+/// each costing the daemon a fixed time. Calibrated on this machine (docs/PERFORMANCE.md,
+/// issue 16): an SSD-only mount against the simulator's SSD-only prediction.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FrontEndCost {
+    /// Time per request: the kernel round trip and the daemon's handling.
+    pub per_request: Nanos,
+    /// File data goes through the daemon (regular FUSE I/O); `false`: passthrough, only
+    /// opens, flushes and releases reach it.
+    pub data_requests: bool,
+    /// Bytes per data request (FUSE's `max_read`/`max_write`).
+    pub max_request: u64,
+}
+
+impl FrontEndCost {
+    /// The requests `op` makes of the front end, as the replayer issues it (every operation
+    /// opens and closes its file; lookups are cached by the kernel and not counted).
+    pub fn requests(&self, op: &FileOp) -> u64 {
+        let data = |len: u64| if self.data_requests { len.div_ceil(self.max_request.max(1)).max(1) } else { 0 };
+        match op.kind {
+            // open (or create), the data, flush and release.
+            FileOpKind::Read | FileOpKind::Write | FileOpKind::Append => 3 + data(op.length),
+            FileOpKind::Create => 3,
+            // open, setattr, flush, release.
+            FileOpKind::Truncate => 4,
+            FileOpKind::Mkdir | FileOpKind::Delete | FileOpKind::Rmdir | FileOpKind::Rename | FileOpKind::Stat => 1,
+        }
+    }
+
+    /// The front end's time for `op`.
+    pub fn cost(&self, op: &FileOp) -> Nanos {
+        Nanos(self.per_request.0.saturating_mul(self.requests(op)))
+    }
 }
 
 impl FileSimConfig {
@@ -116,6 +154,7 @@ impl FileSimConfig {
             read_weight: 0.1,
             measure_from: 0,
             flush_at_end: false,
+            front_end: None,
             max_ops: None,
             check_every: 0,
             footprint_bytes: None,
@@ -361,7 +400,8 @@ impl FileSim {
         self.now = arrival;
         let measured = self.n >= self.cfg.measure_from;
         if let Some(t) = self.timed.as_mut() {
-            self.cur_op = t.op_waiter(arrival, measured);
+            let front_end = self.cfg.front_end.map_or(Nanos::ZERO, |f| f.cost(op));
+            self.cur_op = t.op_waiter(arrival, measured, front_end);
         }
         self.op_level = None;
         // A session is a run of operations on one open file: an operation on another path ends

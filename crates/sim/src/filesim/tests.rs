@@ -287,3 +287,32 @@ fn reads_go_before_a_write_back_backlog_as_mq_deadline_sends_them() {
     let (mq, fifo) = (duration(Scheduler::MqDeadline), duration(Scheduler::Fifo));
     assert!(mq * 2.0 < fifo, "mq-deadline {mq:.3} s, fifo {fifo:.3} s");
 }
+
+/// A FUSE front end's requests: open, one per 128 KiB of data on regular I/O (none with
+/// passthrough), flush and release; at depth 1 an operation takes exactly their cost longer.
+#[test]
+fn the_front_end_cost_is_its_requests_and_lengthens_each_operation_by_it() {
+    let regular = FrontEndCost { per_request: Nanos::from_micros(60), data_requests: true, max_request: 128 << 10 };
+    let passthrough = FrontEndCost { data_requests: false, ..regular };
+    let read = op(FileOpKind::Read, "/f", 0, 300 << 10);
+    assert_eq!(regular.requests(&read), 3 + 3);
+    assert_eq!(passthrough.requests(&read), 3);
+    assert_eq!(regular.requests(&op(FileOpKind::Stat, "/f", 0, 0)), 1);
+    assert_eq!(regular.cost(&read), Nanos::from_micros(360));
+    let ops = vec![op(FileOpKind::Create, "/f", 0, 0), op(FileOpKind::Write, "/f", 0, 64 << 10), read.clone()];
+    let timed = |front_end| FileSimConfig {
+        timing: Timing::Closed { depth: 1 },
+        ram_bytes: 0,
+        front_end,
+        ..FileSimConfig::new("ssd-only", 1 << 30)
+    };
+    let (plain, fuse) = (run(&timed(None), &ops), run(&timed(Some(regular)), &ops));
+    let total = |r: &SimReport| r.latency.mean_us * r.requests as f64;
+    let added: u64 = ops.iter().map(|o| regular.cost(o).0).sum();
+    assert!(
+        (total(&fuse) - total(&plain) - added as f64 / 1e3).abs() < 1.0,
+        "{} µs more in all, {} µs of requests",
+        total(&fuse) - total(&plain),
+        added / 1000
+    );
+}

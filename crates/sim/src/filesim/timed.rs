@@ -48,8 +48,9 @@ struct Event {
 /// What a group of I/Os is for.
 #[derive(Clone, Copy, Debug)]
 enum Purpose {
-    /// A file operation that arrived then; `measured`: inside the measurement window.
-    Op { arrival: Nanos, measured: bool },
+    /// A file operation that arrived then; `measured`: inside the measurement window; `front_end`:
+    /// the front end's own time for it, added once its I/O is done.
+    Op { arrival: Nanos, measured: bool, front_end: Nanos },
     /// Running work `slot` is reading its source.
     WorkRead(u32),
     /// Running work `slot` is writing its destination.
@@ -149,9 +150,9 @@ impl Timed {
     }
 
     /// A waiter for a file operation arriving at `arrival`.
-    pub(super) fn op_waiter(&mut self, arrival: Nanos, measured: bool) -> u32 {
+    pub(super) fn op_waiter(&mut self, arrival: Nanos, measured: bool, front_end: Nanos) -> u32 {
         self.in_flight += 1;
-        self.new_waiter(Purpose::Op { arrival, measured })
+        self.new_waiter(Purpose::Op { arrival, measured, front_end })
     }
 
     /// Ends the dispatch of operation `waiter`: one that issued no I/O completes at `now`.
@@ -298,10 +299,21 @@ impl FileSim {
         if w.outstanding > 0 {
             return Ok(());
         }
+        if let Purpose::Op { front_end, .. } = &mut w.purpose
+            && *front_end > Nanos::ZERO
+        {
+            // The front end's time (FUSE round trips) comes on top of the device time: the
+            // operation is done that much later, its I/O unchanged.
+            let done = time.saturating_add(*front_end);
+            *front_end = Nanos::ZERO;
+            w.outstanding = 1;
+            t.push_event(done, EventKind::IoDone, waiter);
+            return Ok(());
+        }
         let purpose = w.purpose;
         t.waiters.free(waiter);
         match purpose {
-            Purpose::Op { arrival, measured } => {
+            Purpose::Op { arrival, measured, .. } => {
                 if measured {
                     t.hist.record(time.0.saturating_sub(arrival.0));
                 }
