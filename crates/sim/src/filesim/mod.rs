@@ -651,6 +651,27 @@ impl FileSim {
         }
     }
 
+    /// The pieces in which the front end hands `len` bytes at `offset` to the engine: one
+    /// access per FUSE data request (at most `max_request` bytes, split where the kernel splits
+    /// them, at multiples of it), as the mount tells its engine; the whole range without a
+    /// modelled front end, or with passthrough.
+    fn front_end_requests(&self, offset: u64, len: u64) -> Vec<(u64, u64)> {
+        let Some(f) = self.cfg.front_end.filter(|f| f.data_requests && f.max_request > 0) else {
+            return vec![(offset, len)];
+        };
+        let end = offset.saturating_add(len);
+        let mut out = Vec::new();
+        let mut at = offset;
+        loop {
+            let next = ((at / f.max_request) + 1).saturating_mul(f.max_request).min(end);
+            out.push((at, next - at));
+            if next >= end {
+                return out;
+            }
+            at = next;
+        }
+    }
+
     /// Tells the engine that `id` now lives at `path` (its volume may change).
     fn moved(&mut self, id: u64, path: &str) {
         let volume = volume_of(&self.ns.prefixes, path);
@@ -662,8 +683,9 @@ impl FileSim {
     fn read(&mut self, id: u64, offset: u64, len: u64) {
         if !self.cache.enabled() {
             let class = self.ns.class(id);
-            let req = Request { obj: ObjectId(id), op: Op::Read, offset, len, class };
-            self.access(req, true);
+            for (offset, len) in self.front_end_requests(offset, len) {
+                self.access(Request { obj: ObjectId(id), op: Op::Read, offset, len, class }, true);
+            }
             return;
         }
         let size = self.ns.nodes[id as usize].size;
@@ -705,7 +727,9 @@ impl FileSim {
         self.ns.node(id).size = old.max(end);
         if !self.cache.enabled() {
             let class = self.ns.class(id);
-            self.access(Request { obj: ObjectId(id), op: Op::Write, offset, len, class }, true);
+            for (offset, len) in self.front_end_requests(offset, len) {
+                self.access(Request { obj: ObjectId(id), op: Op::Write, offset, len, class }, true);
+            }
             return;
         }
         if len == 0 {
