@@ -28,11 +28,13 @@
 //!   phase) run but are not counted: Loris reports Postmark's transaction time without its
 //!   preallocation, and FileBench's IOPS without fileset creation.
 
+mod front_end;
 pub mod page_cache;
 mod report;
 mod timed;
 mod working_set;
 
+pub use front_end::FrontEndCost;
 pub use working_set::WorkingSet;
 
 use std::time::Instant;
@@ -99,41 +101,6 @@ pub struct FileSimConfig {
     /// The front end's own time per operation (a FUSE mount's round trips), added to each
     /// timed operation; `None`: the operations reach the devices directly.
     pub front_end: Option<FrontEndCost>,
-}
-
-/// What a FUSE front end adds to each operation: its requests (open, data, flush, release),
-/// each costing the daemon a fixed time. Calibrated on this machine (docs/PERFORMANCE.md,
-/// issue 16): an SSD-only mount against the simulator's SSD-only prediction.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct FrontEndCost {
-    /// Time per request: the kernel round trip and the daemon's handling.
-    pub per_request: Nanos,
-    /// File data goes through the daemon (regular FUSE I/O); `false`: passthrough, only
-    /// opens, flushes and releases reach it.
-    pub data_requests: bool,
-    /// Bytes per data request (FUSE's `max_read`/`max_write`).
-    pub max_request: u64,
-}
-
-impl FrontEndCost {
-    /// The requests `op` makes of the front end, as the replayer issues it (every operation
-    /// opens and closes its file; lookups are cached by the kernel and not counted).
-    pub fn requests(&self, op: &FileOp) -> u64 {
-        let data = |len: u64| if self.data_requests { len.div_ceil(self.max_request.max(1)).max(1) } else { 0 };
-        match op.kind {
-            // open (or create), the data, flush and release.
-            FileOpKind::Read | FileOpKind::Write | FileOpKind::Append => 3 + data(op.length),
-            FileOpKind::Create => 3,
-            // open, setattr, flush, release.
-            FileOpKind::Truncate => 4,
-            FileOpKind::Mkdir | FileOpKind::Delete | FileOpKind::Rmdir | FileOpKind::Rename | FileOpKind::Stat => 1,
-        }
-    }
-
-    /// The front end's time for `op`.
-    pub fn cost(&self, op: &FileOp) -> Nanos {
-        Nanos(self.per_request.0.saturating_mul(self.requests(op)))
-    }
 }
 
 impl FileSimConfig {
@@ -651,27 +618,6 @@ impl FileSim {
         }
     }
 
-    /// The pieces in which the front end hands `len` bytes at `offset` to the engine: one
-    /// access per FUSE data request (at most `max_request` bytes, split where the kernel splits
-    /// them, at multiples of it), as the mount tells its engine; the whole range without a
-    /// modelled front end, or with passthrough.
-    fn front_end_requests(&self, offset: u64, len: u64) -> Vec<(u64, u64)> {
-        let Some(f) = self.cfg.front_end.filter(|f| f.data_requests && f.max_request > 0) else {
-            return vec![(offset, len)];
-        };
-        let end = offset.saturating_add(len);
-        let mut out = Vec::new();
-        let mut at = offset;
-        loop {
-            let next = ((at / f.max_request) + 1).saturating_mul(f.max_request).min(end);
-            out.push((at, next - at));
-            if next >= end {
-                return out;
-            }
-            at = next;
-        }
-    }
-
     /// Tells the engine that `id` now lives at `path` (its volume may change).
     fn moved(&mut self, id: u64, path: &str) {
         let volume = volume_of(&self.ns.prefixes, path);
@@ -683,7 +629,7 @@ impl FileSim {
     fn read(&mut self, id: u64, offset: u64, len: u64) {
         if !self.cache.enabled() {
             let class = self.ns.class(id);
-            for (offset, len) in self.front_end_requests(offset, len) {
+            for (offset, len) in front_end::pieces(self.cfg.front_end, offset, len) {
                 self.access(Request { obj: ObjectId(id), op: Op::Read, offset, len, class }, true);
             }
             return;
@@ -727,7 +673,7 @@ impl FileSim {
         self.ns.node(id).size = old.max(end);
         if !self.cache.enabled() {
             let class = self.ns.class(id);
-            for (offset, len) in self.front_end_requests(offset, len) {
+            for (offset, len) in front_end::pieces(self.cfg.front_end, offset, len) {
                 self.access(Request { obj: ObjectId(id), op: Op::Write, offset, len, class }, true);
             }
             return;
