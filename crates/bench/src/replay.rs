@@ -152,21 +152,6 @@ struct Scheduler {
     cv: Condvar,
 }
 
-/// Whether two trace paths are one, or one is inside the other.
-fn related(a: &str, b: &str) -> bool {
-    let inside = |x: &str, y: &str| x.len() > y.len() && x.starts_with(y) && x.as_bytes()[y.len()] == b'/';
-    a == b || inside(a, b) || inside(b, a)
-}
-
-fn op_paths(o: &FileOp) -> [Option<&str>; 2] {
-    [Some(o.path.as_str()), (!o.path2.is_empty()).then_some(o.path2.as_str())]
-}
-
-fn conflicts(a: &FileOp, b: &FileOp) -> bool {
-    let paths = op_paths;
-    paths(a).into_iter().flatten().any(|p| paths(b).into_iter().flatten().any(|q| related(p, q)))
-}
-
 impl Scheduler {
     /// The next operation in trace order, once nothing running conflicts with it.
     fn take(&self, ops: &[FileOp]) -> Option<usize> {
@@ -174,7 +159,7 @@ impl Scheduler {
         loop {
             let i = st.next;
             let op = ops.get(i)?;
-            if !st.running.iter().any(|&r| conflicts(&ops[r], op)) {
+            if !st.running.iter().any(|&r| ops[r].conflicts_with(op)) {
                 st.next += 1;
                 st.running.push(i);
                 return Some(i);
@@ -287,14 +272,5 @@ mod tests {
         assert_eq!((r1.all.errors, r4.all.errors), (0, 0), "{:?} {:?}", r1.first_errors, r4.first_errors);
         assert_eq!(tree(one.path()), tree(four.path()));
         assert!(r4.by_kind.contains_key("read") && r4.all.p99_us >= r4.all.p50_us);
-    }
-
-    #[test]
-    fn conflicts_are_paths_and_their_ancestors() {
-        assert!(related("/d", "/d/f") && related("/d/f", "/d") && related("/a", "/a"));
-        assert!(!related("/d", "/dd/f") && !related("/d/f", "/d/g"));
-        let rename = FileOp { path2: "/e/g".into(), ..FileOp::new(0, FileOpKind::Rename, "/d/f") };
-        assert!(conflicts(&rename, &FileOp::new(0, FileOpKind::Mkdir, "/e")));
-        assert!(!conflicts(&rename, &FileOp::new(0, FileOpKind::Read, "/x")));
     }
 }

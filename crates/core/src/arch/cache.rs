@@ -324,14 +324,20 @@ impl Cache {
         self.table.meta_mut(s).flags |= IN_COLLECTOR | COLL_FAST;
     }
 
-    fn coll_leave_fast(&mut self, s: Slot) {
+    /// `s` leaves the fast tier; `evicted`: as the coldest (not dropped by a write, which the
+    /// inverse bitmap's admission must not learn from).
+    fn coll_leave_fast(&mut self, s: Slot, evicted: bool) {
         let m = self.table.meta_mut(s);
         if m.flags & IN_COLLECTOR == 0 {
             return;
         }
         if self.tracks_slow {
             m.flags &= !COLL_FAST;
-            self.collector.set_tier(s, Tier::Slow);
+            if evicted {
+                self.collector.set_tier(s, Tier::Slow);
+            } else {
+                self.collector.dropped_from_fast(s);
+            }
         } else {
             m.flags &= !(IN_COLLECTOR | COLL_FAST);
             self.collector.remove(s, Removal::Evicted);
@@ -366,7 +372,7 @@ impl Cache {
     fn evict(&mut self, cx: &mut Ctx<'_>, s: Slot) {
         let m = *self.table.meta(s);
         let size = u64::from(m.size);
-        self.coll_leave_fast(s);
+        self.coll_leave_fast(s, true);
         // A copy being written back (dirty, or revived after a delete) leaves when the
         // write-back completes.
         if m.state == DIRTY || m.flags & WRITING_BACK != 0 {
@@ -547,7 +553,7 @@ impl Cache {
 
     /// Write-around: the cached copy would be stale, so it goes.
     fn write_around(&mut self, cx: &mut Ctx<'_>, s: Slot, m: CacheMeta) -> Served {
-        self.coll_leave_fast(s);
+        self.coll_leave_fast(s, false);
         self.used -= u64::from(m.size);
         let id = self.table.id(s);
         Self::issue(cx, WorkKind::Invalidate, id, s, u64::from(m.size), false);

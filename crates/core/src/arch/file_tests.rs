@@ -426,6 +426,31 @@ fn dynamic_hot_dst_promotes_on_an_hdd_read_and_serves_the_next_from_the_ssd() {
     assert_eq!(r(&mut h), Level::Fast);
 }
 
+/// A write that drops a hot file's SSD copy (read-only caching) is no eviction: the inverse
+/// bitmap takes its admission bar from files evicted as the coldest, and a hot file's counter
+/// as the bar shuts every colder file out. (It did: on the Zipf web server the first cached
+/// directory that a create wrote to stopped all caching for the rest of the run.)
+#[test]
+fn a_copy_dropped_by_a_write_does_not_raise_the_admission_bar() {
+    let mut h = Harness::new("file-read-only-cache", 1 << 20);
+    h.step(&Step::Create(1, 4096)).unwrap();
+    h.step(&Step::Create(2, 4096)).unwrap();
+    let read = |h: &mut Harness, f: u64| {
+        let level = h.access(Request::read(ObjectId(f), 0, 4096)).unwrap().level;
+        h.settle().unwrap();
+        level
+    };
+    for _ in 0..8 {
+        read(&mut h, 1);
+    }
+    assert!(h.engine.placement(ObjectId(1)).on_fast, "file 1 is hot and cached");
+    assert_eq!(h.access(Request::write(ObjectId(1), 0, 4096)).unwrap().level, Level::Slow);
+    h.settle().unwrap();
+    assert!(!h.engine.placement(ObjectId(1)).on_fast, "the write dropped the copy");
+    assert_eq!(read(&mut h, 2), Level::Slow);
+    assert!(h.engine.placement(ObjectId(2)).on_fast, "file 2, read once, is still admitted");
+}
+
 #[test]
 fn cold_dst_blocks_a_write_that_needs_cleaning_and_demotes_the_coldest() {
     let mut h = Harness::new("plain-cold-dst", 8192);

@@ -113,6 +113,15 @@ impl InverseBitmap {
         }
     }
 
+    /// Moves a tracked slot to `tier`'s heap.
+    fn move_to(&mut self, slot: Slot, tier: Tier) {
+        if self.nodes[slot.idx()].tier() == tier {
+            return;
+        }
+        self.heap_remove(slot.0);
+        self.heap_push(tier, slot.0);
+    }
+
     fn sift_up(&mut self, tier: Tier, mut i: usize) {
         let t = tier.index();
         let s = self.heaps[t][i];
@@ -204,14 +213,14 @@ impl Collector for InverseBitmap {
 
     fn set_tier(&mut self, slot: Slot, tier: Tier) {
         let old = self.nodes[slot.idx()].tier();
-        if old == tier {
-            return;
-        }
-        if old == Tier::Fast {
+        if old == Tier::Fast && tier == Tier::Slow {
             self.last_evicted_counter = self.nodes[slot.idx()].counter;
         }
-        self.heap_remove(slot.0);
-        self.heap_push(tier, slot.0);
+        self.move_to(slot, tier);
+    }
+
+    fn dropped_from_fast(&mut self, slot: Slot) {
+        self.move_to(slot, Tier::Slow);
     }
 
     fn remove(&mut self, slot: Slot, why: Removal) {

@@ -89,6 +89,13 @@ pub trait Collector {
     /// A tracked slot moved to `tier` (a promotion, demotion, fill or eviction that keeps it
     /// tracked).
     fn set_tier(&mut self, slot: Slot, tier: Tier);
+    /// The tracked slot's fast copy went without being evicted: a write made it stale, a move
+    /// onto the fast tier failed, or its volume's policy keeps no copy. It is on the slow tier
+    /// now, and its heat says nothing about what the fast tier should admit (the inverse bitmap
+    /// takes its admission bar from evictions only). Default: [`Collector::set_tier`].
+    fn dropped_from_fast(&mut self, slot: Slot) {
+        self.set_tier(slot, Tier::Slow);
+    }
     /// Stops tracking `slot`.
     fn remove(&mut self, slot: Slot, why: Removal);
     /// The size of a tracked object changed.
@@ -237,6 +244,10 @@ impl Collector for AnyCollector {
     #[inline]
     fn set_tier(&mut self, slot: Slot, tier: Tier) {
         dispatch!(self, c => c.set_tier(slot, tier))
+    }
+    #[inline]
+    fn dropped_from_fast(&mut self, slot: Slot) {
+        dispatch!(self, c => c.dropped_from_fast(slot))
     }
     #[inline]
     fn remove(&mut self, slot: Slot, why: Removal) {

@@ -24,6 +24,15 @@
 //!   issued: the source reads, then the destination writes, at the work's I/O priority. An
 //!   access the engine marks [`Served::blocked`] starts only after that work and any work in
 //!   flight on the same file.
+//! - **Closed loop = `tierwise replay`'s workers.** With `Timing::Closed { depth }` operations
+//!   start in trace order, at most `depth` at a time, and one waits while an operation on the
+//!   same path, or on a directory around it, runs ([`FileOp::conflicts_with`]), as the
+//!   replayer's workers do. Without that rule two readers of one hot file overlapped here and
+//!   never on the mount, which put more load on the HDD queue than the mount saw.
+//! - **Front end** ([`FrontEndCost`], on a modelled FUSE mount). Each operation costs its FUSE
+//!   requests' time, and on regular FUSE I/O its data reaches the engine in 128 KiB pieces told
+//!   one after another, each when the previous one's I/O is done, as the kernel sends a
+//!   reader's requests.
 //! - **Measurement window.** Operations before `measure_from` (a benchmark's preallocation
 //!   phase) run but are not counted: Loris reports Postmark's transaction time without its
 //!   preallocation, and FileBench's IOPS without fileset creation.
@@ -354,7 +363,7 @@ impl FileSim {
                 Nanos((op.time_ns.saturating_sub(t0) as f64 / speedup) as u64).max(self.last_arrival)
             }
             Timing::Closed { depth } => {
-                self.wait_for_slot(depth)?;
+                self.wait_for_slot(depth, op)?;
                 self.clock.now().max(self.last_arrival)
             }
             Timing::None => {
@@ -369,6 +378,9 @@ impl FileSim {
         if let Some(t) = self.timed.as_mut() {
             let front_end = self.cfg.front_end.map_or(Nanos::ZERO, |f| f.cost(op));
             self.cur_op = t.op_waiter(arrival, measured, front_end);
+            if matches!(self.cfg.timing, Timing::Closed { .. }) {
+                t.op_running(self.cur_op, op);
+            }
         }
         self.op_level = None;
         // A session is a run of operations on one open file: an operation on another path ends
@@ -389,7 +401,7 @@ impl FileSim {
             self.count(op);
         }
         if let Some(t) = self.timed.as_mut() {
-            t.op_dispatched(self.cur_op, arrival);
+            t.resume_if_idle(self.cur_op, arrival);
             self.cur_op = timed::NOBODY;
         }
         self.n += 1;
@@ -629,9 +641,7 @@ impl FileSim {
     fn read(&mut self, id: u64, offset: u64, len: u64) {
         if !self.cache.enabled() {
             let class = self.ns.class(id);
-            for (offset, len) in front_end::pieces(self.cfg.front_end, offset, len) {
-                self.access(Request { obj: ObjectId(id), op: Op::Read, offset, len, class }, true);
-            }
+            self.tell_data(Request { obj: ObjectId(id), op: Op::Read, offset, len, class });
             return;
         }
         let size = self.ns.nodes[id as usize].size;
@@ -673,9 +683,7 @@ impl FileSim {
         self.ns.node(id).size = old.max(end);
         if !self.cache.enabled() {
             let class = self.ns.class(id);
-            for (offset, len) in front_end::pieces(self.cfg.front_end, offset, len) {
-                self.access(Request { obj: ObjectId(id), op: Op::Write, offset, len, class }, true);
-            }
+            self.tell_data(Request { obj: ObjectId(id), op: Op::Write, offset, len, class });
             return;
         }
         if len == 0 {

@@ -306,7 +306,9 @@ fn the_front_end_cost_is_its_requests_and_lengthens_each_operation_by_it() {
         front_end,
         ..FileSimConfig::new("ssd-only", 1 << 30)
     };
-    let (plain, fuse) = (run(&timed(None), &ops), run(&timed(Some(regular)), &ops));
+    // The same requests at no cost: the same pieces, so the same device time.
+    let free = FrontEndCost { per_request: Nanos::ZERO, ..regular };
+    let (plain, fuse) = (run(&timed(Some(free)), &ops), run(&timed(Some(regular)), &ops));
     let total = |r: &SimReport| r.latency.mean_us * r.requests as f64;
     let added: u64 = ops.iter().map(|o| regular.cost(o).0).sum();
     assert!(
@@ -341,4 +343,69 @@ fn a_modelled_front_end_tells_the_engine_one_access_per_fuse_request() {
     // 8 + 3, then 100,000..200,000 crosses 131,072: 2.
     assert_eq!(reads(Some(fuse)), 13);
     assert_eq!(reads(Some(FrontEndCost { data_requests: false, ..fuse })), 3, "passthrough: whole ranges");
+}
+
+/// The closed loop runs operations in trace order as `tierwise replay`'s workers do: one waits
+/// while an operation on the same path (or a directory around it) runs, so two reads of one file
+/// never overlap where reads of two files do.
+#[test]
+fn the_closed_loop_never_overlaps_operations_on_one_path() {
+    // Three 1 ms requests per read, nothing else worth counting: the time is the front end's.
+    let fuse = FrontEndCost { per_request: Nanos::from_millis(1), data_requests: false, max_request: 128 << 10 };
+    let setup = [
+        op(FileOpKind::Create, "/d/f", 0, 0),
+        op(FileOpKind::Write, "/d/f", 0, 4096),
+        op(FileOpKind::Create, "/d/g", 0, 0),
+        op(FileOpKind::Write, "/d/g", 0, 4096),
+    ];
+    let duration = |reads: &[FileOp]| {
+        let ops: Vec<FileOp> = setup.iter().chain(reads).cloned().collect();
+        let cfg = FileSimConfig {
+            timing: Timing::Closed { depth: 2 },
+            ram_bytes: 0,
+            front_end: Some(fuse),
+            measure_from: setup.len() as u64,
+            ..FileSimConfig::new("ssd-only", 1 << 30)
+        };
+        run(&cfg, &ops).duration_s
+    };
+    let read = |p: &str| op(FileOpKind::Read, p, 0, 4096);
+    let one_file = duration(&[read("/d/f"), read("/d/f")]);
+    let two_files = duration(&[read("/d/f"), read("/d/g")]);
+    let rmdir_after = duration(&[read("/d/f"), op(FileOpKind::Rmdir, "/d", 0, 0)]);
+    assert!((0.0059..0.0065).contains(&one_file), "one file: {one_file} s, two 3 ms reads in turn");
+    assert!((0.0029..0.0035).contains(&two_files), "two files: {two_files} s, side by side");
+    assert!(rmdir_after > 0.0039, "an rmdir of the directory waits for the read inside it: {rmdir_after} s");
+}
+
+/// On a modelled front end the pieces of one read reach the engine one after another, each when
+/// the one before is done (FUSE sends a reader's requests in turn; on the mount the pieces of a
+/// read of the emulated HDD arrive tens of milliseconds apart). Reading a 1 MiB file off the HDD
+/// under on-demand caching, the copy its first piece issued lands while the read goes on, and
+/// its last pieces come from the SSD, as on the mount (told all at once, every piece would be
+/// the HDD's).
+#[test]
+fn the_pieces_of_a_read_reach_the_engine_one_after_another() {
+    let ops = [
+        op(FileOpKind::Create, "/f", 0, 0),
+        op(FileOpKind::Write, "/f", 0, 1 << 20),
+        op(FileOpKind::Read, "/f", 0, 1 << 20),
+    ];
+    let levels = |timing| {
+        let fuse = FrontEndCost { per_request: Nanos::ZERO, data_requests: true, max_request: 128 << 10 };
+        let cfg = FileSimConfig {
+            timing,
+            ram_bytes: 0,
+            dirs: false,
+            front_end: Some(fuse),
+            measure_from: 2,
+            ..FileSimConfig::new("on-demand-caching", 16 << 20)
+        };
+        let r = run(&cfg, &ops);
+        (r.engine.reads_by_level[Level::Fast.index()], r.engine.reads_by_level[Level::Slow.index()])
+    };
+    let (fast, slow) = levels(Timing::Closed { depth: 1 });
+    assert!(fast > 0 && slow > 1 && fast + slow == 8, "{fast} pieces from the SSD, {slow} from the HDD");
+    // Untimed, work is done the moment it is issued: every piece after the first is the SSD's.
+    assert_eq!(levels(Timing::None), (7, 1));
 }

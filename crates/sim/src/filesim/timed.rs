@@ -17,8 +17,10 @@ use tierwise_core::driver::still_valid;
 use tierwise_core::{Clock, Level, Nanos, Op, Outcome, Request, Served, Work, WorkKind};
 
 use super::FileSim;
+use super::front_end::PiecesLeft;
 use super::page_cache::PAGE;
 use crate::device::{Class, DevOp, DeviceSet, DiskEvent, QueueConfig, Submitted, TierDevices};
+use crate::filetrace::FileOp;
 use crate::metrics::Histogram;
 use crate::sim::{FoldHash, SimError};
 use crate::slab::Slab;
@@ -104,6 +106,11 @@ pub(super) struct Timed {
     tokens: Vec<u64>,
     /// Operations in flight.
     pub(super) in_flight: u32,
+    /// In closed-loop timing, the operations in flight (by waiter): the next one waits until
+    /// none of them conflicts with it, as `tierwise replay`'s workers do.
+    ops_running: Vec<(u32, FileOp)>,
+    /// Data of operations in flight still to reach the engine, by waiter.
+    pub(super) pieces_left: HashMap<u32, PiecesLeft, FoldHash>,
     pub(super) hist: Histogram,
 }
 
@@ -128,6 +135,8 @@ impl Timed {
             just_started: Vec::new(),
             tokens: Vec::new(),
             in_flight: 0,
+            ops_running: Vec::new(),
+            pieces_left: HashMap::with_hasher(FoldHash),
             hist: Histogram::default(),
         })
     }
@@ -155,8 +164,20 @@ impl Timed {
         self.new_waiter(Purpose::Op { arrival, measured, front_end })
     }
 
-    /// Ends the dispatch of operation `waiter`: one that issued no I/O completes at `now`.
-    pub(super) fn op_dispatched(&mut self, waiter: u32, now: Nanos) {
+    /// Remembers that operation `waiter` is `op` until it completes (closed-loop timing).
+    pub(super) fn op_running(&mut self, waiter: u32, op: &FileOp) {
+        self.ops_running.push((waiter, op.clone()));
+    }
+
+    /// Whether an operation in flight conflicts with `op`.
+    fn conflicts(&self, op: &FileOp) -> bool {
+        self.ops_running.iter().any(|(_, r)| r.conflicts_with(op))
+    }
+
+    /// Operation `waiter`, if it has no I/O outstanding, goes on at `now` (its next piece, its
+    /// front end's time, or its completion): at the end of its dispatch, one that issued no I/O
+    /// completes then.
+    pub(super) fn resume_if_idle(&mut self, waiter: u32, now: Nanos) {
         if self.waiters[waiter].outstanding == 0 {
             self.waiters[waiter].outstanding = 1;
             self.push_event(now, EventKind::IoDone, waiter);
@@ -299,6 +320,11 @@ impl FileSim {
         if w.outstanding > 0 {
             return Ok(());
         }
+        if let Some(left) = t.pieces_left.remove(&waiter) {
+            self.next_piece(waiter, left, time);
+            return Ok(());
+        }
+        let w = &mut t.waiters[waiter];
         if let Purpose::Op { front_end, .. } = &mut w.purpose
             && *front_end > Nanos::ZERO
         {
@@ -314,6 +340,9 @@ impl FileSim {
         t.waiters.free(waiter);
         match purpose {
             Purpose::Op { arrival, measured, .. } => {
+                if let Some(i) = t.ops_running.iter().position(|&(w, _)| w == waiter) {
+                    t.ops_running.swap_remove(i);
+                }
                 if measured {
                     t.hist.record(time.0.saturating_sub(arrival.0));
                 }
@@ -447,8 +476,8 @@ impl FileSim {
 
     /// Processes events (and timers due before them) until fewer than `depth` operations are
     /// in flight.
-    pub(super) fn wait_for_slot(&mut self, depth: u32) -> Result<(), SimError> {
-        while self.timed.as_ref().is_some_and(|t| t.in_flight >= depth) {
+    pub(super) fn wait_for_slot(&mut self, depth: u32, op: &FileOp) -> Result<(), SimError> {
+        while self.timed.as_ref().is_some_and(|t| t.in_flight >= depth || t.conflicts(op)) {
             let Some(e) = self.timed.as_ref().and_then(Timed::next_event_time) else {
                 return Err(SimError::Complete("the file simulation stalled with operations in flight".into()));
             };

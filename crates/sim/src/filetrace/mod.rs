@@ -113,6 +113,18 @@ impl FileOp {
         self
     }
 
+    /// Whether `self` and `other` must not run at the same time when a trace is replayed by
+    /// several workers: they name one path, or one names a directory the other is inside (a
+    /// `create /d/f` waits for its `mkdir /d`, a rename for both its paths). `tierwise replay`
+    /// orders its workers by this rule, and the file simulator's closed loop models it.
+    pub fn conflicts_with(&self, other: &FileOp) -> bool {
+        self.paths().any(|p| other.paths().any(|q| related_paths(p, q)))
+    }
+
+    fn paths(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.path.as_str()).chain((!self.path2.is_empty()).then_some(self.path2.as_str()))
+    }
+
     /// Writes the operation as one line of the format.
     pub fn write_line(&self, out: &mut impl Write) -> std::io::Result<()> {
         writeln!(
@@ -126,6 +138,12 @@ impl FileOp {
             self.path2
         )
     }
+}
+
+/// Whether two trace paths are one, or one is inside the other.
+fn related_paths(a: &str, b: &str) -> bool {
+    let inside = |x: &str, y: &str| x.len() > y.len() && x.starts_with(y) && x.as_bytes()[y.len()] == b'/';
+    a == b || inside(a, b) || inside(b, a)
 }
 
 /// The header written at the top of a trace.
@@ -266,6 +284,16 @@ mod tests {
 
     fn read_all(text: &str) -> Result<Vec<FileOp>, TraceError> {
         FileTraceReader::from_bytes("t.csv", text.as_bytes().to_vec()).collect()
+    }
+
+    #[test]
+    fn conflicts_are_paths_and_their_ancestors() {
+        assert!(related_paths("/d", "/d/f") && related_paths("/d/f", "/d") && related_paths("/a", "/a"));
+        assert!(!related_paths("/d", "/dd/f") && !related_paths("/d/f", "/d/g"));
+        let rename = FileOp { path2: "/e/g".into(), ..FileOp::new(0, FileOpKind::Rename, "/d/f") };
+        assert!(rename.conflicts_with(&FileOp::new(0, FileOpKind::Mkdir, "/e")));
+        assert!(FileOp::new(0, FileOpKind::Mkdir, "/e").conflicts_with(&rename));
+        assert!(!rename.conflicts_with(&FileOp::new(0, FileOpKind::Read, "/x")));
     }
 
     #[test]

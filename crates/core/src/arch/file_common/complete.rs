@@ -29,7 +29,7 @@ impl FileCore {
                     self.fast_used = self.fast_used - bytes + size;
                     if self.sieved(size) || self.fast_used > self.capacity + self.leaving {
                         self.sync_coll(s, &t);
-                        self.evict(cx, s, &t);
+                        self.send_off_fast(cx, s, &t, false);
                     }
                 } else {
                     self.fast_used -= bytes;
@@ -103,7 +103,7 @@ impl FileCore {
             if m.has(ON_FAST) && !m.has(MOVING) && self.sieved(m.size()) {
                 // It grew past the sieve while its work was in flight.
                 self.counters.sieved_out += 1;
-                self.evict(cx, s, &t);
+                self.send_off_fast(cx, s, &t, false);
             }
             if !self.table.meta(s).has(MOVING)
                 && let Some(volume) = self.pending_volume.remove(&s.0)

@@ -237,7 +237,15 @@ impl FileCore {
         m.has(META) && self.mode_of(m.volume()).keeps_namespace
     }
 
+    /// [`Self::sync_coll_as`] for any change but an eviction.
     fn sync_coll(&mut self, s: Slot, t: &Touch) {
+        self.sync_coll_as(s, t, false);
+    }
+
+    /// Makes the collector's view of `s` match its state; `evicted`: `s` left the SSD as the
+    /// coldest file (an eviction, which the inverse bitmap's admission learns from), not for a
+    /// write, a failed move or a volume change.
+    fn sync_coll_as(&mut self, s: Slot, t: &Touch, evicted: bool) {
         let m = *self.table.meta(s);
         let (want, fast) = self.coll_wanted(&m);
         let tier = if fast { Tier::Fast } else { Tier::Slow };
@@ -249,6 +257,8 @@ impl FileCore {
             let why = if m.has(DELETED) { Removal::Deleted } else { Removal::Evicted };
             self.collector.remove(s, why);
             flags &= !IN_COLL;
+        } else if want && m.has(COLL_FAST) && !fast && !evicted {
+            self.collector.dropped_from_fast(s);
         } else if want && m.has(COLL_FAST) != fast {
             self.collector.set_tier(s, tier);
         }
@@ -321,6 +331,12 @@ impl FileCore {
     /// Evicts `v` from the SSD: DST demotes, caching drops a clean copy at once and writes a
     /// dirty one back first. Returns the bytes that will be free once done.
     fn evict(&mut self, cx: &mut Ctx<'_>, v: Slot, t: &Touch) -> u64 {
+        self.send_off_fast(cx, v, t, true)
+    }
+
+    /// Sends `v` off the SSD: drops a clean copy, writes back a dirty one, demotes the only
+    /// one. `evicted`: chosen as the coldest (not sent off by a write).
+    pub(super) fn send_off_fast(&mut self, cx: &mut Ctx<'_>, v: Slot, t: &Touch, evicted: bool) -> u64 {
         let m = *self.table.meta(v);
         let mode = self.mode_of(m.volume());
         if mode.copies() && m.has(ON_SLOW) && !m.has(DIRTY) {
@@ -336,7 +352,7 @@ impl FileCore {
             }
             self.issue(cx, v, kind, (Level::Fast, Level::Slow), m.size(), true);
         }
-        self.sync_coll(v, t);
+        self.sync_coll_as(v, t, evicted);
         m.size()
     }
 
@@ -392,7 +408,7 @@ impl FileCore {
     /// caused it lands on the HDD after the move (or at once for a clean copy).
     fn leave_fast(&mut self, cx: &mut Ctx<'_>, s: Slot, t: &Touch) -> Served {
         let m = *self.table.meta(s);
-        self.evict(cx, s, t);
+        self.send_off_fast(cx, s, t, false);
         if self.mode_of(m.volume()).copies() && !m.has(DIRTY) {
             Served::by(Level::Slow)
         } else {
@@ -582,7 +598,7 @@ impl FileCore {
         }
         let clean_copy = mode.copies() && !m.has(DIRTY);
         if mode.writes == Writes::DropCopy && clean_copy && !m.has(MOVING) {
-            self.evict(cx, s, t);
+            self.send_off_fast(cx, s, t, false);
             self.resize(s, new_size);
             return Served::by(Level::Slow);
         }
