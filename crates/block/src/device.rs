@@ -12,13 +12,14 @@
 //!   block until the I/O is done, even if its block was evicted meanwhile.
 //! - Lock order: stripes (ascending), then the commit lock, then the core lock.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use tierwise_core::{Clock, Engine, Nanos, ObjectId, Work};
+use tierwise_core::driver::{Route, WorkQueue};
+use tierwise_core::{Clock, Engine, Nanos, ObjectId};
 
 use crate::backend::Backend;
 use crate::error::DeviceError;
@@ -126,10 +127,9 @@ pub struct DeviceStats {
 pub(crate) struct Core {
     pub(crate) engine: Engine<SysClock>,
     pub(crate) slots: Slots,
-    /// Work to execute, in issue order.
-    pub(crate) queue: VecDeque<Work>,
-    /// Work queued or running per block (accesses that must wait for it look here).
-    pub(crate) busy: HashMap<u64, u32>,
+    /// Work taken from the engine and not finished: in issue order for the movers, per block
+    /// for the accesses that must wait for it.
+    pub(crate) work: WorkQueue,
     /// Blocks whose queued copy may take its bytes from the read that missed (the engine's
     /// `source_in_ram`), and those bytes once that read has them: the copy then writes the
     /// SSD without reading the HDD a second time.
@@ -199,27 +199,25 @@ impl Core {
     /// Takes the engine's new work: invalidations apply now (the slot waits for a commit), the
     /// rest is queued for the movers.
     pub(crate) fn drain(&mut self) -> bool {
-        let mut queued = false;
-        let work: Vec<Work> = self.engine.drain_work().collect();
-        for w in work {
+        for w in self.engine.pending_work() {
             crate::trace::note(w.obj.0, || format!("issued {:?} {:?}->{:?}", w.kind, w.from, w.to));
-            if w.kind.needs_completion() {
-                if w.source_in_ram && w.from == tierwise_core::Level::Slow {
-                    self.want_ram.insert(w.obj.0);
-                }
-                *self.busy.entry(w.obj.0).or_insert(0) += 1;
-                self.queue.push_back(w);
-                queued = true;
-            } else if w.from == tierwise_core::Level::Ram {
-                self.ram.drop_copy(w.obj.0);
-            } else if w.from == tierwise_core::Level::Fast
-                && self.slots.holds_at(w.obj.0, w.fast_addr)
-                && self.slots.unmap(w.obj.0).is_some()
-            {
-                self.table_changed = true;
+            if w.kind.needs_completion() && w.source_in_ram && w.from == tierwise_core::Level::Slow {
+                self.want_ram.insert(w.obj.0);
             }
         }
-        queued
+        let (ram, slots, table_changed) = (&self.ram, &mut self.slots, &mut self.table_changed);
+        let queued = self.work.take_issued(&mut self.engine, |w| {
+            if w.from == tierwise_core::Level::Ram {
+                ram.drop_copy(w.obj.0);
+            } else if w.from == tierwise_core::Level::Fast
+                && slots.holds_at(w.obj.0, w.fast_addr)
+                && slots.unmap(w.obj.0).is_some()
+            {
+                *table_changed = true;
+            }
+            Route::Applied
+        });
+        queued > 0
     }
 
     /// Makes the slot table agree with the engine about `block`: a slot the engine no longer
@@ -228,16 +226,6 @@ impl Core {
         if self.slots.slot_of(block).is_some() && !self.engine.placement(ObjectId(block)).on_fast {
             self.slots.unmap(block);
             self.table_changed = true;
-        }
-    }
-
-    /// One piece of work is finished (whatever its outcome).
-    pub(crate) fn settle_busy(&mut self, block: u64) {
-        if let Some(n) = self.busy.get_mut(&block) {
-            *n -= 1;
-            if *n == 0 {
-                self.busy.remove(&block);
-            }
         }
     }
 }
@@ -378,15 +366,14 @@ impl HybridDevice {
     /// issue it again); returns how many.
     pub fn cancel_queued(&self) -> usize {
         let mut c = self.shared.lock();
-        let mut n = 0;
-        while let Some(w) = c.queue.pop_front() {
-            let _ = c.engine.complete(w.id, tierwise_core::Outcome::Cancelled);
-            c.settle_busy(w.obj.0);
+        let c2 = &mut *c;
+        let cancelled = c2.work.cancel_queued(&mut c2.engine);
+        for w in &cancelled {
             c.reconcile(w.obj.0);
             c.want_ram.remove(&w.obj.0);
             c.ram_fill.remove(&w.obj.0);
-            n += 1;
         }
+        let n = cancelled.len();
         // A policy may answer at once with new work; it runs as usual.
         if c.drain() {
             self.shared.work_ready.notify_all();
@@ -405,7 +392,7 @@ impl HybridDevice {
     pub fn wait_idle(&self, timeout: Duration) -> Result<bool, DeviceError> {
         let deadline = Instant::now() + timeout;
         let mut c = self.shared.lock();
-        while !c.busy.is_empty() {
+        while !c.work.is_empty() {
             let now = Instant::now();
             if now >= deadline {
                 return Ok(false);
@@ -425,7 +412,7 @@ impl HybridDevice {
         let c = self.shared.lock();
         let mut s = c.stats.clone();
         let u = c.engine.usage();
-        s.queued = c.busy.values().map(|&n| u64::from(n)).sum();
+        s.queued = c.work.len() as u64;
         s.slots = self.shared.ssd_sb.slots;
         s.slots_used = c.slots.mapped_blocks().count() as u64;
         s.dirty_bytes = u.dirty_bytes;
@@ -446,7 +433,7 @@ impl HybridDevice {
         let p = c.engine.placement(ObjectId(block));
         let slot = c.slots.slot_of(block);
         let runs = slot.map(|s| c.slots.runs(s, 0, self.block_size() / crate::format::SECTOR));
-        format!("block {block}: {p:?}, slot {slot:?} {runs:?}, busy {:?}", c.busy.get(&block))
+        format!("block {block}: {p:?}, slot {slot:?} {runs:?}, work {:?}", c.work.on(ObjectId(block)))
     }
 
     /// Checks the engine's and the slot table's bookkeeping (tests).
@@ -478,15 +465,13 @@ impl HybridDevice {
         }
         {
             let mut c = self.shared.lock();
-            while let Some(w) = c.queue.pop_front() {
-                let _ = c.engine.complete(w.id, tierwise_core::Outcome::Cancelled);
-                c.settle_busy(w.obj.0);
+            let c2 = &mut *c;
+            for w in c2.work.cancel_queued(&mut c2.engine) {
                 c.reconcile(w.obj.0);
             }
             c.drain();
             c.want_ram.clear();
             c.ram_fill.clear();
-            c.queue.clear();
         }
         // Writes a move's RAM copy absorbed reach the HDD before the final checkpoint.
         self.shared.ram.persist(&self.shared)?;

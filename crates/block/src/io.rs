@@ -9,7 +9,7 @@
 use std::sync::{RwLockReadGuard, RwLockWriteGuard};
 
 use tierwise_core::arch::RamLevel;
-use tierwise_core::driver::still_valid;
+use tierwise_core::driver::revalidate;
 use tierwise_core::{Level, ObjectId, Request, Served};
 
 use crate::backend::Dev;
@@ -304,19 +304,17 @@ fn run_reads(sh: &Shared, buf: &mut [u8], routes: &[(Piece, ReadRoute)]) -> Resu
 /// After waiting: the first answer, unless work that ran meanwhile made it unsafe, then asked
 /// again without counting (the engine's told-once rule).
 fn again_if_stale(c: &mut Core, req: &Request, served: Served) -> Served {
-    let now = c.engine.placement(req.obj);
-    if still_valid(req, &served, &now) {
-        return served;
+    let (served, asked_again) = revalidate(&mut c.engine, req, served);
+    if asked_again {
+        c.drain();
     }
-    let s = c.engine.access_again(req);
-    c.drain();
-    s
+    served
 }
 
 /// Waits until no work is queued or running on `block`.
 fn wait_block_idle(sh: &Shared, block: u64) {
     let mut c = sh.lock();
-    while c.busy.contains_key(&block) && !c.stopping {
+    while c.work.busy(ObjectId(block)) && !c.stopping {
         c = sh.work_done.wait(c).unwrap_or_else(std::sync::PoisonError::into_inner);
     }
 }
@@ -681,7 +679,7 @@ pub(crate) fn trim(sh: &Shared, offset: u64, len: u64) -> Result<(), DeviceError
             let _g = sh.stripe(block).write().unwrap_or_else(std::sync::PoisonError::into_inner);
             {
                 let mut c = sh.lock();
-                if c.busy.contains_key(&block) {
+                if c.work.busy(ObjectId(block)) {
                     continue;
                 }
                 c.engine.access(&Request::op(ObjectId(block), tierwise_core::Op::Delete));

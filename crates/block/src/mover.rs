@@ -46,7 +46,7 @@ pub(crate) fn run(sh: &Shared, timekeeper: bool) {
                         break None;
                     }
                 }
-                if let Some(w) = c.queue.pop_front() {
+                if let Some(w) = c.work.start_next() {
                     break Some(w);
                 }
                 let wait = if timekeeper {
@@ -142,7 +142,8 @@ fn complete(
     c.ram_fill.remove(&block);
     let result = match outcome {
         Ok(new_slot) => {
-            let r = c.engine.complete(w.id, Outcome::Done);
+            let c = &mut *c;
+            let r = c.work.finish(&mut c.engine, w, Outcome::Done);
             let i = EngineStats::kind_index(w.kind);
             if i < 4 {
                 c.stats.moves_done[i] += 1;
@@ -182,13 +183,13 @@ fn complete(
             {
                 c.stats.anomalies += 1;
             }
-            c.engine.complete(w.id, Outcome::Failed)
+            let c = &mut *c;
+            c.work.finish(&mut c.engine, w, Outcome::Failed)
         }
     };
     if result.is_err() {
         c.stats.anomalies += 1;
     }
-    c.settle_busy(block);
     c.reconcile(block);
     if c.drain() {
         sh.work_ready.notify_all();

@@ -8,13 +8,14 @@
 //! unclean shutdown, the SSD's copy wins; it holds either the old or the new bytes of a write
 //! that was never acknowledged as flushed, and both are allowed.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU32, AtomicU64};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::time::Instant;
 
 use tierwise_core::arch::Architecture;
 use tierwise_core::arch::{Addressing, CostClass, arch_info};
+use tierwise_core::driver::WorkQueue;
 use tierwise_core::params::Params;
 use tierwise_core::{Engine, Level, ObjectId, Setup, build_arch, extent_size_of};
 
@@ -304,8 +305,7 @@ pub fn open(backend: Arc<dyn Backend>, opts: ServeOptions) -> Result<HybridDevic
         ram: Arc::clone(&ram),
         engine: Engine::new(arch, SysClock::new()),
         slots: Slots::new(slots, bs),
-        queue: VecDeque::new(),
-        busy: HashMap::new(),
+        work: WorkQueue::new(),
         want_ram: HashSet::new(),
         ram_fill: HashMap::new(),
         table_changed: true,

@@ -42,7 +42,7 @@ pub(crate) fn extents(sh: &Shared, offset: u64, len: u64) -> Result<Vec<Extent>,
         let only_on_hdd = {
             let c = sh.lock();
             c.slots.slot_of(block).is_none()
-                && !c.busy.contains_key(&block)
+                && !c.work.busy(ObjectId(block))
                 && !c.engine.placement(ObjectId(block)).in_ram
                 && !sh.wbuf.moving(block)
         };
