@@ -68,6 +68,7 @@ use state::StateError;
 pub use tiers::{TierError, Tiers};
 use tierwise_core::arch::CostClass;
 use tierwise_core::arch::type_aware::{file_volumes, volume_archs};
+use tierwise_core::driver::Driver;
 use tierwise_core::{Clock, ConfigError, Engine, Nanos, Setup, build_arch};
 
 /// Time since the file system started, for the engine (the engine never reads the OS clock).
@@ -264,7 +265,7 @@ impl HybridFs {
         let plan = data_path_plan(cfg)?;
         let shared = Arc::new(Shared {
             tiers,
-            engine: Mutex::new(engine),
+            engine: Mutex::new(Driver::new(engine)),
             work_cv: Condvar::new(),
             done_cv: Condvar::new(),
             inodes: Mutex::new(inodes::Inodes::default()),

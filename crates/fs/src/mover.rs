@@ -8,7 +8,8 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use tierwise_core::{Clock, Level, Outcome, Tier, Work, WorkKind};
+use tierwise_core::driver::Backoff;
+use tierwise_core::{Clock, Level, Nanos, Outcome, Tier, Work, WorkKind};
 
 use crate::shared::{Shared, lock};
 use crate::state::{self, MoveRecord};
@@ -81,7 +82,7 @@ impl Shared {
         let mut heat_saved_at = Instant::now();
         // Work that keeps failing (a full or lost tier) is retried by the engine: back off
         // rather than spin.
-        let mut failures = 0u32;
+        let mut backoff = Backoff::new(Nanos::from_millis(10), Nanos::from_secs(1));
         let mut checked_at = Instant::now();
         while !self.stop.load(Ordering::SeqCst) {
             if checked_at.elapsed() >= Duration::from_secs(1) {
@@ -96,26 +97,25 @@ impl Shared {
                 self.save_heat(false);
                 heat_saved_at = Instant::now();
             }
-            let batch: Vec<Work> = {
+            let next: Option<Work> = {
                 let mut e = lock(&self.engine);
                 if let Some(d) = e.next_deadline()
                     && d <= e.clock().now()
                 {
                     e.tick();
                 }
-                if e.pending_work().is_empty() {
+                e.take_issued();
+                if e.work.queued() == 0 {
                     let (g, _) = self
                         .work_cv
                         .wait_timeout(e, Duration::from_millis(100))
                         .unwrap_or_else(std::sync::PoisonError::into_inner);
                     e = g;
+                    e.take_issued();
                 }
-                e.drain_work().collect()
+                if self.stop.load(Ordering::SeqCst) { None } else { e.work.start_next() }
             };
-            for w in batch {
-                if self.stop.load(Ordering::SeqCst) {
-                    break;
-                }
+            if let Some(w) = next {
                 self.note(w.obj.0, || format!("mover starts {}({})", w.kind.name(), w.id.0 & 0xffff));
                 // The engine hears the outcome while the file's lock is still held: until then
                 // it routes accesses by the old placement, so no access may run in between.
@@ -124,29 +124,21 @@ impl Shared {
                 let _g = file_lock.write().unwrap_or_else(std::sync::PoisonError::into_inner);
                 let outcome = self.execute(&w);
                 self.note(w.obj.0, || format!("mover {} -> {outcome:?}", w.kind.name()));
-                if w.kind.needs_completion() {
-                    let mut e = lock(&self.engine);
-                    let _ = e.complete(w.id, outcome);
-                    if !e.pending_work().is_empty() {
-                        self.work_cv.notify_all();
-                    }
+                // The engine hears the outcome of work that needs one; the rest only leaves the
+                // queue (an invalidation took effect when it was issued).
+                if lock(&self.engine).finish(&w, outcome) > 0 {
+                    self.work_cv.notify_all();
                 }
                 if w.kind == WorkKind::Writeback {
                     self.sync_dirty_mark(w.obj.0);
                 }
                 drop(_g);
                 self.done_cv.notify_all();
-                match outcome {
-                    Outcome::Failed => {
-                        failures = failures.saturating_add(1);
-                        let pause = Duration::from_millis(10u64 << failures.min(7)).min(Duration::from_secs(1));
-                        let until = Instant::now() + pause;
-                        while Instant::now() < until && !self.stop.load(Ordering::SeqCst) {
-                            std::thread::sleep(Duration::from_millis(10));
-                        }
+                if let Some(pause) = backoff.after(outcome) {
+                    let until = Instant::now() + Duration::from_nanos(pause.0);
+                    while Instant::now() < until && !self.stop.load(Ordering::SeqCst) {
+                        std::thread::sleep(Duration::from_millis(10));
                     }
-                    Outcome::Done => failures = 0,
-                    _ => {}
                 }
             }
         }

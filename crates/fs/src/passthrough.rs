@@ -10,7 +10,7 @@ use std::fs;
 use std::io;
 use std::os::unix::fs::MetadataExt;
 
-use tierwise_core::{Op, Tier};
+use tierwise_core::{ObjectId, Op, Tier, WorkId};
 
 use crate::inodes::Node;
 use crate::shared::{Shared, lock};
@@ -107,14 +107,13 @@ impl Shared {
                 let req = self.data_request(ino, node, Op::Read, 0, size);
                 let queued = {
                     let mut e = lock(&self.engine);
-                    if e.in_flight().chain(e.pending_work().iter()).any(|w| w.obj.0 == ino) {
+                    e.take_issued();
+                    if e.work.busy(ObjectId(ino)) {
                         // Mid-move: regular I/O (told read by read) while the move runs.
                         return None;
                     }
-                    let before = e.pending_work().len();
-                    e.access(&req);
-                    let issued: Vec<u64> =
-                        e.pending_work().get(before..).unwrap_or_default().iter().map(|w| w.id.0).collect();
+                    let (_, queued) = e.access(&req, false);
+                    let issued: Vec<(ObjectId, WorkId)> = e.work.newest(queued).map(|w| (w.obj, w.id)).collect();
                     self.work_cv.notify_all();
                     issued
                 };

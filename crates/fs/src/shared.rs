@@ -24,7 +24,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use fuser::{Errno, FileAttr, FileType, FopenFlags, INodeNo};
 use tierwise_core::arch::type_aware::volume_of;
-use tierwise_core::{Engine, ObjectClass, ObjectId, ObjectKind, Op, Request, Served, Tier, Work};
+use tierwise_core::driver::Driver;
+use tierwise_core::{ObjectClass, ObjectId, ObjectKind, Op, Request, Served, Tier, WorkId};
 
 use crate::control::Counters;
 use crate::emulate::Emulator;
@@ -40,7 +41,7 @@ pub(crate) type DirEntry = (u64, FileType, OsString);
 
 pub(crate) struct Shared {
     pub(crate) tiers: Tiers,
-    pub(crate) engine: Mutex<Engine<SysClock>>,
+    pub(crate) engine: Mutex<Driver<SysClock>>,
     /// Signalled when work is queued (the mover waits on it).
     pub(crate) work_cv: Condvar,
     /// Signalled when work completes (blocked accesses wait on it).
@@ -242,17 +243,14 @@ impl Shared {
             return Served::by(tierwise_core::Level::Slow);
         }
         let mut e = lock(&self.engine);
-        let served = e.access(req);
-        if !e.pending_work().is_empty() {
+        let (served, issued) = e.access(req, false);
+        if issued > 0 {
             self.work_cv.notify_all();
         }
         if self.cfg.debug_events {
             let p = e.placement(req.obj);
-            let work: Vec<String> = e
-                .pending_work()
-                .iter()
-                .map(|w| format!("{}#{}({})", w.kind.name(), w.obj.0, w.id.0 & 0xffff))
-                .collect();
+            let work: Vec<String> =
+                e.work.newest(issued).map(|w| format!("{}#{}({})", w.kind.name(), w.obj.0, w.id.0 & 0xffff)).collect();
             drop(e);
             self.note(req.obj.0, || {
                 format!(
@@ -272,18 +270,18 @@ impl Shared {
         served
     }
 
-    /// Waits until none of the works `ids`, and none of the work on `ino` queued or in flight
-    /// now, is queued or in flight.
-    pub(crate) fn wait_for(&self, ino: u64, ids: &[u64]) {
+    /// Waits until none of the works `issued`, and none of the work on `ino` queued or in
+    /// flight now, is queued or in flight.
+    pub(crate) fn wait_for(&self, ino: u64, issued: &[(ObjectId, WorkId)]) {
         self.yield_move(ino);
         let mut e = lock(&self.engine);
+        e.take_issued();
         // The work to wait for is fixed now: a move of the file that fails and is queued again
         // later (a failing tier) must not hold the access for ever; it takes the file lock
         // exclusively, so it cannot overlap the access's I/O anyway.
-        let mut waited: Vec<u64> = ids.to_vec();
-        waited.extend(e.in_flight().chain(e.pending_work().iter()).filter(|w| w.obj.0 == ino).map(|w| w.id.0));
-        let busy = |w: &Work| waited.contains(&w.id.0);
-        while e.in_flight().any(busy) || e.pending_work().iter().any(busy) {
+        let mut waited: Vec<(ObjectId, WorkId)> = issued.to_vec();
+        waited.extend(e.work.on(ObjectId(ino)).iter().map(|&id| (ObjectId(ino), id)));
+        while waited.iter().any(|&(obj, id)| e.work.on(obj).contains(&id)) {
             self.work_cv.notify_all();
             e = self.done_cv.wait_timeout(e, Duration::from_millis(50)).map_or_else(|p| p.into_inner().0, |r| r.0);
         }
@@ -291,7 +289,7 @@ impl Shared {
 
     pub(crate) fn settle(&self) {
         let mut e = lock(&self.engine);
-        while e.in_flight().next().is_some() || !e.pending_work().is_empty() {
+        while e.take_issued() > 0 || !e.work.is_empty() {
             self.work_cv.notify_all();
             e = self.done_cv.wait_timeout(e, Duration::from_millis(50)).map_or_else(|p| p.into_inner().0, |r| r.0);
         }

@@ -126,7 +126,7 @@ impl Shared {
     pub(crate) fn snapshot(&self) -> Snapshot {
         let (session, usage, queue) = {
             let e = lock(&self.engine);
-            (counters_of(e.stats(), &self.stats), e.usage(), e.pending_work().len() + e.in_flight().count())
+            (counters_of(e.stats(), &self.stats), e.usage(), e.work.len() + e.pending_work().len())
         };
         let (pinned_ssd_bytes, pinned_ssd_files) = self.pinned_ssd_bytes();
         let pinned_hdd_files = read_lock(&self.pins).values().filter(|t| **t == Tier::Slow).count() as u64;

@@ -14,10 +14,63 @@
 mod backoff;
 mod queue;
 
+use std::ops::{Deref, DerefMut};
+
 pub use backoff::Backoff;
 pub use queue::{Route, WorkQueue};
 
 use crate::{Clock, Engine, Level, Op, Placement, Request, Served};
+
+/// An engine and the work taken from it, kept together under a front end's lock, for a front
+/// end whose movers execute every piece of work (invalidations too). Reading the engine goes
+/// through `Deref`; after calling the engine directly in a way that may issue work (a timer,
+/// a completion, a flush), call [`Driver::take_issued`].
+pub struct Driver<C: Clock> {
+    engine: Engine<C>,
+    /// The work taken and not finished.
+    pub work: WorkQueue,
+}
+
+impl<C: Clock> Driver<C> {
+    /// A driver around `engine`.
+    pub fn new(engine: Engine<C>) -> Driver<C> {
+        Driver { engine, work: WorkQueue::new() }
+    }
+
+    /// Tells the engine `req` (`again`: asks again after a wait, uncounted, see
+    /// [`Engine::access_again`]) and takes the work it issued. Returns the answer and how many
+    /// pieces were queued: [`WorkQueue::newest`] names them.
+    pub fn access(&mut self, req: &Request, again: bool) -> (Served, usize) {
+        let served = if again { self.engine.access_again(req) } else { self.engine.access(req) };
+        (served, self.take_issued())
+    }
+
+    /// Takes the work the engine issued since last asked; returns how many pieces.
+    pub fn take_issued(&mut self) -> usize {
+        self.work.take_issued(&mut self.engine, |_| Route::Queue)
+    }
+
+    /// Reports the outcome of `work` (taken with [`WorkQueue::start_next`]) and takes what the
+    /// engine issues on hearing it; returns how many pieces that was.
+    pub fn finish(&mut self, work: &crate::Work, outcome: crate::Outcome) -> usize {
+        // A completion the engine does not know (already reported) changes nothing.
+        let _ = self.work.finish(&mut self.engine, work, outcome);
+        self.take_issued()
+    }
+}
+
+impl<C: Clock> Deref for Driver<C> {
+    type Target = Engine<C>;
+    fn deref(&self) -> &Engine<C> {
+        &self.engine
+    }
+}
+
+impl<C: Clock> DerefMut for Driver<C> {
+    fn deref_mut(&mut self) -> &mut Engine<C> {
+        &mut self.engine
+    }
+}
 
 /// The answer to act on for `req`, told before it waited for work and answered `served`:
 /// `served` itself while [`still_valid`] with the object where it is now, else the engine's

@@ -97,6 +97,12 @@ impl WorkQueue {
         }
     }
 
+    /// The `n` pieces queued last, oldest first: what one call of [`WorkQueue::take_issued`]
+    /// that returned `n` queued, when no mover has taken any since.
+    pub fn newest(&self, n: usize) -> impl Iterator<Item = &Work> {
+        self.queued.iter().skip(self.queued.len().saturating_sub(n))
+    }
+
     /// Whether work is queued or running on `obj`.
     pub fn busy(&self, obj: ObjectId) -> bool {
         self.on_object.contains_key(&obj.0)

@@ -4,7 +4,7 @@ use std::os::unix::fs::FileExt;
 
 use fuser::Errno;
 use tierwise_core::driver::still_valid;
-use tierwise_core::{Level, ObjectId, Op, Placement, Request, Served, Tier};
+use tierwise_core::{Level, ObjectId, Op, Placement, Request, Served, Tier, WorkId};
 
 use crate::inodes::Node;
 use crate::shared::{Shared, errno, lock};
@@ -70,16 +70,11 @@ impl Shared {
             let (before, served, issued) = {
                 let mut e = lock(&self.engine);
                 let before = e.placement(ObjectId(ino));
-                // The engine appends what an access issues to its queue.
-                let queued = e.pending_work().len();
                 // Told once: asked again after a wait, the access is not counted twice.
-                let served = if again { e.access_again(&req) } else { e.access(&req) };
-                let issued: Vec<u64> = if served.blocked {
-                    e.pending_work().get(queued..).unwrap_or_default().iter().map(|w| w.id.0).collect()
-                } else {
-                    Vec::new()
-                };
-                if !e.pending_work().is_empty() {
+                let (served, queued) = e.access(&req, again);
+                let issued: Vec<(ObjectId, WorkId)> =
+                    if served.blocked { e.work.newest(queued).map(|w| (w.obj, w.id)).collect() } else { Vec::new() };
+                if queued > 0 {
                     self.work_cv.notify_all();
                 }
                 (before, served, issued)
