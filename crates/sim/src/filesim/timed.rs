@@ -13,7 +13,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
 use hashbrown::HashMap;
-use tierwise_core::driver::still_valid;
+use tierwise_core::driver::revalidate;
 use tierwise_core::{Clock, Level, Nanos, Op, Outcome, Request, Served, Work, WorkKind};
 
 use super::FileSim;
@@ -385,10 +385,10 @@ impl FileSim {
             let Some(t) = self.timed.as_mut() else { return Ok(()) };
             let mut d = t.deferred[id].clone();
             t.deferred.free(id);
-            if !still_valid(&d.req, &d.served, &self.engine.placement(d.req.obj)) {
-                // Work that ran meanwhile made the first answer unsafe (a write would leave a
-                // copy stale): ask again, as the mount does, without counting the access twice.
-                let again = self.engine.access_again(&d.req);
+            // Work that ran meanwhile may have made the first answer unsafe (a write would
+            // leave a copy stale): then it is asked again, as the mount does, uncounted.
+            let (again, asked_again) = revalidate(&mut self.engine, &d.req, d.served);
+            if asked_again {
                 let (op, addr, len) = d.ios.first().map_or((DevOp::Write, 0, d.req.len), |&(_, o, a, l)| (o, a, l));
                 d.ios.clear();
                 d.ios.extend(again.touches.iter().map(|level| (level, op, addr, len)));
