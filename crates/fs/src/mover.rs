@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use tierwise_core::driver::Backoff;
+use tierwise_core::driver::{Backoff, journalled};
 use tierwise_core::{Clock, Level, Nanos, Outcome, Tier, Work, WorkKind};
 
 use crate::shared::{Shared, lock};
@@ -227,10 +227,12 @@ impl Shared {
     ) -> io::Result<u64> {
         // Without a record (the store failed) a crash still leaves the source intact, or two
         // identical copies, which adoption resolves; the move goes ahead.
-        let record = plan.source_metadata().ok().and_then(|m| {
-            let rec =
-                MoveRecord { kind, from, size: m.len(), mtime_ns: state::epoch_ns(tiers::mtime(&m)), rel: rel.into() };
-            self.store.begin_move(&rec).ok()
+        let record = plan.source_metadata().ok().map(|m| MoveRecord {
+            kind,
+            from,
+            size: m.len(),
+            mtime_ns: state::epoch_ns(tiers::mtime(&m)),
+            rel: rel.into(),
         });
         let p = &self.progress;
         *lock(&p.kind) = label;
@@ -238,12 +240,9 @@ impl Shared {
         p.total.store(0, Ordering::Relaxed);
         *lock(&p.started) = Some(Instant::now());
         p.ino.store(ino, Ordering::Release);
-        let r = copy();
+        let r = journalled(&self.store, record, copy);
         p.ino.store(0, Ordering::Release);
         p.cancel.store(false, Ordering::Release);
-        if let Some(id) = record {
-            let _ = self.store.end_move(id);
-        }
         r
     }
 

@@ -21,6 +21,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
 use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinition};
+use tierwise_core::driver::MoveJournal;
 use tierwise_core::{Tier, WorkKind};
 
 /// Pinned files: path → tier index (0 SSD, 1 HDD).
@@ -415,6 +416,21 @@ pub const COUNTER_SAVE_INTERVAL: Duration = Duration::from_secs(5);
 /// costs O(n log n) under the engine's lock, so not often; a crash loses at most this much of
 /// their history.
 pub const HEAT_SAVE_INTERVAL: Duration = Duration::from_secs(300);
+
+/// The store is the mount's move journal (see [`tierwise_core::driver::journalled`]).
+impl MoveJournal for StateStore {
+    type Record = MoveRecord;
+    type Error = StateError;
+    fn begin(&self, record: &MoveRecord) -> Result<u64, StateError> {
+        self.begin_move(record)
+    }
+    fn end(&self, id: u64) -> Result<(), StateError> {
+        self.end_move(id)
+    }
+    fn unfinished(&self) -> Result<Vec<MoveRecord>, StateError> {
+        self.unfinished_moves()
+    }
+}
 
 #[cfg(test)]
 mod tests {

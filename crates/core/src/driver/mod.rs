@@ -7,16 +7,20 @@
 //!   unless that work made it unsafe; then the engine is asked again without counting the
 //!   access twice.
 //! - [`Backoff`]: the pause after failed work.
+//! - [`MoveJournal`] and [`journalled`]: a move recorded before it starts and cleared after,
+//!   for recovery after a crash (the mount's state store is one).
 //!
 //! No I/O and no threads here: a front end keeps the engine and its [`WorkQueue`] under one
 //! lock, executes the work its own way, and journals moves in its own store.
 
 mod backoff;
+mod journal;
 mod queue;
 
 use std::ops::{Deref, DerefMut};
 
 pub use backoff::Backoff;
+pub use journal::{MoveJournal, journalled};
 pub use queue::{Route, WorkQueue};
 
 use crate::{Clock, Engine, Level, Op, Placement, Request, Served};
