@@ -366,8 +366,8 @@ impl HybridDevice {
     /// issue it again); returns how many.
     pub fn cancel_queued(&self) -> usize {
         let mut c = self.shared.lock();
-        let c2 = &mut *c;
-        let cancelled = c2.work.cancel_queued(&mut c2.engine);
+        let core = &mut *c;
+        let cancelled = core.work.cancel_queued(&mut core.engine);
         for w in &cancelled {
             c.reconcile(w.obj.0);
             c.want_ram.remove(&w.obj.0);
@@ -465,8 +465,8 @@ impl HybridDevice {
         }
         {
             let mut c = self.shared.lock();
-            let c2 = &mut *c;
-            for w in c2.work.cancel_queued(&mut c2.engine) {
+            let core = &mut *c;
+            for w in core.work.cancel_queued(&mut core.engine) {
                 c.reconcile(w.obj.0);
             }
             c.drain();

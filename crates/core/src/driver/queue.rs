@@ -120,11 +120,6 @@ impl WorkQueue {
         self.on(obj).iter().any(|id| ids.contains(id))
     }
 
-    /// Objects with work queued or running.
-    pub fn busy_objects(&self) -> usize {
-        self.on_object.len()
-    }
-
     /// Pieces queued or running.
     pub fn len(&self) -> usize {
         self.queued.len() + self.running
