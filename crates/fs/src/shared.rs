@@ -281,7 +281,7 @@ impl Shared {
         // exclusively, so it cannot overlap the access's I/O anyway.
         let mut waited: Vec<(ObjectId, WorkId)> = issued.to_vec();
         waited.extend(e.work.on(ObjectId(ino)).iter().map(|&id| (ObjectId(ino), id)));
-        while waited.iter().any(|&(obj, id)| e.work.on(obj).contains(&id)) {
+        while e.work.any_left(&waited) {
             self.work_cv.notify_all();
             e = self.done_cv.wait_timeout(e, Duration::from_millis(50)).map_or_else(|p| p.into_inner().0, |r| r.0);
         }

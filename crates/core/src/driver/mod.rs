@@ -133,11 +133,11 @@ mod tests {
         assert!(q.busy(ObjectId(1)) && q.busy(ObjectId(2)) && !q.busy(ObjectId(3)));
         let first = q.start_next().expect("queued");
         assert_eq!((first.kind, first.obj), (WorkKind::Promote, ObjectId(1)));
-        let waited: Vec<_> = q.on(ObjectId(1)).to_vec();
-        assert_eq!(waited, [first.id]);
+        assert_eq!(q.on(ObjectId(1)), [first.id]);
+        let waited = [(ObjectId(1), first.id)];
         assert_eq!((q.len(), q.queued()), (2, 1), "one running, one queued");
         q.finish(&mut e, &first, Outcome::Done).expect("the engine knew it");
-        assert!(!q.busy(ObjectId(1)) && !q.any_left(ObjectId(1), &waited));
+        assert!(!q.busy(ObjectId(1)) && !q.any_left(&waited));
         assert!(e.placement(ObjectId(1)).on_fast, "the engine heard the outcome");
         // Reporting it again is the engine's error, not silently accepted.
         assert!(q.finish(&mut e, &first, Outcome::Done).is_err());

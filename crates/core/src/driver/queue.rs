@@ -109,15 +109,15 @@ impl WorkQueue {
     }
 
     /// The work queued or running on `obj` now, in issue order. An access that must wait fixes
-    /// this set when it starts waiting (with [`WorkQueue::any_left`]), so work issued on the
+    /// this set when it starts waiting (see [`WorkQueue::any_left`]), so work issued on the
     /// object later, such as a failed move issued again, does not hold it for ever.
     pub fn on(&self, obj: ObjectId) -> &[WorkId] {
         self.on_object.get(&obj.0).map_or(&[], Vec::as_slice)
     }
 
-    /// Whether any of `ids`, work on `obj`, is still queued or running.
-    pub fn any_left(&self, obj: ObjectId, ids: &[WorkId]) -> bool {
-        self.on(obj).iter().any(|id| ids.contains(id))
+    /// Whether any of `waited` (work and its object) is still queued or running.
+    pub fn any_left(&self, waited: &[(ObjectId, WorkId)]) -> bool {
+        waited.iter().any(|&(obj, id)| self.on(obj).contains(&id))
     }
 
     /// Pieces queued or running.
