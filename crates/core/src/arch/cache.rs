@@ -200,7 +200,11 @@ impl ArchBuild for Cache {
             dirty_high: (capacity as f64 * high) as u64,
             dirty_low: (capacity as f64 * low) as u64,
             max_writebacks,
-            table: ObjectTable::new(),
+            // Block numbers are bounded by the HDD's size: looked up directly when that is cheap.
+            table: ObjectTable::for_ids_below(
+                setup.slow_capacity.checked_div(setup.object_size).unwrap_or(0),
+                setup.fast_capacity.checked_div(setup.object_size).unwrap_or(0),
+            ),
             tracks_slow: collector.tracks_slow_objects(),
             collector,
             used: 0,
