@@ -414,7 +414,7 @@ impl HybridDevice {
         let u = c.engine.usage();
         s.queued = c.work.len() as u64;
         s.slots = self.shared.ssd_sb.slots;
-        s.slots_used = c.slots.mapped_blocks().count() as u64;
+        s.slots_used = c.slots.mapped() as u64;
         s.dirty_bytes = u.dirty_bytes;
         s.ssd_capacity = u.fast_capacity;
         s.buffered_sectors = self.shared.wbuf.sectors();

@@ -8,6 +8,8 @@
 
 use std::sync::{RwLockReadGuard, RwLockWriteGuard};
 
+use smallvec::SmallVec;
+
 use tierwise_core::arch::RamLevel;
 use tierwise_core::driver::revalidate;
 use tierwise_core::{Level, ObjectId, Request, Served};
@@ -28,8 +30,12 @@ struct Piece {
     at: usize,
 }
 
-fn pieces(block_size: u64, offset: u64, len: u64) -> Vec<Piece> {
-    let mut out = Vec::with_capacity((len / block_size + 2) as usize);
+/// A request's pieces, or anything per piece: small requests (most are one block) allocate
+/// nothing, which is measurable at 200,000 requests a second.
+type PerPiece<T> = SmallVec<[T; 4]>;
+
+fn pieces(block_size: u64, offset: u64, len: u64) -> PerPiece<Piece> {
+    let mut out = PerPiece::with_capacity((len / block_size + 2) as usize);
     let mut pos = offset;
     let end = offset + len;
     while pos < end {
@@ -51,16 +57,16 @@ fn check_range(sh: &Shared, offset: u64, len: u64) -> Result<(), DeviceError> {
 }
 
 /// The stripes of `blocks`, ascending and each once (the lock order).
-fn stripe_ids(blocks: impl Iterator<Item = u64>) -> Vec<usize> {
-    let mut ids: Vec<usize> = blocks.map(|b| (b % STRIPES as u64) as usize).collect();
+fn stripe_ids(blocks: impl Iterator<Item = u64>) -> PerPiece<usize> {
+    let mut ids: PerPiece<usize> = blocks.map(|b| (b % STRIPES as u64) as usize).collect();
     ids.sort_unstable();
     ids.dedup();
     ids
 }
 
 enum Guards<'a> {
-    Shared(#[expect(dead_code, reason = "held for its drop")] Vec<RwLockReadGuard<'a, ()>>),
-    Exclusive(#[expect(dead_code, reason = "held for its drop")] Vec<RwLockWriteGuard<'a, ()>>),
+    Shared(#[expect(dead_code, reason = "held for its drop")] PerPiece<RwLockReadGuard<'a, ()>>),
+    Exclusive(#[expect(dead_code, reason = "held for its drop")] PerPiece<RwLockWriteGuard<'a, ()>>),
 }
 
 fn lock_stripes<'a>(sh: &'a Shared, blocks: impl Iterator<Item = u64>, exclusive: bool) -> Guards<'a> {
@@ -73,6 +79,23 @@ fn lock_stripes<'a>(sh: &'a Shared, blocks: impl Iterator<Item = u64>, exclusive
         Guards::Shared(
             ids.iter().map(|&i| sh.stripes[i].read().unwrap_or_else(std::sync::PoisonError::into_inner)).collect(),
         )
+    }
+}
+
+/// Starts loading what the engine and the route will read for a request's first blocks, so
+/// the cache misses of random I/O overlap instead of following each other: the engine's index
+/// and the slot map at once, then (once the slot is known) the slot's valid bits and pin
+/// while the engine reads its entry.
+fn prefetch_slots(sh: &Shared, c: &Core, ps: &[Piece]) {
+    let first = &ps[..ps.len().min(8)];
+    for p in first {
+        c.engine.prefetch(ObjectId(p.block), false);
+        c.slots.prefetch(p.block);
+    }
+    for p in first {
+        if let Some(s) = c.slots.slot_of(p.block) {
+            c.slots.prefetch_slot(s, &sh.pins);
+        }
     }
 }
 
@@ -183,13 +206,14 @@ pub(crate) fn read(sh: &Shared, buf: &mut [u8], offset: u64) -> Result<(), Devic
     let mut waited = Vec::new();
     {
         let _g = lock_stripes(sh, ps.iter().map(|p| p.block), false);
-        let mut routes = Vec::with_capacity(ps.len());
+        let mut routes = PerPiece::with_capacity(ps.len());
         // Blocks the architecture keeps in its RAM level after this read.
-        let mut kept: Vec<Piece> = Vec::new();
+        let mut kept: PerPiece<Piece> = PerPiece::new();
         let mut queued = false;
         {
             let mut c = sh.lock();
             c.stats.read_bytes += buf.len() as u64;
+            prefetch_slots(sh, &c, &ps);
             for p in &ps {
                 let req = Request::read(ObjectId(p.block), p.inner, p.len);
                 let served = c.engine.access(&req);
@@ -351,10 +375,11 @@ pub(crate) fn write(sh: &Shared, buf: &[u8], offset: u64) -> Result<(), DeviceEr
     let mut waited = Vec::new();
     {
         let _g = lock_stripes(sh, ps.iter().map(|p| p.block), true);
-        let mut routes = Vec::with_capacity(ps.len());
+        let mut routes = PerPiece::with_capacity(ps.len());
         let mut queued = false;
         let mut c = sh.lock();
         c.stats.write_bytes += buf.len() as u64;
+        prefetch_slots(sh, &c, &ps);
         for p in &ps {
             let req = Request::write(ObjectId(p.block), p.inner, p.len);
             let served = c.engine.access(&req);
@@ -712,6 +737,6 @@ mod tests {
         assert_eq!(sector_span(4000, 96), (7, 1));
         assert_eq!(sector_span(0, 4096), (0, 8));
         assert_eq!(sector_span(100, 1000), (0, 3));
-        assert_eq!(stripe_ids([5, 1029, 3, 5].into_iter()), vec![3, 5]);
+        assert_eq!(stripe_ids([5, 1029, 3, 5].into_iter()).as_slice(), [3, 5]);
     }
 }

@@ -19,6 +19,7 @@ mod io;
 mod mover;
 mod ram;
 pub mod recovery;
+mod slot_map;
 mod slots;
 mod status;
 mod subluns;

@@ -304,7 +304,7 @@ pub fn open(backend: Arc<dyn Backend>, opts: ServeOptions) -> Result<HybridDevic
     let mut core = Core {
         ram: Arc::clone(&ram),
         engine: Engine::new(arch, SysClock::new()),
-        slots: Slots::new(slots, bs),
+        slots: Slots::new(slots, bs, ssd_sb.hdd_data / bs),
         work: WorkQueue::new(),
         want_ram: HashSet::new(),
         ram_fill: HashMap::new(),
