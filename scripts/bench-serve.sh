@@ -2,7 +2,8 @@
 # Speed of `tierwise serve` against nbdkit's own file plugin, in the same run, on images in
 # tmpfs (warm "page cache"): nbdcopy sequential read and write of the whole device, fio's nbd
 # engine at 4 KiB random, depth 16. Ours runs with everything on one tier: hdd-only (every
-# block on the HDD image) and a warm write-back cache whose SSD holds the whole device.
+# block on the HDD image) and a warm write-back cache whose SSD holds the whole device, at
+# 4 KiB and at 64 KiB blocks.
 # Then the tiering gain with an emulated HDD: a Zipf block trace replayed by `tierwise replay
 # --nbd` under HDD-only and two caches, each beside the simulator's prediction.
 #
@@ -63,11 +64,12 @@ start_file_plugin() {
 # A policy's directory: its name without the characters an NBD URI cannot carry.
 dir_of() { echo "$base/${1//[^a-zA-Z0-9-]/_}"; }
 
-start_ours() { # policy ssd_size
+start_ours() { # name policy ssd_size [block size]
   local d
   d=$(dir_of "$1")
   mkdir -p "$d"
-  "$tw" serve --create --ssd "$d/ssd.img" --hdd "$d/hdd.img" --ssd-size "$2" --hdd-size ${size_mib}MiB --policy "$1" >/dev/null
+  "$tw" serve --create --ssd "$d/ssd.img" --hdd "$d/hdd.img" --ssd-size "$3" --hdd-size ${size_mib}MiB --policy "$2" \
+    ${4:+--block-size "$4"} >/dev/null
   echo "nbd+unix:///?socket=$d/ssd.img.sock"
 }
 
@@ -76,20 +78,23 @@ head -c $((size_mib << 20)) /dev/urandom > "$base/src.img"
 # Every device is served at once and each round measures them one after another, so a ratio
 # compares figures taken within a minute of each other (this machine's speed drifts between
 # runs by more than the differences measured).
-names=(file hdd-only cache ssd-tier)
+names=(file hdd-only cache ssd-tier ssd-tier-64k)
 declare -A uri control
 start_file_plugin
 uri[file]="nbd+unix:///?socket=$base/plain.sock"; control[file]=""
-uri[hdd-only]=$(start_ours hdd-only 64MiB); control[hdd-only]=""
+uri[hdd-only]=$(start_ours hdd-only hdd-only 64MiB); control[hdd-only]=""
 # Warm caches whose SSD holds the whole device: every block written (absorbed by the SSD) and
 # written back, so the cache is full and clean when measuring starts. "cache" cleans what the
 # random writes dirty (its cleaner keeps dirty data under 20 %, so the HDD image works too);
 # "ssd-tier" is the same cache with cleaning held off (dirty up to 100 %): everything on one tier.
-for name in cache ssd-tier; do
-  pol=cache:mode=write-back
-  [ $name = ssd-tier ] && pol="cache:mode=write-back,dirty-high=100%,dirty-low=95%"
-  uri[$name]=$(start_ours "$pol" $((size_mib + size_mib / 8 + 64))MiB)
-  control[$name]="$(dir_of "$pol")/ssd.img.sock.control"
+# "ssd-tier-64k" is that cache with 64 KiB blocks (lvmcache's default chunk; dm-cache's smallest
+# is 32 KiB) instead of 4 KiB: a sixteenth of the per-block state for the policy to look up.
+for name in cache ssd-tier ssd-tier-64k; do
+  pol=cache:mode=write-back bs=""
+  [ $name != cache ] && pol="cache:mode=write-back,dirty-high=100%,dirty-low=95%"
+  [ $name = ssd-tier-64k ] && bs=64KiB
+  uri[$name]=$(start_ours "$name" "$pol" $((size_mib + size_mib / 8 + 64))MiB $bs)
+  control[$name]="$(dir_of "$name")/ssd.img.sock.control"
 done
 for name in "${names[@]}"; do prewrite "${uri[$name]}" "${control[$name]}"; done
 declare -A r
@@ -108,9 +113,10 @@ median_of() { # name job
   for round in $(seq "$rounds"); do echo "${r["$1,$2,$round"]}"; done | sort -g |
     awk '{v[NR]=$1} END {printf "%.0f", (NR%2)?v[(NR+1)/2]:(v[NR/2]+v[NR/2+1])/2}'
 }
-printf '%-18s %12s %20s %20s %20s\n' job file-plugin "hdd-only ratio" "warm-cache ratio" "ssd-tier ratio"
+printf '%-18s %12s %20s %20s %20s %20s\n' job file-plugin "hdd-only ratio" "warm-cache ratio" "ssd-tier ratio" "ssd-tier-64k ratio"
 for k in seq-write-MBps seq-read-MBps randread-4k-IOPS randwrite-4k-IOPS; do
-  printf '%-18s %12s %20s %20s %20s\n' "$k" "$(median_of file "$k")" "$(ratios hdd-only "$k")" "$(ratios cache "$k")" "$(ratios ssd-tier "$k")"
+  printf '%-18s %12s %20s %20s %20s %20s\n' "$k" "$(median_of file "$k")" "$(ratios hdd-only "$k")" "$(ratios cache "$k")" \
+    "$(ratios ssd-tier "$k")" "$(ratios ssd-tier-64k "$k")"
 done
 
 echo
