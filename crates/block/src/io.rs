@@ -85,17 +85,20 @@ fn lock_stripes<'a>(sh: &'a Shared, blocks: impl Iterator<Item = u64>, exclusive
 /// Starts loading what the engine and the route will read for a request's first blocks, so
 /// the cache misses of random I/O overlap instead of following each other: the engine's index
 /// and the slot map at once, then (once the slot is known) the slot's valid bits and pin
-/// while the engine reads its entry.
+/// while the engine reads its entry. The concatenated layout has no slots to load.
 fn prefetch_slots(sh: &Shared, c: &Core, ps: &[Piece]) {
     let first = &ps[..ps.len().min(8)];
     for p in first {
         c.engine.prefetch(ObjectId(p.block), false);
+    }
+    if sh.layout() != Layout::Identity {
+        return;
+    }
+    for p in first {
         c.slots.prefetch(p.block);
     }
     for p in first {
-        if let Some(s) = c.slots.slot_of(p.block) {
-            c.slots.prefetch_slot(s, &sh.pins);
-        }
+        c.slots.prefetch_slot_of(p.block, &sh.pins);
     }
 }
 

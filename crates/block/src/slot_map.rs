@@ -58,8 +58,18 @@ impl SlotMap {
     #[inline]
     pub(crate) fn get(&self, block: u64) -> Option<u32> {
         match self {
-            SlotMap::Dense { slot, .. } => slot.get(block as usize).copied().filter(|&s| s != EMPTY),
+            SlotMap::Dense { .. } => self.get_if_dense(block),
             SlotMap::Hashed(m) => m.get(&block).copied(),
+        }
+    }
+
+    /// `block`'s slot if the map is dense (one read at a known place); `None` when hashed,
+    /// without looking.
+    #[inline]
+    pub(crate) fn get_if_dense(&self, block: u64) -> Option<u32> {
+        match self {
+            SlotMap::Dense { slot, .. } => slot.get(block as usize).copied().filter(|&s| s != EMPTY),
+            SlotMap::Hashed(_) => None,
         }
     }
 
@@ -142,6 +152,7 @@ mod tests {
             m.insert(999, 2);
             m.insert(5, 3);
             assert_eq!(m.get(5), Some(3));
+            assert_eq!(m.get_if_dense(5), matches!(m, SlotMap::Dense { .. }).then_some(3));
             assert_eq!(m.len(), 2);
             assert_eq!(m.remove(999), Some(2));
             assert_eq!(m.remove(999), None);

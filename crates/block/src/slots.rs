@@ -70,12 +70,16 @@ impl Slots {
         self.map.prefetch(block);
     }
 
-    /// Starts loading what a route reads and pins for `slot`: its valid bits and its pin.
+    /// Starts loading what a route reads and pins for `block`'s slot: its valid bits and its
+    /// pin. Only with a dense map, whose entry [`Slots::prefetch`] has started loading; a
+    /// hashed lookup here would wait for its own misses and hide nothing.
     #[inline]
-    pub(crate) fn prefetch_slot(&self, slot: u32, pins: &[AtomicU32]) {
-        let s = slot as usize;
-        tierwise_core::object_table::prefetch(self.valid.as_ptr().wrapping_add(s * self.words));
-        tierwise_core::object_table::prefetch(pins.as_ptr().wrapping_add(s));
+    pub(crate) fn prefetch_slot_of(&self, block: u64, pins: &[AtomicU32]) {
+        if let Some(slot) = self.map.get_if_dense(block) {
+            let s = slot as usize;
+            tierwise_core::object_table::prefetch(self.valid.as_ptr().wrapping_add(s * self.words));
+            tierwise_core::object_table::prefetch(pins.as_ptr().wrapping_add(s));
+        }
     }
 
     /// How many blocks have a slot.
