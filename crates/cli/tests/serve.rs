@@ -108,12 +108,7 @@ impl Served {
     }
     fn signal(&self, sig: &str) {
         if let Some(pid) = self.pid() {
-            let _ = Command::new("kill").arg(sig).arg(pid.to_string()).status();
-            let deadline = Instant::now() + Duration::from_secs(30);
-            while Path::new(&format!("/proc/{pid}")).exists() && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            assert!(!Path::new(&format!("/proc/{pid}")).exists(), "{}: the server did not stop", self.policy);
+            stop_server(pid, sig, &self.policy);
         }
         let _ = std::fs::remove_file(self.dir.path().join("ssd.img.sock.control.pid"));
     }
@@ -122,6 +117,21 @@ impl Served {
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         serde_json::from_slice(&out.stdout).unwrap()
     }
+}
+
+/// Signals a server and waits until it has exited (a zombie counts: its files, and so its image
+/// locks, are closed). Its final checkpoint can take a while on a loaded CI machine.
+fn stop_server(pid: i32, sig: &str, what: &str) {
+    let _ = Command::new("kill").arg(sig).arg(pid.to_string()).status();
+    let gone = || {
+        !Path::new(&format!("/proc/{pid}")).exists()
+            || std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z"))
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !gone() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(gone(), "{what}: the server did not stop within 60 s of {sig}");
 }
 
 impl Drop for Served {
@@ -348,11 +358,8 @@ fn bad_images_are_refused_and_left_unchanged() {
     let out = serve(&copy, &hdd);
     assert!(out.status.success(), "one damaged checkpoint copy: {}", String::from_utf8_lossy(&out.stderr));
     let pid = std::fs::read_to_string(s.dir.path().join("ssd-copy.img.sock.control.pid")).unwrap();
-    let _ = Command::new("kill").arg(pid.trim()).status();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while Path::new(&format!("/proc/{}", pid.trim())).exists() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    // The next start needs this server's image lock released, so it must really be gone.
+    stop_server(pid.trim().parse().unwrap(), "-TERM", "the server on one damaged checkpoint copy");
     let mut img = std::fs::read(&copy).unwrap();
     for c in 0..2 {
         img[4096 + c * meta_len + 20] ^= 0xff;
