@@ -3,7 +3,8 @@
 rename, unlink of N files three directories deep) and the daemon's CPU time, for one or more
 tierwise binaries mounted in turn, alternating over rounds so that all see the same machine.
 
-    scripts/bench-metadata.py [--files 2000] [--rounds 3] [--policy dynamic-hot-dst] BIN [BIN...]
+    scripts/bench-metadata.py [--files 2000] [--rounds 3] [--policy dynamic-hot-dst]
+                              [--mount-flag=--no-passthrough ...] BIN [BIN...]
 
 Compare a build with an earlier one (built in a git worktree with its own target directory):
 the ratio of the daemon CPU times is the figure to quote, since wall times on a shared machine
@@ -61,14 +62,14 @@ def cpu_ms(pid):
     return (int(fields[11]) + int(fields[12])) * 1000 // os.sysconf("SC_CLK_TCK")
 
 
-def run(binary, n, policy):
+def run(binary, n, policy, flags):
     work = tempfile.mkdtemp(prefix="tw-bench-meta-")
     try:
         for sub in ("ssd", "hdd", "m"):
             os.mkdir(os.path.join(work, sub))
         m = os.path.join(work, "m")
         subprocess.run([binary, "mount", "--ssd", os.path.join(work, "ssd"), "--hdd", os.path.join(work, "hdd"), m,
-                        "--policy", policy, "--ssd-quota", "1GiB"], check=True, stdout=subprocess.DEVNULL)
+                        "--policy", policy, "--ssd-quota", "1GiB", *flags], check=True, stdout=subprocess.DEVNULL)
         pid = int(subprocess.run(["pgrep", "-f", f"mount --ssd {work}/ssd"], capture_output=True,
                                  text=True).stdout.split()[0])
         c0 = cpu_ms(pid)
@@ -86,11 +87,13 @@ def main():
     ap.add_argument("--files", type=int, default=2000)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--policy", default="dynamic-hot-dst")
+    ap.add_argument("--mount-flag", action="append", default=[],
+                    help="an extra flag for `tierwise mount` (repeatable; write --mount-flag=--no-passthrough)")
     a = ap.parse_args()
     totals = {b: [] for b in a.binaries}
     for r in range(a.rounds):
         for b in a.binaries:
-            res = run(b, a.files, a.policy)
+            res = run(b, a.files, a.policy, a.mount_flag)
             totals[b].append(res)
             print(f"round {r + 1} {b}: " + ", ".join(
                 f"{k} {v:.0f}" + ("" if k.endswith("ms") else " us") for k, v in res.items()), flush=True)

@@ -42,6 +42,7 @@ pub mod log;
 pub mod metrics;
 mod mover;
 mod ops;
+mod page_cache;
 mod passthrough;
 mod pins;
 mod privs;
@@ -302,6 +303,7 @@ impl HybridFs {
             _tier_locks: tier_locks,
             cfg: cfg.clone(),
             started: Instant::now(),
+            page_cache: crate::page_cache::PageCache::default(),
         });
         shared.adopt()?;
         // A read-only mount moves nothing: no mover.

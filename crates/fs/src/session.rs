@@ -18,6 +18,14 @@ pub const FS_TYPE: &str = "fuse.tierwise";
 /// A FUSE session for `fs` mounted on `mountpoint` with `cfg` (its `FSName` option is the
 /// source). Nothing unmounts it on drop: [`unmount`] does, or the kernel when the daemon dies.
 pub fn mount_session(fs: HybridFs, mountpoint: &Path, cfg: &fuser::Config) -> io::Result<fuser::Session<HybridFs>> {
+    let shared = std::sync::Arc::clone(&fs.shared);
+    let session = new_session(fs, mountpoint, cfg)?;
+    // Cached pages are dropped by notification, when no writer can be racing the drop.
+    shared.page_cache.start(session.notifier(), cfg.n_threads.unwrap_or(1));
+    Ok(session)
+}
+
+fn new_session(fs: HybridFs, mountpoint: &Path, cfg: &fuser::Config) -> io::Result<fuser::Session<HybridFs>> {
     if nix::unistd::geteuid().is_root() {
         match mount_direct(mountpoint, cfg) {
             Ok(dev) => return fuser::Session::from_fd(fs, dev, cfg.acl, cfg.clone()),

@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
 use std::time::{Duration, Instant, SystemTime};
 
-use fuser::{Errno, FileAttr, FileType, FopenFlags, INodeNo};
+use fuser::{Errno, FileAttr, FileHandle, FileType, FopenFlags, INodeNo};
 use tierwise_core::arch::type_aware::volume_of;
 use tierwise_core::driver::Driver;
 use tierwise_core::{ObjectClass, ObjectId, ObjectKind, Op, Request, Served, Tier, WorkId};
@@ -50,6 +50,8 @@ pub(crate) struct Shared {
     /// The namespace lock (see the module docs).
     pub(crate) ns: RwLock<()>,
     pub(crate) locks: Mutex<HashMap<u64, Arc<RwLock<()>>>>,
+    /// Regular handles open for writing, and drops of cached pages (see [`crate::page_cache`]).
+    pub(crate) page_cache: crate::page_cache::PageCache,
     pub(crate) prefixes: Vec<String>,
     pub(crate) stop: AtomicBool,
     pub(crate) stats: MoverStats,
@@ -136,15 +138,18 @@ impl Shared {
         ObjectClass { volume, kind: if dir { ObjectKind::Meta } else { ObjectKind::Data } }
     }
 
-    /// How regular (not passthrough) opens are answered: with the kernel cache, keep the
-    /// pages cached by earlier opens.
-    pub(crate) fn open_flags(&self) -> FopenFlags {
+    /// How a regular (not passthrough) open of file `ino` is answered, and its handle
+    /// (`writable`: open for writing): with the kernel cache, keep the pages cached by earlier
+    /// opens; with the page cache, drop them only when it is safe (see [`crate::page_cache`]).
+    pub(crate) fn open_regular(&self, ino: u64, writable: bool) -> (FileHandle, FopenFlags) {
         if self.cfg.kernel_cache {
-            FopenFlags::FOPEN_KEEP_CACHE
+            (FileHandle(0), FopenFlags::FOPEN_KEEP_CACHE)
         } else if self.cfg.direct_io {
-            FopenFlags::FOPEN_DIRECT_IO
+            (FileHandle(0), FopenFlags::FOPEN_DIRECT_IO)
         } else {
-            FopenFlags::empty()
+            // A writer's handle is counted until its release.
+            let fh = if writable { crate::page_cache::WRITER_FH } else { 0 };
+            (FileHandle(fh), self.page_cache.open(ino, writable))
         }
     }
 

@@ -214,6 +214,8 @@ pub(crate) fn release(s: &Shared, ino: u64, fh: u64) {
     // drops a moving file's descriptors before it copies.
     if fh == crate::passthrough::PASSTHROUGH_FH {
         s.release_passthrough(ino);
+    } else if fh == crate::page_cache::WRITER_FH {
+        s.page_cache.release_writer(ino);
     }
     s.drop_fds(ino);
     let orphan = {

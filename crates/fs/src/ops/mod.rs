@@ -227,7 +227,8 @@ impl fuser::Filesystem for HybridFs {
             }
         }
         s.wait_for_kernel_release(ino.0);
-        reply.opened(FileHandle(0), s.open_flags());
+        let (fh, open_flags) = s.open_regular(ino.0, flags.acc_mode() != fuser::OpenAccMode::O_RDONLY);
+        reply.opened(fh, open_flags);
     }
 
     fn read(
@@ -418,6 +419,7 @@ impl fuser::Filesystem for HybridFs {
                 return;
             }
         }
-        reply.created(&TTL, &a, Generation(0), FileHandle(0), s.open_flags())
+        let (fh, open_flags) = s.open_regular(ino, flags & nix::libc::O_ACCMODE != nix::libc::O_RDONLY);
+        reply.created(&TTL, &a, Generation(0), fh, open_flags)
     }
 }
