@@ -285,6 +285,7 @@ impl HybridFs {
             linked: RwLock::new(HashMap::new()),
             open_counts: Mutex::new(HashMap::new()),
             orphans: Mutex::new(HashMap::new()),
+            replaced: Mutex::new(Vec::new()),
             passthrough: AtomicBool::new(false),
             backing: Mutex::new(HashMap::new()),
             dirty_marked: Mutex::new(HashSet::new()),

@@ -97,6 +97,9 @@ impl Shared {
                 self.save_heat(false);
                 heat_saved_at = Instant::now();
             }
+            // Files replaced by renames, kept for late opens, go when their time is up even if
+            // nothing else happens on the mount.
+            self.reap_replaced();
             let next: Option<Work> = {
                 let mut e = lock(&self.engine);
                 if let Some(d) = e.next_deadline()

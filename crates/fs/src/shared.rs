@@ -75,6 +75,8 @@ pub(crate) struct Shared {
     pub(crate) open_counts: Mutex<HashMap<u64, u32>>,
     /// Files unlinked while open: kept under a hidden name on this tier until the last release.
     pub(crate) orphans: Mutex<HashMap<u64, Tier>>,
+    /// Orphans that no one had open when a rename replaced them, and until when they are kept.
+    pub(crate) replaced: Mutex<Vec<(u64, Instant)>>,
     /// The kernel granted passthrough (asked for with `MountConfig::passthrough`).
     pub(crate) passthrough: AtomicBool,
     /// Files open by passthrough: their backing file and opens. Such a file does not move.

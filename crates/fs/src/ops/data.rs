@@ -219,7 +219,8 @@ pub(crate) fn release(s: &Shared, ino: u64, fh: u64) {
     }
     s.drop_fds(ino);
     let orphan = {
-        // Under the open counts' lock, which `unlink_file_at` holds until its orphan is known.
+        // Under the open counts' lock, which `unlink_file_at` holds until its orphan is known,
+        // and an open holds while it checks that the file still exists.
         let mut counts = lock(&s.open_counts);
         let n = counts.entry(ino).or_default();
         *n = n.saturating_sub(1);
@@ -227,12 +228,14 @@ pub(crate) fn release(s: &Shared, ino: u64, fh: u64) {
         if last {
             counts.remove(&ino);
             lock(&s.privs_clear).remove(&ino);
+            s.bury_orphan(ino)
+        } else {
+            None
         }
-        if last { lock(&s.orphans).remove(&ino) } else { None }
     };
-    if let Some(tier) = orphan {
+    if let Some((tier, hidden)) = orphan {
         // The last open of a file unlinked while open: now it goes.
-        let _ = s.with_rel(ino, |hidden| s.tiers.remove(tier, hidden));
-        lock(&s.inodes).forget(ino);
+        let _ = s.tiers.remove(tier, &hidden);
     }
+    s.reap_replaced();
 }

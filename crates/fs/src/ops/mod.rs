@@ -206,11 +206,22 @@ impl fuser::Filesystem for HybridFs {
         let _op = OperationScope::enter();
         let _t = self.shared.latency.timer(Kind::Meta);
         let s = &self.shared;
-        let n = match s.node(ino.0) {
-            Ok(n) => n,
-            Err(e) => return reply.error(e),
+        let n = {
+            // Under the file's lock: an unlink or a rename over it, which hold it exclusively,
+            // either came first (the file is gone, or hidden for late opens) or finds it open
+            // (and keeps it). Under the open counts' lock: the last release of a hidden file
+            // either came first (it is gone) or comes after this open.
+            let file_lock = s.file_lock(ino.0);
+            let _g = read_lock(&file_lock);
+            let mut counts = lock(&s.open_counts);
+            match s.node(ino.0) {
+                Ok(n) => {
+                    *counts.entry(ino.0).or_default() += 1;
+                    n
+                }
+                Err(e) => return reply.error(e),
+            }
         };
-        *lock(&s.open_counts).entry(ino.0).or_default() += 1;
         // Pinned and hard-linked files are outside the policy: the engine does not hear of them.
         let pinned = read_lock(&s.pins).contains_key(&ino.0) || read_lock(&s.linked).contains_key(&ino.0);
         if !pinned {

@@ -4,6 +4,7 @@
 
 use std::ffi::{OsStr, OsString};
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use fuser::{Errno, FileAttr};
 use tierwise_core::{ObjectId, Op, Request, Tier};
@@ -93,6 +94,7 @@ pub(crate) fn readlink(s: &Shared, ino: u64) -> Result<Vec<u8>, Errno> {
 /// Removes `name` (a file or symlink) from `parent`.
 pub(crate) fn unlink(s: &Shared, parent: u64, name: &OsStr) -> Result<(), Errno> {
     s.both_tiers()?;
+    s.reap_replaced();
     for _ in 0..8 {
         let (ino, _) = s.lookup_child(parent, name)?;
         let file_lock = s.file_lock(ino);
@@ -102,7 +104,7 @@ pub(crate) fn unlink(s: &Shared, parent: u64, name: &OsStr) -> Result<(), Errno>
         if lock(&s.inodes).by_path.get(&rel) != Some(&ino) {
             continue; // renamed or replaced meanwhile: look again
         }
-        return s.unlink_file_at(ino, &rel);
+        return s.unlink_file_at(ino, &rel, false);
     }
     Err(Errno::EAGAIN)
 }
@@ -210,12 +212,18 @@ pub(crate) fn create(s: &Shared, parent: u64, name: &OsStr, mode: u32, who: Call
     Err(Errno::EAGAIN)
 }
 
+/// How long a file replaced by a rename is kept for an open that looked its name up before.
+pub(crate) const REPLACED_GRACE: Duration = Duration::from_millis(100);
+
 impl Shared {
     /// Unlinks file `ino` at `rel` (its lock held exclusively, the namespace lock held): removed
     /// from both tiers, or, while the kernel has it open, its one valid copy renamed to a hidden
     /// name in the tier's root and removed at the last release (POSIX: an open file outlives
-    /// its name).
-    pub(crate) fn unlink_file_at(&self, ino: u64, rel: &Path) -> Result<(), Errno> {
+    /// its name). `replaced`: a rename is putting another file in its place; it is then kept
+    /// hidden for [`REPLACED_GRACE`] even if no one has it open, for an open that looked the
+    /// name up just before (on a local file system that open gets the replaced file), and
+    /// removed after that and its last release.
+    pub(crate) fn unlink_file_at(&self, ino: u64, rel: &Path, replaced: bool) -> Result<(), Errno> {
         let linked = read_lock(&self.linked).get(&ino).copied();
         if let Some(tier) = linked {
             if lock(&self.inodes).names_of(ino).len() > 1 {
@@ -245,7 +253,7 @@ impl Shared {
         // either came before, and the file goes now, or comes after and finds the orphan.
         let counts = lock(&self.open_counts);
         let open = counts.get(&ino).is_some_and(|&n| n > 0);
-        let Some(auth) = auth.filter(|_| open) else {
+        let Some(auth) = auth.filter(|_| open || replaced) else {
             drop(counts);
             return self.remove_everywhere_at(rel, false);
         };
@@ -256,8 +264,53 @@ impl Shared {
         self.tiers.remove(auth.other(), rel).map_err(|e| errno(&e))?;
         lock(&self.inodes).relocate(ino, Path::new(&hidden));
         lock(&self.orphans).insert(ino, auth);
+        if replaced {
+            // Kept past its last release too, until the grace is over (`reap_replaced`).
+            lock(&self.replaced).push((ino, Instant::now() + REPLACED_GRACE));
+        }
         drop(counts);
         Ok(())
+    }
+
+    /// Removes the replaced files kept for late opens whose time is up and that no one has open
+    /// (an open one goes at its last release). Called with no lock held.
+    pub(crate) fn reap_replaced(&self) {
+        let due: Vec<u64> = {
+            let mut kept = lock(&self.replaced);
+            if kept.is_empty() {
+                return;
+            }
+            let now = Instant::now();
+            let (due, later): (Vec<_>, Vec<_>) = kept.drain(..).partition(|&(_, at)| at <= now);
+            *kept = later;
+            due.into_iter().map(|(ino, _)| ino).collect()
+        };
+        for ino in due {
+            let buried = {
+                let counts = lock(&self.open_counts);
+                if counts.get(&ino).is_some_and(|&n| n > 0) {
+                    continue; // opened meanwhile: its last release removes it
+                }
+                self.bury_orphan(ino)
+            };
+            if let Some((tier, hidden)) = buried {
+                let _ = self.tiers.remove(tier, &hidden);
+            }
+        }
+    }
+
+    /// Forgets orphan `ino` (no longer open, and not kept for late opens): returns the tier and
+    /// hidden name of its file, for the caller to remove. Called with the open counts' lock
+    /// held, under which an open checks that its file exists: no open can take a buried file.
+    pub(crate) fn bury_orphan(&self, ino: u64) -> Option<(Tier, std::path::PathBuf)> {
+        if lock(&self.replaced).iter().any(|&(i, _)| i == ino) {
+            return None;
+        }
+        let tier = lock(&self.orphans).remove(&ino)?;
+        let mut inodes = lock(&self.inodes);
+        let hidden = inodes.get(ino).map(|n| n.rel.to_path_buf());
+        inodes.forget(ino);
+        hidden.map(|h| (tier, h))
     }
 
     /// Takes file `ino` out of the policy with one copy, on the tier of its newest copy (or of

@@ -14,6 +14,7 @@ use crate::tiers;
 pub(crate) fn rename(s: &Shared, parent: u64, name: &OsStr, newparent: u64, newname: &OsStr) -> Result<(), Errno> {
     tiers::check_name(newname).map_err(Errno::from_i32)?;
     s.both_tiers()?;
+    s.reap_replaced();
     for _ in 0..8 {
         let (ino, from) = s.lookup_child(parent, name)?;
         let target = {
@@ -82,16 +83,9 @@ impl Shared {
             && t != ino
             && target_linked.is_none()
         {
-            if lock(&self.open_counts).get(&t).is_some_and(|&n| n > 0) {
-                // The replaced file is open: it lives on under a hidden name.
-                self.unlink_file_at(t, to)?;
-            } else {
-                if write_lock(&self.pins).remove(&t).is_none() {
-                    self.tell(&Request::op(ObjectId(t), Op::Delete).with_class(self.class(to, false)));
-                }
-                lock(&self.dirty_marked).remove(&t);
-                self.drop_fds(t);
-            }
+            // The replaced file lives on under a hidden name while it is open, and for a
+            // moment anyway: an open may have looked the name up just before this.
+            self.unlink_file_at(t, to, true)?;
         }
         for t in Tier::ALL {
             let src = self.tiers.at(t, from).map_err(|e| errno(&e))?;

@@ -1,11 +1,15 @@
-//! The kernel's page cache of a real mount stays coherent with concurrent appends: readers
-//! that keep opening a file while others append to it (and its pin flips, which moves it)
-//! never read zeros for bytes already written.
+//! Readers against concurrent writers on a real mount, as on a local file system:
+//! - readers that keep opening a file while others append to it (and its pin flips, which
+//!   moves it) never read zeros for bytes already written. Before the daemon took over dropping
+//!   cached pages, a reader's open could drop a page a concurrent append had copied into and
+//!   not yet sent; a READ answered before the append landed then cached zeros past the old
+//!   end, which later reads returned as the file's bytes (a few times a second here);
+//! - a file replaced by a rename (the editor's and package manager's way to save) can always
+//!   be opened and read: an open that looked the name up just before the rename gets the
+//!   replaced file, and a file open when it is replaced stays readable to its last close.
+//!   Before, ~1 % of such opens or their reads failed with ENOENT.
 //!
-//! Before the daemon took over dropping cached pages, a reader's open could drop a page a
-//! concurrent append had copied into and not yet sent; a READ answered before the append
-//! landed then cached zeros past the old end, which later reads returned as the file's bytes
-//! (a few times a second here). Skipped, with a message, where `/dev/fuse` cannot be opened.
+//! Skipped, with a message, where `/dev/fuse` cannot be opened.
 
 #![expect(clippy::unwrap_used, reason = "a failing setup should stop the test loudly")]
 
@@ -17,7 +21,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{fuse_available, mount_with};
+use common::{fuse_available, mount_with, wait_until};
 use tierwise_fs::MountConfig;
 use tierwise_fs::control::XATTR_PIN;
 
@@ -143,4 +147,70 @@ fn appends_are_never_read_as_zeros_through_the_page_cache() {
 #[test]
 fn appends_are_never_read_as_zeros_with_passthrough() {
     appends_are_never_read_as_zeros(true);
+}
+
+#[test]
+fn a_file_replaced_by_rename_stays_readable_by_opens_racing_the_rename() {
+    if !fuse_available() {
+        return;
+    }
+    let [ssd, hdd, mnt] = [(); 3].map(|()| tempfile::tempdir().unwrap());
+    let cfg = MountConfig { passthrough: false, ..MountConfig::new("hdd-only", 256 << 20) };
+    let m = mount_with(ssd.path(), hdd.path(), mnt.path(), &cfg);
+    let path = m.mnt.join("f");
+    let content = |i: usize| vec![b'a' + (i % 26) as u8; 20_000 + (i % 50) * 10];
+    fs::write(&path, content(0)).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (path, stop) = (path.clone(), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            let mut i = 0;
+            while !stop.load(Ordering::SeqCst) {
+                i += 1;
+                let tmp = path.with_extension("tmp");
+                fs::write(&tmp, content(i)).unwrap();
+                fs::rename(&tmp, &path).unwrap();
+            }
+            i
+        })
+    };
+    let readers: Vec<_> = (0..READERS)
+        .map(|_| {
+            let (path, stop) = (path.clone(), Arc::clone(&stop));
+            std::thread::spawn(move || {
+                let (mut reads, mut failures) = (0, Vec::new());
+                while !stop.load(Ordering::SeqCst) {
+                    match fs::read(&path) {
+                        // Some whole version: one letter, a length the writer wrote.
+                        Ok(data) => {
+                            let whole = !data.is_empty() && data.iter().all(|&b| b == data[0]);
+                            assert!(whole, "a read mixed versions or saw zeros ({} bytes)", data.len());
+                            reads += 1;
+                        }
+                        Err(e) => failures.push(e.to_string()),
+                    }
+                }
+                (reads, failures)
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs(3));
+    stop.store(true, Ordering::SeqCst);
+    let renames = writer.join().unwrap();
+    let mut reads = 0;
+    for r in readers {
+        let (n, failures) = r.join().unwrap();
+        assert!(failures.is_empty(), "{} of {} reads failed, e.g. {}", failures.len(), n + failures.len(), failures[0]);
+        reads += n;
+    }
+    assert!(reads > 100 && renames > 100, "{reads} reads, {renames} renames");
+    // The replaced files kept for late opens go soon after, with nothing else happening.
+    let hidden = || {
+        fs::read_dir(hdd.path())
+            .unwrap()
+            .filter(|e| e.as_ref().is_ok_and(|e| e.file_name().to_string_lossy().contains("unlinked-")))
+            .count()
+    };
+    wait_until("the replaced files are removed", || hidden() == 0);
+    drop(m);
 }
