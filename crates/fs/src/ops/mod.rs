@@ -207,12 +207,10 @@ impl fuser::Filesystem for HybridFs {
         let _t = self.shared.latency.timer(Kind::Meta);
         let s = &self.shared;
         let n = {
-            // Under the file's lock: an unlink or a rename over it, which hold it exclusively,
-            // either came first (the file is gone, or hidden for late opens) or finds it open
-            // (and keeps it). Under the open counts' lock: the last release of a hidden file
-            // either came first (it is gone) or comes after this open.
-            let file_lock = s.file_lock(ino.0);
-            let _g = read_lock(&file_lock);
+            // Under the open counts' lock (not the file's: a move holds that for its whole
+            // copy), under which a rename over the file hides it and the last release of a
+            // hidden file forgets it: either came first (the file is hidden, or gone) or finds
+            // this open counted.
             let mut counts = lock(&s.open_counts);
             match s.node(ino.0) {
                 Ok(n) => {
