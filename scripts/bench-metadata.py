@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Metadata speed of `tierwise mount`: per-operation wall time (create+write, stat, open+read,
-rename, unlink of N files three directories deep) and the daemon's CPU time, for one or more
+rename, rename over (write a temporary file and rename it over a name, the editor's save),
+unlink of N files three directories deep) and the daemon's CPU time, for one or more
 tierwise binaries mounted in turn, alternating over rounds so that all see the same machine.
 
     scripts/bench-metadata.py [--files 2000] [--rounds 3] [--policy dynamic-hot-dst]
@@ -46,12 +47,19 @@ def workload(root, n):
         for i in range(n):
             os.rename(os.path.join(d, f"f{i}"), os.path.join(d, f"g{i}"))
 
+    def rename_over():
+        for i in range(n):
+            tmp = os.path.join(d, "saving")
+            with open(tmp, "wb") as f:
+                f.write(b"y" * 4096)
+            os.replace(tmp, os.path.join(d, f"g{i}"))
+
     def unlink():
         for i in range(n):
             os.unlink(os.path.join(d, f"g{i}"))
 
     for name, fn in [("create+write", create), ("stat", stat), ("open+read", read), ("rename", rename),
-                     ("unlink", unlink)]:
+                     ("rename over", rename_over), ("unlink", unlink)]:
         phase(name, fn)
     return res
 

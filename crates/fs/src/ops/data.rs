@@ -237,5 +237,4 @@ pub(crate) fn release(s: &Shared, ino: u64, fh: u64) {
         // The last open of a file unlinked while open: now it goes.
         let _ = s.tiers.remove(tier, &hidden);
     }
-    s.reap_replaced();
 }

@@ -94,7 +94,6 @@ pub(crate) fn readlink(s: &Shared, ino: u64) -> Result<Vec<u8>, Errno> {
 /// Removes `name` (a file or symlink) from `parent`.
 pub(crate) fn unlink(s: &Shared, parent: u64, name: &OsStr) -> Result<(), Errno> {
     s.both_tiers()?;
-    s.reap_replaced();
     for _ in 0..8 {
         let (ino, _) = s.lookup_child(parent, name)?;
         let file_lock = s.file_lock(ino);
@@ -273,7 +272,9 @@ impl Shared {
     }
 
     /// Removes the replaced files kept for late opens whose time is up and that no one has open
-    /// (an open one goes at its last release). Called with no lock held.
+    /// (an open one goes at its last release). Called with no lock held: by the mover every
+    /// 100 ms, and by each rename (which adds them: a burst of renames during a long move
+    /// cannot pile them up).
     pub(crate) fn reap_replaced(&self) {
         let due: Vec<u64> = {
             let mut kept = lock(&self.replaced);
@@ -303,10 +304,14 @@ impl Shared {
     /// hidden name of its file, for the caller to remove. Called with the open counts' lock
     /// held, under which an open checks that its file exists: no open can take a buried file.
     pub(crate) fn bury_orphan(&self, ino: u64) -> Option<(Tier, std::path::PathBuf)> {
-        if lock(&self.replaced).iter().any(|&(i, _)| i == ino) {
-            return None;
-        }
-        let tier = lock(&self.orphans).remove(&ino)?;
+        let tier = {
+            // Most last releases are of files with a name: one map lookup for them.
+            let mut orphans = lock(&self.orphans);
+            if !orphans.contains_key(&ino) || lock(&self.replaced).iter().any(|&(i, _)| i == ino) {
+                return None;
+            }
+            orphans.remove(&ino)?
+        };
         let mut inodes = lock(&self.inodes);
         let hidden = inodes.get(ino).map(|n| n.rel.to_path_buf());
         inodes.forget(ino);
