@@ -5,20 +5,18 @@
 //! images sit on one fast device. A device that emulates says so in its stats.
 
 use std::io;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
 
-use tierwise_core::Nanos;
-use tierwise_devices::{DevOp, Device, Hdd, Presets, Ssd};
+use tierwise_devices::DevOp;
+use tierwise_devices::realtime::Emulator;
 
 use crate::backend::{Backend, Dev};
 
 /// A backend whose images answer at an emulated device's speed.
 pub struct Emulated {
     inner: Box<dyn Backend>,
-    devices: [Option<Mutex<Device>>; 2],
+    /// Indexed by `Dev`.
+    devices: [Option<Emulator>; 2],
     labels: Vec<String>,
-    start: Instant,
 }
 
 impl std::fmt::Debug for Emulated {
@@ -30,25 +28,10 @@ impl std::fmt::Debug for Emulated {
 impl Emulated {
     /// Wraps `inner`, emulating the HDD and/or SSD presets given (`tierwise list devices`).
     pub fn new(inner: Box<dyn Backend>, hdd: Option<&str>, ssd: Option<&str>) -> Result<Emulated, String> {
-        let presets = Presets::builtin();
-        let mut labels = Vec::new();
-        let hdd = match hdd {
-            Some(p) => {
-                let spec = presets.hdd(p).map_err(|e| e.to_string())?;
-                labels.push(format!("hdd {p} (emulated: {})", spec.description));
-                Some(Mutex::new(Device::new(Box::new(Hdd::new(spec)?), None)))
-            }
-            None => None,
-        };
-        let ssd = match ssd {
-            Some(p) => {
-                let spec = presets.ssd(p).map_err(|e| e.to_string())?;
-                labels.push(format!("ssd {p} (emulated: {})", spec.description));
-                Some(Mutex::new(Device::new(Box::new(Ssd::new(spec)?), None)))
-            }
-            None => None,
-        };
-        Ok(Emulated { inner, devices: [ssd, hdd], labels, start: Instant::now() })
+        let hdd = hdd.map(Emulator::hdd).transpose()?;
+        let ssd = ssd.map(Emulator::ssd).transpose()?;
+        let labels = [&hdd, &ssd].into_iter().flatten().map(|e| e.label().to_string()).collect();
+        Ok(Emulated { inner, devices: [ssd, hdd], labels })
     }
 
     /// What is emulated, for stats.
@@ -57,14 +40,8 @@ impl Emulated {
     }
 
     fn delay(&self, dev: Dev, op: DevOp, addr: u64, len: u64) {
-        let Some(d) = &self.devices[dev as usize] else {
-            return;
-        };
-        let now = Nanos(self.start.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64);
-        let done = d.lock().unwrap_or_else(std::sync::PoisonError::into_inner).submit(now, op, addr, len);
-        let wait = done.0.saturating_sub(now.0);
-        if wait > 0 {
-            std::thread::sleep(Duration::from_nanos(wait));
+        if let Some(d) = &self.devices[dev as usize] {
+            d.wait(op, addr, len);
         }
     }
 }
@@ -96,6 +73,8 @@ impl Backend for Emulated {
 
 #[cfg(test)]
 mod tests {
+    use std::time::{Duration, Instant};
+
     use super::*;
     use crate::backend::MemBackend;
 

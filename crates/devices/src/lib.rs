@@ -9,6 +9,7 @@ pub mod presets;
 pub mod queue;
 pub mod queued;
 pub mod ram;
+pub mod realtime;
 pub mod ssd;
 pub mod tiers;
 
