@@ -617,6 +617,12 @@ fn replay_nbd_measures_and_predicts_the_same_requests() {
         r["measured"]["iops"].as_f64().unwrap_or(0.0) > 0.0 && r["predicted"]["iops"].as_f64().unwrap_or(0.0) > 0.0
     );
     assert!(r["measured"]["ssd_read_share"].as_f64().is_some(), "{r}");
+    // The prediction adds the calibrated NBD front end to each request unless told otherwise.
+    assert_eq!(r["front_end_us"], 30.0, "{r}");
+    assert!(text.contains("30 µs per request outside the devices"), "{text}");
+    let out = tierwise(&["replay", "--nbd", &s.uri(), trace.to_str().unwrap(), "--nbd-request-cost", "fast"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("--nbd-request-cost fast") && err.contains("auto"), "{err}");
     // A URI that is not NBD is refused with the forms allowed.
     let out = tierwise(&["replay", "--nbd", "http://x", trace.to_str().unwrap()]);
     assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("nbd+unix"));

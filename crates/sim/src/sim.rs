@@ -114,6 +114,10 @@ pub struct SimConfig {
     /// Background work executing at once, at most (a served device's `--movers`); 0: all the
     /// work issued runs at once, as the papers' simulations assume.
     pub movers: u32,
+    /// Time a request spends outside the devices, added after its device I/O: the protocol
+    /// round trip and the client's wake-up of a served device (`replay --nbd`). Zero: none, as
+    /// the papers' simulations assume.
+    pub front_end: Nanos,
 }
 
 impl SimConfig {
@@ -134,6 +138,7 @@ impl SimConfig {
             hdd_queue: QueueConfig::default(),
             footprint_bytes: None,
             movers: 0,
+            front_end: Nanos::ZERO,
         }
     }
 }

@@ -55,6 +55,9 @@ struct Event {
 enum Purpose {
     /// A foreground request that arrived then.
     Request(Nanos),
+    /// A foreground request that arrived then, done on the devices and crossing the front end
+    /// back to its client (`SimConfig::front_end`).
+    Replying(Nanos),
     /// Batch `slot` is reading its sources.
     BatchRead(u32),
     /// Batch `slot` is writing its destinations.
@@ -110,6 +113,8 @@ pub(crate) struct Timed {
     movers: u32,
     moving: u32,
     deferred: std::collections::VecDeque<Work>,
+    /// `SimConfig::front_end`.
+    front_end: Nanos,
 }
 
 pub(crate) fn class_of(p: Priority) -> Class {
@@ -149,6 +154,7 @@ impl Timed {
             movers: if cfg.movers == 0 { u32::MAX } else { cfg.movers },
             moving: 0,
             deferred: std::collections::VecDeque::new(),
+            front_end: cfg.front_end,
         })
     }
 
@@ -317,7 +323,14 @@ impl Timed {
         let purpose = w.purpose;
         self.waiters.free(waiter);
         match purpose {
-            Purpose::Request(arrival) => {
+            Purpose::Request(arrival) if self.front_end > Nanos::ZERO => {
+                // The client sees the answer once it has crossed the front end; until then the
+                // request holds its place in a closed loop.
+                let w = self.new_waiter(Purpose::Replying(arrival));
+                self.waiters[w].outstanding = 1;
+                self.push_event(Nanos(time.0.saturating_add(self.front_end.0)), EventKind::IoDone, w);
+            }
+            Purpose::Request(arrival) | Purpose::Replying(arrival) => {
                 self.hist.record(time.0.saturating_sub(arrival.0));
                 self.last_completion = self.last_completion.max(time);
                 self.in_flight -= 1;

@@ -63,6 +63,11 @@ pub struct ReplayArgs {
     /// when replaying on a tierwise mount and none elsewhere; `0` models none.
     #[arg(long, default_value = "auto")]
     fuse_request_cost: String,
+    /// With --nbd: the simulated NBD front end's time per request (the protocol round trip and
+    /// the waking of server and client threads, added after each request's device I/O):
+    /// `auto` is the time calibrated on this machine (docs/PERFORMANCE.md); `0` models none.
+    #[arg(long, default_value = "auto")]
+    nbd_request_cost: String,
     /// Measure only.
     #[arg(long)]
     no_sim: bool,
@@ -113,6 +118,7 @@ pub fn cmd_replay(a: ReplayArgs, bars: &Bars) -> Result<()> {
                 control: a.control.clone(),
                 no_sim: a.no_sim,
                 json: a.json.as_deref(),
+                request_cost: &a.nbd_request_cost,
             },
             bars,
         );
