@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Readers against concurrent writers, on a mount and on a plain directory beside it: what a
 reader sees of a file while another process appends to it, rewrites it in place (open with
-O_TRUNC and one write, as `>` or fs::write do), or replaces it by rename (write a temporary
-file, rename it over the name, as editors and package managers do). On a local file system a
-reader never sees a zero byte (the writers write none) and never fails to open the name.
+O_TRUNC and one write, as `>` or fs::write do), replaces it by rename (write a temporary
+file, rename it over the name, as editors and package managers do), or deletes and creates it
+again. On a local file system a reader never sees a zero byte (the writers write none), never
+fails to open a name that always exists, and never fails to read a file it opened; an open
+racing a delete may fail with ENOENT (the plain directory shows that too).
 
     scripts/fs-races.py [--seconds 8] [--tierwise target/release/tierwise] [--policy hdd-only]
                         [--mount-flag=--no-passthrough ...]
@@ -41,6 +43,10 @@ def race(d, pattern, seconds):
             elif pattern == "rewrite":
                 with open(p, "wb") as f:
                     f.write(data)
+            elif pattern == "recreate":
+                os.unlink(p)
+                with open(p, "wb") as f:
+                    f.write(data)
             else:
                 with open(p + ".tmp", "wb") as f:
                     f.write(data)
@@ -50,10 +56,15 @@ def race(d, pattern, seconds):
     def reader():
         while not stop.is_set():
             try:
-                with open(p, "rb") as f:
+                f = open(p, "rb")
+            except OSError as e:
+                errors["open: " + e.strerror] = errors.get("open: " + e.strerror, 0) + 1
+                continue
+            try:
+                with f:
                     data = f.read()
             except OSError as e:
-                errors[e.strerror] = errors.get(e.strerror, 0) + 1
+                errors["read: " + e.strerror] = errors.get("read: " + e.strerror, 0) + 1
                 continue
             stats["reads"] += 1
             if b"\0" in data:
@@ -80,7 +91,7 @@ def main():
     anomalies = False
     try:
         print(f"{'pattern':<9} {'where':<6} {'reads':>8} {'with zeros':>11} {'writes':>8}  errors")
-        for pattern in ("append", "rewrite", "rename"):
+        for pattern in ("append", "rewrite", "rename", "recreate"):
             rows = {}
             for where in ("plain", "mount"):
                 d = os.path.join(work, f"{pattern}-{where}")
@@ -99,7 +110,7 @@ def main():
                 print(f"{pattern:<9} {where:<6} {stats['reads']:>8} {stats['with zeros']:>11} {stats['writes']:>8}  "
                       f"{errors or '-'}", flush=True)
             (ps, pe), (ms, me) = rows["plain"], rows["mount"]
-            if (ms["with zeros"] and not ps["with zeros"]) or (me and not pe):
+            if (ms["with zeros"] and not ps["with zeros"]) or set(me) - set(pe):
                 anomalies = True
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -253,8 +253,13 @@ impl Shared {
         let counts = lock(&self.open_counts);
         let open = counts.get(&ino).is_some_and(|&n| n > 0);
         let Some(auth) = auth.filter(|_| open || replaced) else {
+            // Removed and forgotten with the counts' lock still held: a racing open either
+            // counted itself first (and the file is hidden instead) or finds no file. Before,
+            // an open could count itself in between and succeed on a file about to go, whose
+            // reads then failed with ENOENT.
+            let removed = self.remove_everywhere_at(rel, false);
             drop(counts);
-            return self.remove_everywhere_at(rel, false);
+            return removed;
         };
         let hidden = OsString::from(format!("{RESERVED_PREFIX}unlinked-{ino}"));
         let src = self.tiers.at(auth, rel).map_err(|e| errno(&e))?;
