@@ -5,7 +5,9 @@
 # block on the HDD image) and a warm write-back cache whose SSD holds the whole device, at
 # 4 KiB and at 64 KiB blocks.
 # Then the tiering gain with an emulated HDD: a Zipf block trace replayed by `tierwise replay
-# --nbd` under HDD-only and two caches, each beside the simulator's prediction.
+# --nbd` under HDD-only and two caches, each beside the simulator's prediction; and every
+# request on an emulated SSD at 1-16 outstanding, which is how `--nbd-request-cost auto` was
+# calibrated (the difference at 1 and 2 outstanding; docs/PERFORMANCE.md, stop 29).
 #
 # Usage: [ROUNDS=3] [COPIES=4] ./scripts/bench-serve.sh [SIZE_MIB=1024] [SECONDS=10]
 set -euo pipefail
@@ -129,4 +131,19 @@ for pol in hdd-only cache:mode=write-back dm-cache-smq-like; do
      --emulate-hdd wd5000aaks --emulate-ssd vertex3 >/dev/null
   echo "-- $pol"
   "$tw" replay -q --nbd "nbd+unix:///?socket=$d/ssd.img.sock" "$base/zipf.mqsim" --workers 4 | tail -7
+done
+
+echo
+echo "== every request on an emulated SSD (vertex3): linear over a 256 MiB SSD, Zipf 1.0, 20,000 requests; measured / predicted"
+"$tw" trace gen -q -o "$base/zipf20k.mqsim" --requests 20000 --objects 20000 --alpha 1.0 --write-fraction 0.2 >/dev/null
+d=$base/emu-ssd
+mkdir -p "$d"
+"$tw" serve --create --ssd "$d/ssd.img" --hdd "$d/hdd.img" --ssd-size 256MiB --hdd-size 256MiB --policy linear \
+   --emulate-hdd wd5000aaks --emulate-ssd vertex3 >/dev/null
+printf '%-12s %-24s %-24s %-24s %s\n' outstanding "IOPS (cost auto)" "p50 us (cost auto)" "IOPS (cost 0)" "p50 us (cost 0)"
+for w in 1 2 4 8 16; do
+  auto=$("$tw" replay -q --nbd "nbd+unix:///?socket=$d/ssd.img.sock" "$base/zipf20k.mqsim" --workers "$w")
+  none=$("$tw" replay -q --nbd "nbd+unix:///?socket=$d/ssd.img.sock" "$base/zipf20k.mqsim" --workers "$w" --nbd-request-cost 0)
+  row() { awk '/^IOPS/{i=$2"/"$3" ("$4")"} /^p50/{p=$4"/"$5" ("$6")"} END{printf "%-24s %-24s", i, p}'; }
+  printf '%-12s %s %s\n' "$w" "$(echo "$auto" | row)" "$(echo "$none" | row)"
 done
