@@ -69,8 +69,11 @@ print()
 print(f"{'run':<10} {'measured ops/s':>15} {'simulated ops/s':>16} {'measured/sim':>13}")
 for k in r:
     print(f"{k:<10} {m[k]:15.0f} {s[k]:16.0f} {m[k] / s[k] if s[k] else 0:13.2f}")
-print(f"hybrid / hdd-only = {m['hybrid'] / m['hdd-only']:.2f}  (target >= 5)")
-print(f"hybrid / ssd-only = {m['hybrid'] / m['ssd-only']:.2f}  (target >= 0.5)")
+# The mount issue's targets (docs/PERFORMANCE.md, "Zipf web server"): >= 5x is met on a long
+# run (4,000 measured iterations), not on the default short one, which first reads every file
+# from the HDD; >= 0.5x of SSD-only is out of reach for this workload on this HDD.
+print(f"hybrid / hdd-only = {m['hybrid'] / m['hdd-only']:.2f}  (mount issue's target >= 5, for a long run)")
+print(f"hybrid / ssd-only = {m['hybrid'] / m['ssd-only']:.2f}  (mount issue's target >= 0.5, not reachable here)")
 print(f"simulated: hybrid / hdd-only = {s['hybrid'] / s['hdd-only']:.2f}, hybrid / ssd-only = {s['hybrid'] / s['ssd-only']:.2f}")
 out = {"runs": r, "measured_ops_per_s": m, "simulated_ops_per_s": s}
 json.dump(out, open(f"{sys.argv[2]}", "w"), indent=2)
