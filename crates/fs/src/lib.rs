@@ -52,6 +52,7 @@ mod shared;
 pub mod state;
 mod stats;
 pub mod tiers;
+mod truncation;
 
 use std::collections::{HashMap, HashSet};
 use std::io;
@@ -286,6 +287,7 @@ impl HybridFs {
             open_counts: Mutex::new(HashMap::new()),
             orphans: Mutex::new(HashMap::new()),
             replaced: Mutex::new(Vec::new()),
+            truncations: crate::truncation::TruncationFence::default(),
             passthrough: AtomicBool::new(false),
             backing: Mutex::new(HashMap::new()),
             dirty_marked: Mutex::new(HashSet::new()),

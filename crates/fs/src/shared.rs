@@ -77,6 +77,8 @@ pub(crate) struct Shared {
     pub(crate) orphans: Mutex<HashMap<u64, Tier>>,
     /// Orphans that no one had open when a rename replaced them, and until when they are kept.
     pub(crate) replaced: Mutex<Vec<(u64, Instant)>>,
+    /// Size changes in flight and just answered: short reads wait for them (`crate::truncation`).
+    pub(crate) truncations: crate::truncation::TruncationFence,
     /// The kernel granted passthrough (asked for with `MountConfig::passthrough`).
     pub(crate) passthrough: AtomicBool,
     /// Files open by passthrough: their backing file and opens. Such a file does not move.

@@ -137,11 +137,14 @@ impl fuser::Filesystem for HybridFs {
         let _op = OperationScope::enter();
         let _t = self.shared.latency.timer(Kind::Meta);
         let change = attrs::Change { mode, uid, gid, atime, mtime };
+        // A size change is fenced until its reply is out (short reads wait: `crate::truncation`).
+        let truncating = size.map(|_| self.shared.truncations.begin(ino.0));
         // Root keeps set-id bits on truncate (CAP_FSETID), anyone else loses them.
         match attrs::setattr(&self.shared, ino.0, size, change, req.uid() != 0) {
             Ok(a) => reply.attr(&TTL, &a),
             Err(e) => reply.error(e),
         }
+        drop(truncating);
     }
 
     fn readlink(&self, _req: &FuseRequest, ino: INodeNo, reply: ReplyData) {
@@ -253,7 +256,9 @@ impl fuser::Filesystem for HybridFs {
     ) {
         let _op = OperationScope::enter();
         let _t = self.shared.latency.timer(Kind::Read);
-        match data::read(&self.shared, ino.0, offset, size) {
+        // Not across a size change the kernel has not applied yet (`crate::truncation`).
+        let s = &self.shared;
+        match s.truncations.read_settled(ino.0, size as usize, || data::read(s, ino.0, offset, size)) {
             Ok(data) => reply.data(&data),
             Err(e) => reply.error(e),
         }
