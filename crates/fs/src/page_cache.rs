@@ -17,6 +17,12 @@
 //! change of the file's bytes passes through them — and are kept; the reads they serve do
 //! not reach the policy, as they would not with the kernel cache.
 //!
+//! While another handle of the file is open, a drop keeps the page that holds the end of the
+//! file (see [`whole_pages`]): a reader may still be copying from it, and an append after the
+//! drop would otherwise land in a new page while that reader copies the old one's zero-filled
+//! tail up to the new size. Reads of a last page kept so do not reach the policy (the open
+//! does).
+//!
 //! A drop runs in the request thread of the open that needs it (a hand-off to another thread
 //! cost ~60 µs per open here, three times the drop). It waits for pages locked by reads in
 //! flight, which need a free request thread to be answered, and a read can wait for a whole
@@ -196,9 +202,25 @@ impl PageCache {
     }
 
     /// Drops pages through `notifier` from now on, `request_threads` serving the session (the
-    /// first call; later ones do nothing).
-    pub(crate) fn start(&self, notifier: Notifier, request_threads: usize) {
-        self.start_with(request_threads, move |ino| notifier.inval_inode(INodeNo(ino), 0, 0));
+    /// first call; later ones do nothing). `others_open` tells whether a file has a handle open
+    /// besides the opener's; `size_of` gives its size now (`None`: unknown).
+    pub(crate) fn start(
+        &self,
+        notifier: Notifier,
+        request_threads: usize,
+        others_open: impl Fn(u64) -> bool + Send + Sync + 'static,
+        size_of: impl Fn(u64) -> Option<u64> + Send + Sync + 'static,
+    ) {
+        let page = page_size();
+        self.start_with(request_threads, move |ino| {
+            let (offset, len) = if others_open(ino) {
+                // A negative offset invalidates the attributes only.
+                size_of(ino).and_then(|size| whole_pages(size, page)).unwrap_or((-1, 0))
+            } else {
+                (0, 0) // every page
+            };
+            notifier.inval_inode(INodeNo(ino), offset, len)
+        });
     }
 
     /// [`Self::start`] with `drop_pages` for the kernel's notification (tests).
@@ -286,6 +308,32 @@ impl PageCache {
     }
 }
 
+/// The byte range `(offset, len)` of a file of `size` bytes whose pages are dropped while
+/// another handle of it is open: every page before the one holding the end of the file, none
+/// if there are none.
+///
+/// The last page is kept. A READ of it was answered short and the kernel zero-filled the rest;
+/// a reader copying from it checks the file's size only after it has the page. Were the page
+/// dropped under that reader, an append would go into a new page and raise the size, and the
+/// reader would copy the old page's zeros up to the new size: bytes just written, read as
+/// zeros. Kept, the append goes into the page the reader holds. (Pages before it are whole
+/// and no write is in flight when pages are dropped, so their copies are current.) With no
+/// other handle open no reader can be copying, and every page goes: a kept last page that a
+/// partial write left not up to date would cost a READ of its own.
+fn whole_pages(size: u64, page: u64) -> Option<(i64, i64)> {
+    let len = size - size % page.max(1);
+    (len > 0).then(|| (0, i64::try_from(len).unwrap_or(i64::MAX)))
+}
+
+/// The kernel's page size.
+fn page_size() -> u64 {
+    nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE)
+        .ok()
+        .flatten()
+        .and_then(|n| u64::try_from(n).ok())
+        .unwrap_or(4096)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -306,6 +354,16 @@ mod tests {
             Ok(())
         });
         (pc, drops, gate)
+    }
+
+    #[test]
+    fn the_page_holding_the_end_of_the_file_is_kept() {
+        assert_eq!(whole_pages(0, 4096), None);
+        assert_eq!(whole_pages(4095, 4096), None, "a file within one page keeps it");
+        assert_eq!(whole_pages(4096, 4096), Some((0, 4096)), "the page after the end is kept");
+        assert_eq!(whole_pages(42_793, 4096), Some((0, 40_960)));
+        assert_eq!(whole_pages(u64::MAX, 4096), Some((0, i64::MAX)));
+        assert!(page_size().is_power_of_two());
     }
 
     #[test]

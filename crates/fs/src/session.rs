@@ -20,8 +20,15 @@ pub const FS_TYPE: &str = "fuse.tierwise";
 pub fn mount_session(fs: HybridFs, mountpoint: &Path, cfg: &fuser::Config) -> io::Result<fuser::Session<HybridFs>> {
     let shared = std::sync::Arc::clone(&fs.shared);
     let session = new_session(fs, mountpoint, cfg)?;
-    // Cached pages are dropped by notification, when no writer can be racing the drop.
-    shared.page_cache.start(session.notifier(), cfg.n_threads.unwrap_or(1));
+    // Cached pages are dropped by notification, when no writer can be racing the drop. What
+    // they need of the file comes through weak references: the page cache is part of `shared`.
+    let (opens, sizes) = (std::sync::Arc::downgrade(&shared), std::sync::Arc::downgrade(&shared));
+    // The opener is counted before it drops pages.
+    let others_open = move |ino| {
+        opens.upgrade().is_none_or(|s| crate::shared::lock(&s.open_counts).get(&ino).is_some_and(|&n| n > 1))
+    };
+    let size_of = move |ino| sizes.upgrade().and_then(|s| s.attr_locked(ino).ok()).map(|a| a.size);
+    shared.page_cache.start(session.notifier(), cfg.n_threads.unwrap_or(1), others_open, size_of);
     Ok(session)
 }
 
