@@ -39,6 +39,11 @@ impl Emulated {
         &self.labels
     }
 
+    /// Each emulated device's label and what it has done so far.
+    pub fn device_stats(&self) -> Vec<(String, tierwise_devices::DeviceStats)> {
+        self.devices.iter().flatten().map(|e| (e.label().to_string(), e.stats())).collect()
+    }
+
     fn delay(&self, dev: Dev, op: DevOp, addr: u64, len: u64) {
         if let Some(d) = &self.devices[dev as usize] {
             d.wait(op, addr, len);
@@ -94,6 +99,10 @@ mod tests {
             e.read(Dev::Ssd, &mut buf, i * 4096).unwrap_or_else(|err| panic!("{err}"));
         }
         assert!(hdd > Duration::from_millis(10), "five random HDD reads took {hdd:?}");
+        let stats = e.device_stats();
+        assert_eq!(stats.len(), 1, "only the HDD is emulated");
+        assert_eq!((stats[0].1.reads, stats[0].1.read_bytes), (5, 5 * 4096));
+        assert!(stats[0].1.busy_ns > 10_000_000, "{:?}", stats[0].1);
         assert!(t.elapsed() < hdd / 10, "the SSD is not emulated: {:?}", t.elapsed());
         assert!(Emulated::new(Box::new(MemBackend::new(1, 1)), Some("no-such-disk"), None).is_err());
     }

@@ -58,6 +58,13 @@ fn replay_nbd_measures_and_predicts_the_same_requests() {
         r["measured"]["iops"].as_f64().unwrap_or(0.0) > 0.0 && r["predicted"]["iops"].as_f64().unwrap_or(0.0) > 0.0
     );
     assert!(r["measured"]["ssd_read_share"].as_f64().is_some(), "{r}");
+    // The emulated HDD says what it did, as the simulator's device does.
+    let st = s.stats();
+    let emulated = st["emulated_devices"].as_array().cloned().unwrap_or_default();
+    assert_eq!(emulated.len(), 1, "{st}");
+    assert!(emulated[0]["label"].as_str().is_some_and(|l| l.starts_with("hdd wd5000aaks")), "{st}");
+    assert!(emulated[0]["stats"]["reads"].as_u64().is_some_and(|n| n > 0), "{st}");
+    assert!(emulated[0]["stats"]["busy_ns"].as_u64().is_some_and(|n| n > 0), "{st}");
     // The prediction adds the calibrated NBD front end to each request unless told otherwise.
     assert_eq!(r["front_end_us"], 30.0, "{r}");
     assert!(text.contains("30 µs per request outside the devices"), "{text}");

@@ -59,6 +59,11 @@ impl Emulator {
         &self.label
     }
 
+    /// What the emulated device has done so far (requests, bytes, busy time).
+    pub fn stats(&self) -> crate::DeviceStats {
+        *self.device.lock().unwrap_or_else(std::sync::PoisonError::into_inner).stats()
+    }
+
     /// Holds the calling thread until a request of `len` bytes at `addr`, arriving now, would
     /// have completed on the emulated device.
     pub fn wait(&self, op: DevOp, addr: u64, len: u64) {

@@ -21,6 +21,7 @@ pub fn answer(dev: &HybridDevice, line: &str) -> String {
                 "size": dev.size(),
                 "block_size": dev.block_size(),
                 "emulation": dev.emulation(),
+                "emulated_devices": crate::emulated_stats(),
                 "movers": dev.movers(),
                 "device": dev.stats(),
                 "engine": engine,

@@ -45,6 +45,14 @@ static CONFIG: Mutex<Config> = Mutex::new(Config {
     emulate_ssd: None,
 });
 static DEVICE: OnceLock<Arc<HybridDevice>> = OnceLock::new();
+/// The emulated images, when `--emulate-*` asked for them (their own stats for `stats`).
+static EMULATED: OnceLock<Arc<Emulated>> = OnceLock::new();
+
+/// Each emulated device's label and what it has done so far: requests, bytes, busy time.
+pub(crate) fn emulated_stats() -> serde_json::Value {
+    let devices = EMULATED.get().map(|e| e.device_stats()).unwrap_or_default();
+    devices.into_iter().map(|(label, stats)| serde_json::json!({"label": label, "stats": stats})).collect()
+}
 
 use tierwise_block::DEFAULT_SERVE_POLICY as DEFAULT_POLICY;
 
@@ -154,7 +162,9 @@ impl Server for Connection {
                     let e = Emulated::new(Box::new(files), c.emulate_hdd.as_deref(), c.emulate_ssd.as_deref())
                         .map_err(|e| Error::new(libc::EINVAL, e))?;
                     let labels = e.labels().to_vec();
-                    (Arc::new(e), labels)
+                    let e = Arc::new(e);
+                    let _ = EMULATED.set(Arc::clone(&e));
+                    (e, labels)
                 } else {
                     (Arc::new(files), Vec::new())
                 };
