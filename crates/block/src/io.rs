@@ -21,13 +21,13 @@ use crate::format::{Layout, SECTOR};
 
 /// One block's share of a request.
 #[derive(Clone, Copy, Debug)]
-struct Piece {
-    block: u64,
+pub(crate) struct Piece {
+    pub(crate) block: u64,
     /// Offset inside the block.
-    inner: u64,
-    len: u64,
+    pub(crate) inner: u64,
+    pub(crate) len: u64,
     /// Offset inside the request's buffer.
-    at: usize,
+    pub(crate) at: usize,
 }
 
 /// A request's pieces, or anything per piece: small requests (most are one block) allocate
@@ -104,18 +104,18 @@ fn prefetch_slots(sh: &Shared, c: &Core, ps: &[Piece]) {
 
 /// Where a piece's bytes are read from.
 #[derive(Clone, Copy, Debug)]
-struct ReadRoute {
+pub(crate) struct ReadRoute {
     /// From the block's RAM copy (it is being moved; `RamLevel::MoveCopies`).
-    ram: bool,
-    dev: Dev,
-    off: u64,
+    pub(crate) ram: bool,
+    pub(crate) dev: Dev,
+    pub(crate) off: u64,
     /// Valid sectors of this slot are laid over the bytes read (an assembled read).
-    overlay: Option<u32>,
+    pub(crate) overlay: Option<u32>,
     /// The slot this route uses, pinned until the I/O is done.
-    pinned: Option<u32>,
+    pub(crate) pinned: Option<u32>,
 }
 
-fn hdd_offset(sh: &Shared, p: &Piece) -> u64 {
+pub(crate) fn hdd_offset(sh: &Shared, p: &Piece) -> u64 {
     p.block * sh.block_size() + p.inner
 }
 
@@ -212,6 +212,8 @@ pub(crate) fn read(sh: &Shared, buf: &mut [u8], offset: u64) -> Result<(), Devic
         let mut routes = PerPiece::with_capacity(ps.len());
         // Blocks the architecture keeps in its RAM level after this read.
         let mut kept: PerPiece<Piece> = PerPiece::new();
+        // Blocks read whole: a copy the engine just issued takes the bytes (`crate::fills`).
+        let mut whole: PerPiece<u64> = PerPiece::new();
         let mut queued = false;
         {
             let mut c = sh.lock();
@@ -233,6 +235,9 @@ pub(crate) fn read(sh: &Shared, buf: &mut [u8], offset: u64) -> Result<(), Devic
                 // copy it serves this read from (HCA moving a page up from its L2); the pin
                 // keeps the slot until the read is done.
                 let route = read_route(sh, &mut c, p, &served);
+                if crate::fills::feeds_copy(sh, &mut c, p, &route) {
+                    whole.push(p.block);
+                }
                 routes.push((*p, route));
                 if served.keep_in_ram {
                     kept.push(*p);
@@ -243,14 +248,14 @@ pub(crate) fn read(sh: &Shared, buf: &mut [u8], offset: u64) -> Result<(), Devic
         if queued {
             sh.work_ready.notify_all();
         }
-        let result = run_reads(sh, buf, &routes);
+        let result = run_reads(sh, buf, &routes, &whole);
         for (_, r) in &routes {
             if let Some(s) = r.pinned {
                 sh.unpin(s);
             }
         }
         result?;
-        keep_for_fills(sh, buf, &routes);
+        crate::fills::keep_for_fills(sh, buf, &routes);
         // A RAM cache level keeps the whole blocks this read touched.
         for p in kept {
             if p.inner == 0 && p.len == sh.block_size() {
@@ -278,25 +283,17 @@ pub(crate) fn read(sh: &Shared, buf: &mut [u8], offset: u64) -> Result<(), Devic
     Ok(())
 }
 
-/// Hands the bytes of whole blocks this read took from the HDD to the copies it issued, while
-/// the blocks' stripes are still held (so no write can have changed them).
-fn keep_for_fills(sh: &Shared, buf: &[u8], routes: &[(Piece, ReadRoute)]) {
-    let bs = sh.block_size();
-    let whole = routes.iter().filter(|(p, r)| p.inner == 0 && p.len == bs && r.dev == Dev::Hdd && r.overlay.is_none());
-    let mut c = None;
-    for (p, _) in whole {
-        let core = c.get_or_insert_with(|| sh.lock());
-        if core.want_ram.remove(&p.block) {
-            core.ram_fill.insert(p.block, buf[p.at..p.at + p.len as usize].to_vec());
-        }
-    }
-}
-
-/// Executes read routes, merging consecutive plain HDD reads into one.
-fn run_reads(sh: &Shared, buf: &mut [u8], routes: &[(Piece, ReadRoute)]) -> Result<(), DeviceError> {
+/// Executes read routes, merging consecutive plain HDD reads into one; the pieces of blocks
+/// in `whole` read their whole block.
+fn run_reads(sh: &Shared, buf: &mut [u8], routes: &[(Piece, ReadRoute)], whole: &[u64]) -> Result<(), DeviceError> {
     let mut i = 0;
     while i < routes.len() {
         let (p, r) = routes[i];
+        if whole.contains(&p.block) {
+            crate::fills::read_whole(sh, buf, &p)?;
+            i += 1;
+            continue;
+        }
         let mut j = i + 1;
         // Pieces next to each other on the same image (HDD blocks, or SSD slots allocated in
         // a row) are read with one call.
@@ -305,6 +302,7 @@ fn run_reads(sh: &Shared, buf: &mut [u8], routes: &[(Piece, ReadRoute)]) -> Resu
                 let (q, s) = routes[j];
                 let (last, lr) = routes[j - 1];
                 if s.dev == r.dev
+                    && !whole.contains(&q.block)
                     && !s.ram
                     && s.overlay.is_none()
                     && s.off == lr.off + last.len

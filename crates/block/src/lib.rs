@@ -14,6 +14,7 @@ pub mod backend;
 mod device;
 pub mod emulate;
 pub mod error;
+mod fills;
 pub mod format;
 mod io;
 mod mover;
