@@ -5,6 +5,7 @@
 //! (`sim::timed`: a miss that issues a fill of its object reads the whole object). A read
 //! of whole blocks hands them over as it is ([`keep_for_fills`]).
 
+use tierwise_core::arch::RamLevel;
 use tierwise_core::{Level, WorkKind};
 
 use crate::backend::Dev;
@@ -18,14 +19,17 @@ use crate::io::{Piece, ReadRoute, hdd_offset};
 pub(crate) fn feeds_copy(sh: &Shared, c: &mut Core, p: &Piece, r: &ReadRoute) -> bool {
     let plain_hdd = r.dev == Dev::Hdd && !r.ram && r.overlay.is_none() && r.off == hdd_offset(sh, p);
     let partial = p.inner != 0 || p.len != sh.block_size();
-    if !plain_hdd || !partial || sh.layout() == Layout::Concatenated {
+    // Sub-LUNs move a chunk at a time and take no bytes from a read (`crate::subluns`).
+    let whole_moves = sh.ram_level != RamLevel::WriteBuffer;
+    if !plain_hdd || !partial || !whole_moves || sh.layout() == Layout::Concatenated {
         return false;
     }
-    // The engine's new work, not yet drained: a copy of this block from the HDD.
-    let copies =
-        c.engine.pending_work().iter().any(|w| {
-            w.obj.0 == p.block && w.from == Level::Slow && matches!(w.kind, WorkKind::Promote | WorkKind::Copy)
-        });
+    // The engine's new work, not yet drained: a copy of this block from the HDD to the SSD.
+    let copies = c.engine.pending_work().iter().any(|w| {
+        w.obj.0 == p.block
+            && (w.from, w.to) == (Level::Slow, Level::Fast)
+            && matches!(w.kind, WorkKind::Promote | WorkKind::Copy)
+    });
     if copies {
         c.want_ram.insert(p.block);
     }
