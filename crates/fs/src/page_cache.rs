@@ -213,12 +213,7 @@ impl PageCache {
     ) {
         let page = page_size();
         self.start_with(request_threads, move |ino| {
-            let (offset, len) = if others_open(ino) {
-                // A negative offset invalidates the attributes only.
-                size_of(ino).and_then(|size| whole_pages(size, page)).unwrap_or((-1, 0))
-            } else {
-                (0, 0) // every page
-            };
+            let (offset, len) = drop_range(others_open(ino), || size_of(ino), page);
             notifier.inval_inode(INodeNo(ino), offset, len)
         });
     }
@@ -308,6 +303,16 @@ impl PageCache {
     }
 }
 
+/// The `(offset, len)` of a file's pages to drop, as `FUSE_NOTIFY_INVAL_INODE` takes it:
+/// `(0, 0)` for every page when no other handle is open, else [`whole_pages`] of its size;
+/// `(-1, 0)` (the attributes only) when that leaves none or the size is unknown.
+fn drop_range(others_open: bool, size: impl FnOnce() -> Option<u64>, page: u64) -> (i64, i64) {
+    if !others_open {
+        return (0, 0);
+    }
+    size().and_then(|size| whole_pages(size, page)).unwrap_or((-1, 0))
+}
+
 /// The byte range `(offset, len)` of a file of `size` bytes whose pages are dropped while
 /// another handle of it is open: every page before the one holding the end of the file, none
 /// if there are none.
@@ -354,6 +359,15 @@ mod tests {
             Ok(())
         });
         (pc, drops, gate)
+    }
+
+    #[test]
+    fn with_another_handle_open_a_drop_spares_the_last_page_and_alone_it_drops_all() {
+        let unused = || -> Option<u64> { panic!("the size is not needed when no other handle is open") };
+        assert_eq!(drop_range(false, unused, 4096), (0, 0), "alone: every page");
+        assert_eq!(drop_range(true, || Some(42_793), 4096), (0, 40_960), "shared: all but the last page");
+        assert_eq!(drop_range(true, || Some(300), 4096), (-1, 0), "shared, one page: the attributes only");
+        assert_eq!(drop_range(true, || None, 4096), (-1, 0), "shared, size unknown: nothing dropped");
     }
 
     #[test]
