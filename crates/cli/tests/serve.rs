@@ -341,7 +341,7 @@ fn a_hundred_thousand_nbd_operations_match_a_plain_image() {
     let mut c = tierwise_nbd_client::NbdClient::connect(&s.uri()).unwrap();
     let size = c.size();
     let mut reference = vec![0u8; size as usize];
-    let mut rng = Rng(0xfeed_beef);
+    let mut rng = Rng::new(0xfeed_beef);
     for i in 0..100_000u32 {
         let hot = rng.below(4) != 0;
         let span = if hot { size / 8 } else { size };
@@ -360,7 +360,7 @@ fn a_hundred_thousand_nbd_operations_match_a_plain_image() {
                 assert!(buf == reference[o..o + l], "op {i}: read of {len} at {off} differs from the plain image");
             }
             9..=16 => {
-                let v = rng.next();
+                let v = rng.next_u64();
                 let data: Vec<u8> = (0..l).map(|j| (v >> (j % 8 * 8)) as u8 ^ j as u8).collect();
                 c.write(&data, off, rng.below(30) == 0).unwrap();
                 reference[o..o + l].copy_from_slice(&data);
@@ -397,7 +397,7 @@ fn a_hundred_thousand_nbd_operations_match_a_plain_image() {
             let uri = uri.clone();
             std::thread::spawn(move || {
                 let mut c = tierwise_nbd_client::NbdClient::connect(&uri).unwrap();
-                let mut rng = Rng(77 + t);
+                let mut rng = Rng::new(77 + t);
                 let mut mine = vec![0u8; quarter as usize];
                 c.read(&mut mine, t * quarter).unwrap();
                 for _ in 0..5000 {
@@ -405,7 +405,7 @@ fn a_hundred_thousand_nbd_operations_match_a_plain_image() {
                     let off = rng.below(quarter - len);
                     let (o, l) = (off as usize, len as usize);
                     if rng.below(2) == 0 {
-                        let v = (rng.next() & 0xff) as u8;
+                        let v = (rng.next_u64() & 0xff) as u8;
                         c.write(&vec![v; l], t * quarter + off, false).unwrap();
                         mine[o..o + l].fill(v);
                     } else {

@@ -183,14 +183,14 @@ fn otf_ast_moves_sub_luns_while_a_client_writes_to_them() {
     let s = Served::create_with(spec, "320KiB", "4MiB", &["--block-size", "64KiB", "--move-rate", "256KiB"]);
     let mut c = tierwise_nbd_client::NbdClient::connect(&s.uri()).unwrap();
     let mut reference = vec![0u8; c.size() as usize];
-    let mut rng = Rng(0x000f_7a57);
+    let mut rng = Rng::new(0x000f_7a57);
     let started = Instant::now();
     while started.elapsed() < Duration::from_secs(5) {
         let len = 512 * (1 + rng.below(16));
         let off = rng.below(128 * 1024 - len) / 512 * 512;
         let (o, l) = (off as usize, len as usize);
         if rng.below(2) == 0 {
-            let v = (rng.next() & 0xff) as u8;
+            let v = (rng.next_u64() & 0xff) as u8;
             c.write(&vec![v; l], off, false).unwrap();
             reference[o..o + l].fill(v);
         } else {

@@ -140,15 +140,5 @@ impl Drop for Served {
     }
 }
 
-pub struct Rng(pub u64);
-impl Rng {
-    pub fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
+/// The simulator's seeded generator: the same operations on every run.
+pub use tierwise_sim::synth::Rng;

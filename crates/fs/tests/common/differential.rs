@@ -13,19 +13,8 @@ use tierwise_fs::tiers::{Backend, Direct};
 
 use super::{fuse_available, mount_with_backend};
 
-/// A tiny deterministic generator.
-pub struct Rng(pub u64);
-impl Rng {
-    pub fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
+/// The simulator's seeded generator: the same operations on every run.
+pub use tierwise_sim::synth::Rng;
 
 /// One operation's observable result: Ok with data, or the error kind.
 /// `N` fresh temporary directories.
@@ -181,7 +170,7 @@ pub fn differential_through(
     // TIERWISE_FS_OPS and TIERWISE_FS_SEED let a soak run longer or elsewhere.
     let ops = std::env::var("TIERWISE_FS_OPS").ok().and_then(|v| v.parse().ok()).unwrap_or(ops);
     let seed = seed + std::env::var("TIERWISE_FS_SEED").ok().and_then(|v| v.parse::<u64>().ok()).unwrap_or(0) * 1000;
-    let mut rng = Rng(seed.max(1));
+    let mut rng = Rng::new(seed);
     let mut last_tier: BTreeMap<PathBuf, Vec<u8>> = BTreeMap::new();
     let mut tier_changes = 0;
     let mut pins = 0;
@@ -190,7 +179,7 @@ pub fn differential_through(
     let mut links = 0;
     let mut linked_pins = 0;
     for i in 0..ops {
-        let (op, a, b, c) = (rng.below(21), rng.next(), rng.next(), rng.next());
+        let (op, a, b, c) = (rng.below(21), rng.next_u64(), rng.next_u64(), rng.next_u64());
         if op == 14 {
             // Pin, re-pin or unpin a file on the mount only: a pin moves the file at once, and a
             // pinned file is served outside the policy. Its outcome (ENOSPC when the reserve is
