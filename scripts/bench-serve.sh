@@ -5,7 +5,8 @@
 # block on the HDD image) and a warm write-back cache whose SSD holds the whole device, at
 # 4 KiB and at 64 KiB blocks.
 # Then the tiering gain with an emulated HDD: a Zipf block trace replayed by `tierwise replay
-# --nbd` under HDD-only and two caches, each beside the simulator's prediction; and every
+# --nbd` under HDD-only and two caches, each beside the simulator's prediction, with the HDD
+# behind mq-deadline and NCQ (the default) and then served in arrival order (fifo); and every
 # request on an emulated SSD at 1-16 outstanding, which is how `--nbd-request-cost auto` was
 # calibrated (the difference at 1 and 2 outstanding; docs/PERFORMANCE.md, stop 29).
 #
@@ -123,14 +124,17 @@ done
 
 echo
 echo "== tiering gain on an emulated HDD (wd5000aaks) and SSD (vertex3): Zipf 1.0, 6,000 requests, 20% writes, depth 4"
+echo "   (the HDD behind mq-deadline with NCQ, the default, then one request at a time in arrival order)"
 "$tw" trace gen -q -o "$base/zipf.mqsim" --requests 6000 --objects 20000 --alpha 1.0 --write-fraction 0.2 >/dev/null
-for pol in hdd-only cache:mode=write-back dm-cache-smq-like; do
-  d=$base/emu-${pol//[:=]/-}
-  mkdir -p "$d"
-  "$tw" serve --create --ssd "$d/ssd.img" --hdd "$d/hdd.img" --ssd-size 16MiB --hdd-size 256MiB --policy "$pol" \
-     --emulate-hdd wd5000aaks --emulate-ssd vertex3 >/dev/null
-  echo "-- $pol"
-  "$tw" replay -q --nbd "nbd+unix:///?socket=$d/ssd.img.sock" "$base/zipf.mqsim" --workers 4 | tail -7
+for queue in mq-deadline fifo; do
+  for pol in hdd-only cache:mode=write-back dm-cache-smq-like; do
+    d=$base/emu-$queue-${pol//[:=]/-}
+    mkdir -p "$d"
+    "$tw" serve --create --ssd "$d/ssd.img" --hdd "$d/hdd.img" --ssd-size 16MiB --hdd-size 256MiB --policy "$pol" \
+       --emulate-hdd wd5000aaks --hdd-queue $queue --emulate-ssd vertex3 >/dev/null
+    echo "-- $pol, $queue"
+    "$tw" replay -q --nbd "nbd+unix:///?socket=$d/ssd.img.sock" "$base/zipf.mqsim" --workers 4 | tail -7
+  done
 done
 
 echo

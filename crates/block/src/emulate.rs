@@ -1,13 +1,15 @@
 //! Opt-in latency emulation (`tierwise serve --emulate-hdd PRESET`, `--emulate-ssd PRESET`):
 //! each I/O on an image is held until the simulator's device model says it would have
-//! completed — one device, a FIFO queue, seeks that depend on the distance from the previous
-//! request, at the image's own addresses — so tiering effects show on a machine whose two
-//! images sit on one fast device. A device that emulates says so in its stats.
+//! completed, at the image's own addresses, so tiering effects show on a machine whose two
+//! images sit on one fast device. The HDD sits behind the simulator's request queue
+//! (`--hdd-queue`: mq-deadline with NCQ by default, as a Linux host drives a SATA disk; `fifo`
+//! serves one request at a time in arrival order); the SSD serves in arrival order. A device
+//! that emulates says so in its stats.
 
 use std::io;
 
-use tierwise_devices::DevOp;
 use tierwise_devices::realtime::Emulator;
+use tierwise_devices::{DevOp, Scheduler};
 
 use crate::backend::{Backend, Dev};
 
@@ -26,9 +28,15 @@ impl std::fmt::Debug for Emulated {
 }
 
 impl Emulated {
-    /// Wraps `inner`, emulating the HDD and/or SSD presets given (`tierwise list devices`).
-    pub fn new(inner: Box<dyn Backend>, hdd: Option<&str>, ssd: Option<&str>) -> Result<Emulated, String> {
-        let hdd = hdd.map(Emulator::hdd).transpose()?;
+    /// Wraps `inner`, emulating the HDD and/or SSD presets given (`tierwise list devices`),
+    /// the HDD behind a request queue with `hdd_queue`.
+    pub fn new(
+        inner: Box<dyn Backend>,
+        hdd: Option<&str>,
+        ssd: Option<&str>,
+        hdd_queue: Scheduler,
+    ) -> Result<Emulated, String> {
+        let hdd = hdd.map(|p| Emulator::hdd_queued(p, hdd_queue)).transpose()?;
         let ssd = ssd.map(Emulator::ssd).transpose()?;
         let labels = [&hdd, &ssd].into_iter().flatten().map(|e| e.label().to_string()).collect();
         Ok(Emulated { inner, devices: [ssd, hdd], labels })
@@ -85,7 +93,7 @@ mod tests {
 
     #[test]
     fn an_emulated_hdd_takes_milliseconds_for_a_random_read_and_the_ssd_stays_fast() {
-        let e = Emulated::new(Box::new(MemBackend::new(1 << 20, 64 << 20)), Some("wd5000aaks"), None)
+        let e = Emulated::new(Box::new(MemBackend::new(1 << 20, 64 << 20)), Some("wd5000aaks"), None, Scheduler::Fifo)
             .unwrap_or_else(|err| panic!("{err}"));
         assert_eq!(e.labels().len(), 1);
         let mut buf = vec![0u8; 4096];
@@ -104,6 +112,6 @@ mod tests {
         assert_eq!((stats[0].1.reads, stats[0].1.read_bytes), (5, 5 * 4096));
         assert!(stats[0].1.busy_ns > 10_000_000, "{:?}", stats[0].1);
         assert!(t.elapsed() < hdd / 10, "the SSD is not emulated: {:?}", t.elapsed());
-        assert!(Emulated::new(Box::new(MemBackend::new(1, 1)), Some("no-such-disk"), None).is_err());
+        assert!(Emulated::new(Box::new(MemBackend::new(1, 1)), Some("no-such-disk"), None, Scheduler::Fifo).is_err());
     }
 }

@@ -33,6 +33,8 @@ pub use emulate::Emulated;
 pub use error::{DeviceError, FormatError};
 pub use recovery::{CreateOptions, create, open, servable, servable_names};
 pub use status::Extent;
+/// The emulated HDD's request queue (`Emulated::new`).
+pub use tierwise_devices::Scheduler as HddQueue;
 
 /// The architecture `tierwise serve` runs when none is named: a write-through cache (losing
 /// the SSD loses no data), as bcache and dm-cache default to.

@@ -18,6 +18,8 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use tierwise_core::{Clock, EngineStats, Level, ObjectId, Outcome, Work, WorkKind};
+use tierwise_devices::Class;
+use tierwise_devices::realtime_queue::with_class;
 
 use crate::backend::Dev;
 use crate::device::Shared;
@@ -65,7 +67,13 @@ pub(crate) fn run(sh: &Shared, timekeeper: bool) {
                 if !crate::subluns::chunked(sh, &w) {
                     pace(sh, w.bytes);
                 }
-                execute(sh, &w);
+                // An emulated HDD queues the work's I/O in its priority class, as the
+                // simulator's device queue does (idle-class write-backs wait for client I/O).
+                let class = match w.priority {
+                    tierwise_core::Priority::Normal => Class::Normal,
+                    tierwise_core::Priority::Idle(after) => Class::Idle { after },
+                };
+                with_class(class, || execute(sh, &w));
             }
             None => {
                 last_commit = Instant::now();

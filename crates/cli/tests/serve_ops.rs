@@ -62,7 +62,15 @@ fn replay_nbd_measures_and_predicts_the_same_requests() {
     let st = s.stats();
     let emulated = st["emulated_devices"].as_array().cloned().unwrap_or_default();
     assert_eq!(emulated.len(), 1, "{st}");
-    assert!(emulated[0]["label"].as_str().is_some_and(|l| l.starts_with("hdd wd5000aaks")), "{st}");
+    // Behind mq-deadline with NCQ unless told otherwise, as a Linux host drives a SATA disk; the
+    // prediction takes the same queue.
+    assert!(
+        emulated[0]["label"]
+            .as_str()
+            .is_some_and(|l| l.starts_with("hdd wd5000aaks") && l.ends_with("mq-deadline queue)")),
+        "{st}"
+    );
+    assert_eq!(r["hdd_queue"], "mq-deadline", "{r}");
     assert!(emulated[0]["stats"]["reads"].as_u64().is_some_and(|n| n > 0), "{st}");
     assert!(emulated[0]["stats"]["busy_ns"].as_u64().is_some_and(|n| n > 0), "{st}");
     // The prediction adds the calibrated NBD front end to each request unless told otherwise.
@@ -71,6 +79,14 @@ fn replay_nbd_measures_and_predicts_the_same_requests() {
     let out = tierwise(&["replay", "--nbd", &s.uri(), trace.to_str().unwrap(), "--nbd-request-cost", "fast"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("--nbd-request-cost fast") && err.contains("auto"), "{err}");
+    // A queue for an HDD that is not emulated, or one that does not exist, is refused.
+    let out = tierwise(&["serve", "--ssd", "a.img", "--hdd", "b.img", "--hdd-queue", "none"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("--emulate-hdd"), "{err}");
+    let out =
+        tierwise(&["serve", "--ssd", "a.img", "--hdd", "b.img", "--emulate-hdd", "wd5000aaks", "--hdd-queue", "cfq"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("mq-deadline") && err.contains("fifo"), "{err}");
     // A URI that is not NBD is refused with the forms allowed.
     let out = tierwise(&["replay", "--nbd", "http://x", trace.to_str().unwrap()]);
     assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("nbd+unix"));

@@ -10,6 +10,7 @@ pub mod queue;
 pub mod queued;
 pub mod ram;
 pub mod realtime;
+pub mod realtime_queue;
 pub mod ssd;
 pub mod tiers;
 

@@ -1,8 +1,10 @@
 //! The opt-in latency emulation of the real front ends (`tierwise mount|serve --emulate-hdd
 //! PRESET`, `--emulate-ssd PRESET`): each I/O on a tier is held until the device model says it
-//! would have completed — one device, one request at a time, seeks that depend on the distance
-//! from the previous request — so tiering effects show on a machine whose tiers sit on one fast
-//! device. The front end maps its I/O to device addresses; this module does the waiting.
+//! would have completed, so tiering effects show on a machine whose tiers sit on one fast
+//! device. The front end maps its I/O to device addresses; this module does the waiting. A
+//! device serves one request at a time in arrival order (`fifo`, seeks that depend on the
+//! distance from the previous request), or, for an HDD, behind the simulator's request queue
+//! (`none`, `mq-deadline`: merging, sorting, NCQ; [`crate::realtime_queue`]).
 //!
 //! A plain `sleep` ends late: Linux lets a normal thread's timer fire up to its timer slack
 //! (50 µs by default) after the deadline, and waking a thread takes a few tens of µs more in a
@@ -17,13 +19,22 @@ use std::time::{Duration, Instant};
 
 use tierwise_core::Nanos;
 
-use crate::{DevOp, Device, Hdd, Presets, Ssd};
+use crate::realtime_queue::QueuedEmulator;
+use crate::{DevOp, Device, Hdd, Presets, QueueConfig, Scheduler, Ssd};
 
 /// One emulated device, shared by the threads that do I/O on its tier.
 pub struct Emulator {
     label: String,
-    device: Mutex<Device>,
-    start: Instant,
+    serving: Serving,
+}
+
+/// How an emulated device takes its requests.
+#[expect(clippy::large_enum_variant, reason = "one per emulated device, never moved")]
+enum Serving {
+    /// One at a time, in arrival order.
+    InOrder { device: Mutex<Device>, start: Instant },
+    /// Behind a request queue, reordered and merged.
+    Queued(QueuedEmulator),
 }
 
 impl std::fmt::Debug for Emulator {
@@ -33,12 +44,27 @@ impl std::fmt::Debug for Emulator {
 }
 
 impl Emulator {
-    /// An HDD from the presets (`tierwise list devices`).
+    /// An HDD from the presets (`tierwise list devices`), serving in arrival order.
     pub fn hdd(preset: &str) -> Result<Emulator, String> {
+        Emulator::hdd_queued(preset, Scheduler::Fifo)
+    }
+
+    /// An HDD from the presets behind a request queue with `scheduler` and a stock Linux
+    /// host's settings (`fifo`: one request at a time in arrival order, as [`Emulator::hdd`]).
+    pub fn hdd_queued(preset: &str, scheduler: Scheduler) -> Result<Emulator, String> {
         let presets = Presets::builtin();
         let spec = presets.hdd(preset).map_err(|e| e.to_string())?;
-        let label = format!("hdd {preset} (emulated: {})", spec.description);
-        Ok(Emulator::new(label, Device::new(Box::new(Hdd::new(spec)?), None)))
+        let device = Device::new(Box::new(Hdd::new(spec)?), None);
+        Ok(match scheduler {
+            Scheduler::Fifo => Emulator::new(format!("hdd {preset} (emulated: {})", spec.description), device),
+            _ => Emulator {
+                label: format!("hdd {preset} (emulated: {}; {} queue)", spec.description, scheduler.label()),
+                serving: Serving::Queued(QueuedEmulator::new(
+                    device,
+                    QueueConfig { scheduler, ..QueueConfig::default() },
+                )),
+            },
+        })
     }
 
     /// An SSD from the presets.
@@ -51,7 +77,7 @@ impl Emulator {
 
     /// No spin-down: a volume in use keeps its disk spinning.
     fn new(label: String, device: Device) -> Emulator {
-        Emulator { label, device: Mutex::new(device), start: Instant::now() }
+        Emulator { label, serving: Serving::InOrder { device: Mutex::new(device), start: Instant::now() } }
     }
 
     /// What is emulated, for stats and status (always says "emulated").
@@ -61,14 +87,23 @@ impl Emulator {
 
     /// What the emulated device has done so far (requests, bytes, busy time).
     pub fn stats(&self) -> crate::DeviceStats {
-        *self.device.lock().unwrap_or_else(std::sync::PoisonError::into_inner).stats()
+        match &self.serving {
+            Serving::InOrder { device, .. } => {
+                *device.lock().unwrap_or_else(std::sync::PoisonError::into_inner).stats()
+            }
+            Serving::Queued(q) => q.stats(),
+        }
     }
 
     /// Holds the calling thread until a request of `len` bytes at `addr`, arriving now, would
     /// have completed on the emulated device.
     pub fn wait(&self, op: DevOp, addr: u64, len: u64) {
-        let now = Nanos(self.start.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64);
-        let done = self.device.lock().unwrap_or_else(std::sync::PoisonError::into_inner).submit(now, op, addr, len);
+        let (device, start) = match &self.serving {
+            Serving::InOrder { device, start } => (device, start),
+            Serving::Queued(q) => return q.wait(op, addr, len),
+        };
+        let now = Nanos(start.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64);
+        let done = device.lock().unwrap_or_else(std::sync::PoisonError::into_inner).submit(now, op, addr, len);
         let wait = done.0.saturating_sub(now.0);
         if wait > 0 {
             sleep_on_time(Duration::from_nanos(wait));
@@ -124,10 +159,7 @@ thread_local! {
 
 /// Sleeps `wait`, ending on time on average (see the module's note).
 pub fn sleep_on_time(wait: Duration) {
-    if !SLACK_SET.get() {
-        SLACK_SET.set(true);
-        set_fine_timer_slack();
-    }
+    fine_timer_slack_once();
     let deadline = Instant::now() + wait;
     let mut lateness = LATENESS.get();
     match lateness.plan(wait) {
@@ -142,6 +174,14 @@ pub fn sleep_on_time(wait: Duration) {
             lateness.observe(d, t.elapsed());
             LATENESS.set(lateness);
         }
+    }
+}
+
+/// [`set_fine_timer_slack`] for the calling thread, once.
+pub(crate) fn fine_timer_slack_once() {
+    if !SLACK_SET.get() {
+        SLACK_SET.set(true);
+        set_fine_timer_slack();
     }
 }
 

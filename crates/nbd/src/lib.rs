@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use nbdkit::{Error, FuaFlags, Result, Server, ThreadModel};
-use tierwise_block::{Backend, DeviceError, Emulated, FileBackend, HybridDevice, ServeOptions};
+use tierwise_block::{Backend, DeviceError, Emulated, FileBackend, HddQueue as Scheduler, HybridDevice, ServeOptions};
 
 pub mod control;
 
@@ -31,6 +31,7 @@ struct Config {
     metrics: Option<String>,
     emulate_hdd: Option<String>,
     emulate_ssd: Option<String>,
+    hdd_queue: Option<String>,
 }
 
 static CONFIG: Mutex<Config> = Mutex::new(Config {
@@ -43,6 +44,7 @@ static CONFIG: Mutex<Config> = Mutex::new(Config {
     metrics: None,
     emulate_hdd: None,
     emulate_ssd: None,
+    hdd_queue: None,
 });
 static DEVICE: OnceLock<Arc<HybridDevice>> = OnceLock::new();
 /// The emulated images, when `--emulate-*` asked for them (their own stats for `stats`).
@@ -106,7 +108,8 @@ impl Server for Connection {
              control=PATH    Unix socket for tierwise stats|status|flush|cancel\n\
              metrics=ADDR    Prometheus metrics on ADDR:PORT\n\
              emulate-hdd=PRESET  the HDD image answers at this simulated disk's speed (labelled)\n\
-             emulate-ssd=PRESET  the SSD image answers at this simulated SSD's speed (labelled)",
+             emulate-ssd=PRESET  the SSD image answers at this simulated SSD's speed (labelled)\n\
+             hdd-queue=Q     the emulated HDD's queue: mq-deadline (default; with NCQ), none or fifo",
         )
     }
 
@@ -126,11 +129,15 @@ impl Server for Connection {
                 "metrics" => c.metrics = Some(value.to_string()),
                 "emulate-hdd" => c.emulate_hdd = Some(value.to_string()),
                 "emulate-ssd" => c.emulate_ssd = Some(value.to_string()),
+                "hdd-queue" => {
+                    Scheduler::parse(value).map_err(|e| Error::new(libc::EINVAL, format!("hdd-queue={value}: {e}")))?;
+                    c.hdd_queue = Some(value.to_string());
+                }
                 _ => {
                     return Err(Error::new(
                         libc::EINVAL,
                         format!(
-                            "unknown parameter {key}; allowed: ssd, hdd, policy, movers, move-rate, control, metrics, emulate-hdd, emulate-ssd"
+                            "unknown parameter {key}; allowed: ssd, hdd, policy, movers, move-rate, control, metrics, emulate-hdd, emulate-ssd, hdd-queue"
                         ),
                     ));
                 }
@@ -159,7 +166,9 @@ impl Server for Connection {
             let files = FileBackend::open(&ssd, &hdd, None).map_err(to_nbd)?;
             let (backend, emulation): (Arc<dyn Backend>, Vec<String>) =
                 if c.emulate_hdd.is_some() || c.emulate_ssd.is_some() {
-                    let e = Emulated::new(Box::new(files), c.emulate_hdd.as_deref(), c.emulate_ssd.as_deref())
+                    let queue = Scheduler::parse(c.hdd_queue.as_deref().unwrap_or("mq-deadline"))
+                        .map_err(|e| Error::new(libc::EINVAL, e))?;
+                    let e = Emulated::new(Box::new(files), c.emulate_hdd.as_deref(), c.emulate_ssd.as_deref(), queue)
                         .map_err(|e| Error::new(libc::EINVAL, e))?;
                     let labels = e.labels().to_vec();
                     let e = Arc::new(e);

@@ -83,6 +83,8 @@ struct Report {
     emulation: Vec<String>,
     /// The prediction's time per request outside the devices (`--nbd-request-cost`).
     front_end_us: f64,
+    /// The HDD queue of the prediction: the emulated HDD's (`fifo` when none is emulated).
+    hdd_queue: &'static str,
     measured: Measured,
     predicted: Option<tierwise_sim::metrics::SimReport>,
 }
@@ -143,6 +145,16 @@ fn percentile(sorted: &[u32], q: f64) -> f64 {
 /// The emulated preset named in a label such as `hdd wd5000aaks (emulated: ...)`.
 fn preset_of(emulation: &[String], kind: &str) -> Option<String> {
     emulation.iter().find_map(|l| l.strip_prefix(&format!("{kind} "))?.split_whitespace().next().map(str::to_string))
+}
+
+/// The emulated HDD's request queue, from its label ("hdd PRESET (emulated: …; mq-deadline
+/// queue)"); a label without one serves in arrival order (fifo), as before queues were emulated.
+fn hdd_queue_of(emulation: &[String]) -> Scheduler {
+    emulation
+        .iter()
+        .filter(|l| l.starts_with("hdd "))
+        .find_map(|l| l.strip_suffix(" queue)")?.rsplit("; ").next().and_then(|q| Scheduler::parse(q).ok()))
+        .unwrap_or(Scheduler::Fifo)
 }
 
 /// `tierwise replay --nbd`.
@@ -252,6 +264,7 @@ pub(crate) fn cmd_replay_nbd(a: NbdReplay<'_>, bars: &Bars) -> Result<()> {
         ssd_read_share,
         errors: errors.load(Ordering::Relaxed) as u64,
     };
+    let hdd_queue = hdd_queue_of(&emulation).label();
     let report = Report {
         uri: a.uri.to_string(),
         trace: a.trace.display().to_string(),
@@ -260,6 +273,7 @@ pub(crate) fn cmd_replay_nbd(a: NbdReplay<'_>, bars: &Bars) -> Result<()> {
         policy,
         emulation,
         front_end_us: front_end.0 as f64 / 1e3,
+        hdd_queue,
         measured,
         predicted,
     };
@@ -288,8 +302,8 @@ fn predict(
     cfg.devices = presets.set(&hdd, &ssd, "ddr3")?;
     cfg.objects = ObjectMode::parse(&format!("blocks:{block}@0")).map_err(anyhow::Error::msg)?;
     cfg.timing = Timing::Closed { depth: workers as u32 };
-    // The daemon's emulation is one device serving in arrival order, as the fifo queue models.
-    cfg.hdd_queue.scheduler = Scheduler::Fifo;
+    // The daemon's emulated HDD sits behind the queue its label names, as the simulator's does.
+    cfg.hdd_queue.scheduler = hdd_queue_of(emulation);
     cfg.spin_down = None::<Nanos>;
     // As many moves at once as the device's movers run.
     cfg.movers = stats.and_then(|v| v["movers"].as_u64()).unwrap_or(0) as u32;
@@ -314,7 +328,10 @@ fn print_report(r: &Report) {
         println!("EMULATED  {e}");
     }
     if r.predicted.is_some() {
-        println!("predicted with {:.0} µs per request outside the devices (--nbd-request-cost)", r.front_end_us);
+        println!(
+            "predicted with {:.0} µs per request outside the devices (--nbd-request-cost), the HDD behind a {} queue",
+            r.front_end_us, r.hdd_queue
+        );
     }
     if r.wrapped > 0 {
         println!("note      {} requests beyond the device wrapped around into it", r.wrapped);
@@ -335,5 +352,21 @@ fn print_report(r: &Report) {
     }
     if m.errors > 0 {
         println!("errors    {}", m.errors);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_prediction_takes_the_emulated_hdds_queue_from_its_label() {
+        let label = |q: &str| {
+            vec!["ssd vertex3 (emulated: x)".to_string(), format!("hdd wd5000aaks (emulated: WD; {q} queue)")]
+        };
+        assert_eq!(hdd_queue_of(&label("mq-deadline")), Scheduler::MqDeadline);
+        assert_eq!(hdd_queue_of(&label("none")), Scheduler::None);
+        assert_eq!(hdd_queue_of(&["hdd wd5000aaks (emulated: WD Caviar Blue)".to_string()]), Scheduler::Fifo);
+        assert_eq!(hdd_queue_of(&[]), Scheduler::Fifo);
     }
 }

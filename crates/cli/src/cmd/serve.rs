@@ -71,6 +71,11 @@ pub(crate) struct ServeArgs {
     /// The SSD image answers at this simulated SSD's speed; labelled in stats.
     #[arg(long)]
     emulate_ssd: Option<String>,
+    /// The emulated HDD's request queue, as the simulator's `--hdd-queue`: mq-deadline
+    /// (default: sorted, merged, reordered by the drive's NCQ, as a Linux host drives a SATA
+    /// disk), none (merged and NCQ, arrival order) or fifo (one request at a time).
+    #[arg(long)]
+    hdd_queue: Option<String>,
     /// Settings from a TOML file (the same names as the flags; flags win).
     #[arg(long)]
     config: Option<PathBuf>,
@@ -97,6 +102,7 @@ struct ServeFile {
     move_rate: Option<String>,
     emulate_hdd: Option<String>,
     emulate_ssd: Option<String>,
+    hdd_queue: Option<String>,
 }
 
 fn merged(mut a: ServeArgs) -> Result<ServeArgs> {
@@ -118,6 +124,7 @@ fn merged(mut a: ServeArgs) -> Result<ServeArgs> {
     a.move_rate = a.move_rate.or(f.move_rate);
     a.emulate_hdd = a.emulate_hdd.or(f.emulate_hdd);
     a.emulate_ssd = a.emulate_ssd.or(f.emulate_ssd);
+    a.hdd_queue = a.hdd_queue.or(f.hdd_queue);
     Ok(a)
 }
 
@@ -158,6 +165,12 @@ pub(crate) fn cmd_serve(args: ServeArgs) -> Result<()> {
     };
     let policy = a.policy.clone().unwrap_or_else(|| tierwise_block::DEFAULT_SERVE_POLICY.to_string());
     tierwise_block::servable(&policy)?;
+    if let Some(q) = &a.hdd_queue {
+        if a.emulate_hdd.is_none() {
+            bail!("--hdd-queue {q} orders the emulated HDD's requests: give --emulate-hdd PRESET too");
+        }
+        tierwise_block::HddQueue::parse(q).map_err(|e| anyhow::anyhow!("--hdd-queue {q}: {e}"))?;
+    }
     if a.create {
         create_images(&a, &ssd, &hdd, &policy)?;
     } else {
@@ -208,7 +221,8 @@ pub(crate) fn cmd_serve(args: ServeArgs) -> Result<()> {
     if let Some(m) = &a.metrics {
         cmd.arg(format!("metrics={m}"));
     }
-    for (key, preset) in [("emulate-hdd", &a.emulate_hdd), ("emulate-ssd", &a.emulate_ssd)] {
+    for (key, preset) in [("emulate-hdd", &a.emulate_hdd), ("emulate-ssd", &a.emulate_ssd), ("hdd-queue", &a.hdd_queue)]
+    {
         if let Some(p) = preset {
             cmd.arg(format!("{key}={p}"));
         }
@@ -245,7 +259,11 @@ fn print_attach(uri: &str, a: &ServeArgs, socket: &Path, control: &Path, policy:
     println!("tierwise: serving {policy} at {uri}");
     for (what, preset) in [("HDD", &a.emulate_hdd), ("SSD", &a.emulate_ssd)] {
         if let Some(p) = preset {
-            println!("  EMULATED {what}: the image answers at the simulated {p}'s speed");
+            let queue = match what {
+                "HDD" => format!(", behind a {} queue", a.hdd_queue.as_deref().unwrap_or("mq-deadline")),
+                _ => String::new(),
+            };
+            println!("  EMULATED {what}: the image answers at the simulated {p}'s speed{queue}");
         }
     }
     println!("  attach:  nbdinfo '{uri}'");
