@@ -5,7 +5,9 @@
 //!   against moves: reads hold their blocks' stripes shared, writes exclusively (a write may
 //!   allocate the block's slot or read-modify-write a partial sector), and the mover holds the
 //!   stripe of the block it moves exclusively for the whole copy and its completion. So the
-//!   work an access issued starts after that access's I/O, and no write races a copy.
+//!   work an access issued starts after that access's I/O, and no write races a copy. A
+//!   write-back is the exception: it writes the HDD without the stripe, and what touches the
+//!   block's HDD bytes waits for it instead (`Core::cleaning`, `crate::mover::write_back`).
 //! - The engine, the slot table and the work queue live under one core lock, held only to
 //!   decide, never across I/O.
 //! - A slot an I/O is using is pinned (a counter outside the lock): it is not handed to another
@@ -138,6 +140,10 @@ pub(crate) struct Core {
     /// from RAM drops one.
     pub(crate) ram: Arc<crate::ram::RamCopies>,
     pub(crate) ram_fill: HashMap<u64, Vec<u8>>,
+    /// Blocks whose write-back is writing the HDD without holding the block's stripe
+    /// (`crate::mover::write_back`): other work on the block, and client writes that reach the
+    /// HDD, wait until it is done.
+    pub(crate) cleaning: HashSet<u64>,
     /// The slot table changed since the last commit.
     pub(crate) table_changed: bool,
     pub(crate) stopping: bool,

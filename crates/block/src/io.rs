@@ -225,7 +225,9 @@ pub(crate) fn read(sh: &Shared, buf: &mut [u8], offset: u64) -> Result<(), Devic
                 crate::trace::note(p.block, || {
                     format!("read {}+{} -> {:?} {:?}", p.inner, p.len, served.level, served.touches)
                 });
-                if served.blocked {
+                // A read of the HDD waits for a write-back writing the block there: it would
+                // read a mix of the older and the written-back bytes.
+                if served.blocked || (served.touches.contains(Level::Slow) && c.cleaning.contains(&p.block)) {
                     queued |= c.drain();
                     waited.push((*p, req, served));
                     continue;
@@ -266,14 +268,11 @@ pub(crate) fn read(sh: &Shared, buf: &mut [u8], offset: u64) -> Result<(), Devic
         }
     }
     for (p, req, served) in waited {
-        wait_block_idle(sh, p.block);
-        let _g = lock_stripes(sh, std::iter::once(p.block), false);
-        let route = {
-            let mut c = sh.lock();
-            let served = again_if_stale(&mut c, &req, served);
-            c.stats.reads_by_level[served.level.index()] += 1;
-            read_route(sh, &mut c, &p, &served)
-        };
+        let (_g, mut c) = settled(sh, p.block, false);
+        let served = again_if_stale(&mut c, &req, served);
+        c.stats.reads_by_level[served.level.index()] += 1;
+        let route = read_route(sh, &mut c, &p, &served);
+        drop(c);
         let r = execute_read(sh, buf, &p, &route);
         if let Some(s) = route.pinned {
             sh.unpin(s);
@@ -336,6 +335,20 @@ fn again_if_stale(c: &mut Core, req: &Request, served: Served) -> Served {
     served
 }
 
+/// Waits until no work is queued or running on `block`, then takes its stripe and the core
+/// lock (a write-back that starts meanwhile holds no stripe while it writes the HDD: waits
+/// again).
+fn settled(sh: &Shared, block: u64, exclusive: bool) -> (Guards<'_>, CoreGuard<'_>) {
+    loop {
+        wait_block_idle(sh, block);
+        let g = lock_stripes(sh, std::iter::once(block), exclusive);
+        let c = sh.lock();
+        if !c.cleaning.contains(&block) {
+            return (g, c);
+        }
+    }
+}
+
 /// Waits until no work is queued or running on `block`.
 fn wait_block_idle(sh: &Shared, block: u64) {
     let mut c = sh.lock();
@@ -388,7 +401,9 @@ pub(crate) fn write(sh: &Shared, buf: &[u8], offset: u64) -> Result<(), DeviceEr
                 format!("write {}+{} -> {:?} {:?}", p.inner, p.len, served.level, served.touches)
             });
             queued |= c.drain();
-            if served.blocked {
+            // A write that reaches the HDD waits for a write-back writing the block there
+            // (`crate::mover::write_back`), or the older bytes could land after it.
+            if served.blocked || (served.touches.contains(Level::Slow) && c.cleaning.contains(&p.block)) {
                 waited.push((*p, req, served));
                 continue;
             }
@@ -408,9 +423,7 @@ pub(crate) fn write(sh: &Shared, buf: &[u8], offset: u64) -> Result<(), DeviceEr
         result?;
     }
     for (p, req, served) in waited {
-        wait_block_idle(sh, p.block);
-        let _g = lock_stripes(sh, std::iter::once(p.block), true);
-        let mut c = sh.lock();
+        let (_g, mut c) = settled(sh, p.block, true);
         let served = again_if_stale(&mut c, &req, served);
         c.stats.writes_by_level[served.level.index()] += 1;
         let served = crate::subluns::at_home(sh, &c, p.block, &served);

@@ -106,7 +106,15 @@ fn execute(sh: &Shared, w: &Work) {
         let (outcome, _stripe) = crate::subluns::move_block(sh, w);
         return complete(sh, w, outcome, None);
     }
+    if w.kind == WorkKind::Writeback && (w.from, w.to) == (Level::Fast, Level::Slow) && !crate::subluns::is_merge(sh, w)
+    {
+        let outcome = write_back(sh, w);
+        let _stripe = sh.stripe(block).write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        crate::trace::note(block, || format!("executed {:?}: {:?}", w.kind, outcome));
+        return complete(sh, w, outcome, None);
+    }
     let _stripe = sh.stripe(block).write().unwrap_or_else(std::sync::PoisonError::into_inner);
+    wait_cleaned(sh, block);
     let mut ram_copy = None;
     let outcome = match (w.kind, w.from, w.to) {
         // A sub-LUN's buffer merge: its sectors are at home already (crate::subluns).
@@ -258,8 +266,62 @@ fn fill(sh: &Shared, w: &Work, from_ram: Option<Vec<u8>>) -> Result<Option<u32>,
     Ok(Some(slot))
 }
 
-/// Writes a block's valid sectors from its slot to the HDD (a write-back, or a demotion whose
-/// slot is unmapped at completion).
+/// Waits until no write-back of `block` is writing the HDD (the caller holds its stripe, which
+/// that write-back does not need to finish its write).
+fn wait_cleaned(sh: &Shared, block: u64) {
+    let mut c = sh.lock();
+    while c.cleaning.contains(&block) {
+        c = sh.work_done.wait(c).unwrap_or_else(std::sync::PoisonError::into_inner);
+    }
+}
+
+/// A write-back: the block's valid sectors are read from its slot under the block's stripe,
+/// and written to the HDD without it, as bcache's writeback thread does not hold up I/O to the
+/// key it writes. An emulated (or real) HDD may keep that idle-class write waiting behind
+/// client reads for seconds; a client reading or writing the block's SSD copy meanwhile need
+/// not wait as long (the engine counts a write meanwhile as re-dirtying the block). What must
+/// not pass the write is anything else that writes the block's HDD bytes: other work on the
+/// block and client writes that reach the HDD wait for `Core::cleaning`; a trim waits for the
+/// work itself.
+fn write_back(sh: &Shared, w: &Work) -> Result<Option<u32>, Option<u32>> {
+    let block = w.obj.0;
+    let bs = sh.block_size();
+    let sectors = {
+        let _stripe = sh.stripe(block).write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        wait_cleaned(sh, block);
+        let (slot, runs) = {
+            let c = sh.lock();
+            let Some(slot) = c.slots.slot_of(block) else {
+                return Err(None);
+            };
+            sh.pin(slot);
+            (slot, c.slots.runs(slot, 0, bs / SECTOR))
+        };
+        let mut sectors = Vec::new();
+        for &(sec, n, _) in runs.iter().filter(|r| r.2) {
+            let mut buf = vec![0u8; (n * SECTOR) as usize];
+            if sh.backend.read(Dev::Ssd, &mut buf, sh.slot_offset(slot) + sec * SECTOR).is_err() {
+                sh.unpin(slot);
+                return Err(None);
+            }
+            sectors.push((sec, buf));
+        }
+        sh.unpin(slot);
+        sh.lock().cleaning.insert(block);
+        sectors
+    };
+    let result = sectors
+        .iter()
+        .try_for_each(|(sec, buf)| sh.backend.write(Dev::Hdd, buf, block * bs + sec * SECTOR))
+        .map(|()| None)
+        .map_err(|_| None);
+    sh.lock().cleaning.remove(&block);
+    sh.work_done.notify_all();
+    result
+}
+
+/// Writes a block's valid sectors from its slot to the HDD (a demotion, whose slot is unmapped
+/// at completion: the block's stripe is held throughout).
 fn clean(sh: &Shared, w: &Work) -> Result<Option<u32>, Option<u32>> {
     let block = w.obj.0;
     let bs = sh.block_size();

@@ -307,6 +307,7 @@ pub fn open(backend: Arc<dyn Backend>, opts: ServeOptions) -> Result<HybridDevic
         slots: Slots::new(slots, bs, ssd_sb.hdd_data / bs),
         work: WorkQueue::new(),
         want_ram: HashSet::new(),
+        cleaning: HashSet::new(),
         ram_fill: HashMap::new(),
         table_changed: true,
         stopping: false,

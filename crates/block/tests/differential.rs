@@ -7,7 +7,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tierwise_block::{Backend, CreateOptions, HybridDevice, MemBackend, ServeOptions, create, open, servable_names};
+use tierwise_block::{
+    Backend, CreateOptions, Dev, HybridDevice, MemBackend, ServeOptions, create, open, servable_names,
+};
 
 const HDD: u64 = 1 << 20;
 
@@ -43,10 +45,15 @@ fn specs() -> Vec<String> {
 
 fn new_device(spec: &str, ssd: u64, movers: usize) -> (Arc<MemBackend>, HybridDevice) {
     let mem = Arc::new(MemBackend::new(0, HDD));
-    create(&*mem, &CreateOptions { spec: spec.into(), block_size: Some(4096), ssd_size: ssd, hdd_size: None })
+    let dev = device_on(mem.clone(), spec, ssd, movers);
+    (mem, dev)
+}
+
+fn device_on(backend: Arc<dyn Backend>, spec: &str, ssd: u64, movers: usize) -> HybridDevice {
+    create(&*backend, &CreateOptions { spec: spec.into(), block_size: Some(4096), ssd_size: ssd, hdd_size: None })
         .unwrap_or_else(|e| panic!("{spec}: {e}"));
     let dev = open(
-        mem.clone() as Arc<dyn Backend>,
+        backend,
         ServeOptions {
             spec: spec.into(),
             movers,
@@ -56,7 +63,7 @@ fn new_device(spec: &str, ssd: u64, movers: usize) -> (Arc<MemBackend>, HybridDe
     )
     .unwrap_or_else(|e| panic!("{spec}: {e}"));
     dev.start();
-    (mem, dev)
+    dev
 }
 
 /// An operation's range: mostly inside a hot region so blocks are re-used, any alignment.
@@ -188,6 +195,173 @@ fn every_served_architecture_matches_a_plain_image_with_moves_all_the_time() {
         }
         dev.shutdown().unwrap_or_else(|e| panic!("{spec}: {e}"));
     }
+}
+
+/// A backend whose HDD writes take a while, as an HDD's idle-class write-back waits behind
+/// client reads: write-backs spend that time writing the HDD without holding their block.
+struct SlowHddWrites {
+    inner: MemBackend,
+}
+
+impl Backend for SlowHddWrites {
+    fn read(&self, dev: Dev, buf: &mut [u8], off: u64) -> std::io::Result<()> {
+        self.inner.read(dev, buf, off)
+    }
+    fn write(&self, dev: Dev, buf: &[u8], off: u64) -> std::io::Result<()> {
+        let r = self.inner.write(dev, buf, off);
+        if dev == Dev::Hdd {
+            std::thread::sleep(Duration::from_micros(300));
+        }
+        r
+    }
+    fn sync(&self, dev: Dev) -> std::io::Result<()> {
+        self.inner.sync(dev)
+    }
+    fn discard(&self, dev: Dev, off: u64, len: u64) -> std::io::Result<()> {
+        self.inner.discard(dev, off, len)
+    }
+    fn len(&self, dev: Dev) -> std::io::Result<u64> {
+        self.inner.len(dev)
+    }
+    fn grow(&self, dev: Dev, len: u64) -> std::io::Result<()> {
+        self.inner.grow(dev, len)
+    }
+    fn is_hole(&self, dev: Dev, off: u64, len: u64) -> std::io::Result<bool> {
+        self.inner.is_hole(dev, off, len)
+    }
+}
+
+/// Write-backs write the HDD without holding their block (`mover::write_back`): reads and
+/// writes of the block's SSD copy go on meanwhile, and what writes or reads the HDD waits. With
+/// slow HDD writes, three movers and a client on a small hot region, every byte still reads as
+/// the plain image's, including after trims and zeroes during write-backs.
+#[test]
+fn blocks_used_while_their_write_back_writes_a_slow_hdd_lose_nothing() {
+    for spec in [
+        "cache:mode=write-back,dirty-high=20%,dirty-low=5%",
+        "cache:mode=write-back,partial-writes=around,dirty-high=20%,dirty-low=5%",
+        "bcache-like:cache-mode=writeback",
+        "dm-cache-smq-like",
+        "greendm-caching:es=4KiB,lt=2,ht=6",
+        "flashcache-like",
+        "open-cas-like:cache-mode=wb,cleaning=acp",
+    ] {
+        let slow = Arc::new(SlowHddWrites { inner: MemBackend::new(0, HDD) });
+        let dev = device_on(slow.clone(), spec, 96 << 10, 3);
+        let mut reference = vec![0u8; dev.size() as usize];
+        let mut rng = Rng(0x5eed ^ spec.len() as u64);
+        run_ops(&dev, &mut reference, &mut rng, 3_000, spec);
+        assert!(dev.writeback_all(Duration::from_secs(30)).unwrap_or(false), "{spec}: work never drained");
+        full_compare(&dev, &reference, spec);
+        dev.check().unwrap_or_else(|e| panic!("{spec}: {e}"));
+        assert_eq!(dev.stats().anomalies, 0, "{spec}");
+        let (es, _) = dev.engine_stats();
+        assert!(es.done(tierwise_core::WorkKind::Writeback) > 20, "{spec}: too few write-backs to test: {es:?}");
+        dev.shutdown().unwrap_or_else(|e| panic!("{spec}: {e}"));
+    }
+}
+
+/// A backend that holds HDD writes to one block until the test opens its gate.
+struct GatedHdd {
+    inner: MemBackend,
+    block: u64,
+    /// (writes held now, gate open)
+    gate: std::sync::Mutex<(u32, bool)>,
+    changed: std::sync::Condvar,
+}
+
+impl GatedHdd {
+    fn wait_until_held(&self) {
+        let mut g = self.gate.lock().unwrap_or_else(|e| e.into_inner());
+        while g.0 == 0 {
+            g = self.changed.wait_timeout(g, Duration::from_secs(10)).unwrap_or_else(|e| e.into_inner()).0;
+        }
+    }
+    fn open(&self) {
+        self.gate.lock().unwrap_or_else(|e| e.into_inner()).1 = true;
+        self.changed.notify_all();
+    }
+}
+
+impl Backend for GatedHdd {
+    fn read(&self, dev: Dev, buf: &mut [u8], off: u64) -> std::io::Result<()> {
+        self.inner.read(dev, buf, off)
+    }
+    fn write(&self, dev: Dev, buf: &[u8], off: u64) -> std::io::Result<()> {
+        if dev == Dev::Hdd && off / 4096 == self.block {
+            let mut g = self.gate.lock().unwrap_or_else(|e| e.into_inner());
+            g.0 += 1;
+            self.changed.notify_all();
+            while !g.1 {
+                g = self.changed.wait(g).unwrap_or_else(|e| e.into_inner());
+            }
+            g.0 -= 1;
+        }
+        self.inner.write(dev, buf, off)
+    }
+    fn sync(&self, dev: Dev) -> std::io::Result<()> {
+        self.inner.sync(dev)
+    }
+    fn discard(&self, dev: Dev, off: u64, len: u64) -> std::io::Result<()> {
+        self.inner.discard(dev, off, len)
+    }
+    fn len(&self, dev: Dev) -> std::io::Result<u64> {
+        self.inner.len(dev)
+    }
+    fn grow(&self, dev: Dev, len: u64) -> std::io::Result<()> {
+        self.inner.grow(dev, len)
+    }
+}
+
+/// While a write-back's HDD write is held, the block's SSD copy is read and rewritten at once
+/// (before stop 31 both waited for the write-back), a discard of the block waits for it, and
+/// afterwards the block and its HDD bytes hold the newest write.
+#[test]
+fn a_write_back_held_on_the_hdd_holds_up_only_what_touches_the_hdd() {
+    let gated = Arc::new(GatedHdd {
+        inner: MemBackend::new(0, HDD),
+        block: 5,
+        gate: std::sync::Mutex::new((0, false)),
+        changed: std::sync::Condvar::new(),
+    });
+    let dev = Arc::new(device_on(gated.clone(), "cache:mode=write-back,dirty-high=1%,dirty-low=0%", 96 << 10, 2));
+    let at = 5 * 4096;
+    dev.write(&[0xa1; 4096], at, false).unwrap_or_else(|e| panic!("{e}"));
+    gated.wait_until_held();
+    // The SSD copy, read and rewritten while its write-back waits on the HDD.
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    let d = Arc::clone(&dev);
+    std::thread::spawn(move || {
+        let mut buf = vec![0u8; 4096];
+        let r = d.read(&mut buf, at).and_then(|()| d.write(&[0xb2; 4096], at, false));
+        let _ = done_tx.send(r.map(|()| buf));
+    });
+    let read = done_rx.recv_timeout(Duration::from_secs(10)).expect("the SSD copy waited for the held write-back");
+    assert!(read.unwrap_or_else(|e| panic!("{e}")).iter().all(|&b| b == 0xa1));
+    // A discard must not pass the write-back (its older bytes would land after it).
+    let (trim_tx, trim_rx) = std::sync::mpsc::channel();
+    let d = Arc::clone(&dev);
+    std::thread::spawn(move || {
+        let _ = trim_tx.send(d.trim(at + 4096, 4096, false).and_then(|()| d.trim(at, 4096, false)));
+    });
+    assert!(trim_rx.recv_timeout(Duration::from_millis(300)).is_err(), "the discard passed the held write-back");
+    gated.open();
+    trim_rx.recv_timeout(Duration::from_secs(10)).expect("the discard never ran").unwrap_or_else(|e| panic!("{e}"));
+    assert!(dev.writeback_all(Duration::from_secs(10)).unwrap_or(false));
+    let mut buf = vec![0u8; 4096];
+    dev.read(&mut buf, at).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        buf.iter().all(|&b| b == 0) || buf.iter().all(|&b| b == 0xb2),
+        "block 5 after the discard: {:?}",
+        &buf[..8]
+    );
+    // Without the discard, the rewrite reaches the HDD: the engine counted it as re-dirtying.
+    dev.write(&[0xc3; 4096], at, false).unwrap_or_else(|e| panic!("{e}"));
+    assert!(dev.writeback_all(Duration::from_secs(10)).unwrap_or(false));
+    gated.inner.read(Dev::Hdd, &mut buf, at).unwrap_or_else(|e| panic!("{e}"));
+    assert!(buf.iter().all(|&b| b == 0xc3), "the HDD holds {:?}", &buf[..8]);
+    dev.check().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(dev.stats().anomalies, 0);
 }
 
 #[test]
