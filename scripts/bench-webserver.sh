@@ -7,7 +7,10 @@
 # The fileset is created first and not measured (replay --measure-from auto), as Filebench
 # reports its flows; ITERATIONS sets the length of the measured run (default: the generator's,
 # 20,000 at scale 1; 10 whole-file reads and one 16 KiB log append each).
-# Usage: [SSD_QUOTA=BYTES] ./scripts/bench-webserver.sh [POLICY] [SCALE] [ITERATIONS]   (needs root and /dev/fuse)
+# The emulated HDD sits behind mq-deadline with NCQ (the mount's default); HDD_QUEUE=fifo serves
+# it one request at a time in arrival order, as before stop 31.
+# Usage: [SSD_QUOTA=BYTES] [HDD_QUEUE=mq-deadline|none|fifo] ./scripts/bench-webserver.sh [POLICY] [SCALE] [ITERATIONS]
+#        (needs root and /dev/fuse)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 policy="${1:-on-demand-caching}"
@@ -51,7 +54,7 @@ run() { # label policy quota
   # Regular FUSE I/O: the file simulator's prediction tells the policy every read and write, as
   # this data path does (passthrough, the default, tells it opens as whole-file reads).
   "$bin" mount --ssd "$root/ssd" --hdd "$root/hdd" "$root/mnt" --policy "$2" --ssd-quota "$3" --pin-reserve 0 \
-    --no-passthrough --emulate-hdd wd5000aaks --emulate-ssd vertex3 >/dev/null
+    --no-passthrough --emulate-hdd wd5000aaks ${HDD_QUEUE:+--hdd-queue "$HDD_QUEUE"} --emulate-ssd vertex3 >/dev/null
   "$bin" replay -q --fs "$root/mnt" "$root/web.csv" --workers "$workers" --json "$root/$1.json" > "$root/$1.txt"
   "$bin" umount "$root/mnt" >/dev/null
   echo "--- $1 ($2)"; cat "$root/$1.txt"

@@ -269,6 +269,11 @@ fn volumes_in_the_config_file_give_each_directory_its_policy() {
     )
     .unwrap();
     let m = mnt.path().to_str().unwrap();
+    // A queue for an HDD that is not emulated is refused before anything is mounted.
+    let (s_dir, h_dir) = (ssd.path().to_str().unwrap(), hdd.path().to_str().unwrap());
+    let o = tierwise(&["mount", "--ssd", s_dir, "--hdd", h_dir, "--hdd-queue", "none", m]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("--hdd-queue none") && err.contains("--emulate-hdd"), "{err}");
     let _unmount = Unmount(mnt.path().to_path_buf());
     let o = tierwise(&["mount", "--config", cfg.to_str().unwrap(), m]);
     assert!(o.status.success(), "mount: {}", String::from_utf8_lossy(&o.stderr));
@@ -414,13 +419,18 @@ fn control_commands_work_against_a_live_mount_configured_by_file() {
         &cfg,
         format!(
             "ssd = {:?}\nhdd = {:?}\npolicy = \"file-write-back\"\nssd_quota = \"4MiB\"\npin_reserve = \"1MiB\"\n\
-             emulate_hdd = \"wd5000aaks\"\nmetrics = \"127.0.0.1:{port}\"\nthreads = 2\n",
+             emulate_hdd = \"wd5000aaks\"\nhdd_queue = \"none\"\nmetrics = \"127.0.0.1:{port}\"\nthreads = 2\n",
             ssd.path(),
             hdd.path()
         ),
     )
     .unwrap();
     let m = mnt.path().to_str().unwrap();
+    // A queue for an HDD that is not emulated is refused before anything is mounted.
+    let (s_dir, h_dir) = (ssd.path().to_str().unwrap(), hdd.path().to_str().unwrap());
+    let o = tierwise(&["mount", "--ssd", s_dir, "--hdd", h_dir, "--hdd-queue", "none", m]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("--hdd-queue none") && err.contains("--emulate-hdd"), "{err}");
     let _unmount = Unmount(mnt.path().to_path_buf());
     let o = tierwise(&["mount", "--config", cfg.to_str().unwrap(), m]);
     assert!(o.status.success(), "mount: {}", String::from_utf8_lossy(&o.stderr));
@@ -436,6 +446,7 @@ fn control_commands_work_against_a_live_mount_configured_by_file() {
     assert_eq!(stats["policy"], "file-write-back");
     let status = text(tierwise(&["status", m]));
     assert!(status.contains("EMULATION") && status.contains("wd5000aaks"), "{status}");
+    assert!(status.contains("none queue"), "the config file's hdd_queue: {status}");
     assert!(status.contains("pin reserve"), "{status}");
     let table = text(tierwise(&["stats", m]));
     assert!(table.contains("reads from SSD (hits)") && table.contains("volume total"), "{table}");

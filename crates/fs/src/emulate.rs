@@ -1,10 +1,12 @@
 //! Opt-in latency emulation of a tier (`--emulate-hdd PRESET`, `--emulate-ssd PRESET`): every
 //! I/O on the tier's directory is held until the simulator's device model says it would have
 //! completed (`tierwise_devices::realtime`), so tiering effects show on a machine whose two
-//! directories are on one fast device. A mount that emulates says so in `tierwise status`.
+//! directories are on one fast device. The HDD sits behind the simulator's request queue
+//! (mq-deadline with NCQ by default, as a Linux host drives a SATA disk; `fifo`: one request at
+//! a time in arrival order). A mount that emulates says so in `tierwise status`.
 
-use tierwise_devices::DevOp;
 use tierwise_devices::realtime::Emulator as Device;
+use tierwise_devices::{DevOp, Scheduler};
 
 /// Where a file's bytes start on the emulated device: each file gets its own 64 MiB region, so
 /// requests to different files seek and sequential requests within one file do not.
@@ -17,9 +19,9 @@ pub struct Emulator {
 }
 
 impl Emulator {
-    /// An HDD from the simulator's presets.
-    pub fn hdd(preset: &str) -> Result<Emulator, String> {
-        Ok(Emulator { device: Device::hdd(preset)? })
+    /// An HDD from the simulator's presets, behind a request queue with `queue`.
+    pub fn hdd(preset: &str, queue: Scheduler) -> Result<Emulator, String> {
+        Ok(Emulator { device: Device::hdd_queued(preset, queue)? })
     }
 
     /// An SSD from the simulator's presets.
@@ -48,7 +50,7 @@ mod tests {
 
     #[test]
     fn files_seek_on_an_emulated_hdd_and_an_unknown_preset_is_an_error() {
-        let hdd = Emulator::hdd("wd5000aaks").unwrap_or_else(|e| panic!("{e}"));
+        let hdd = Emulator::hdd("wd5000aaks", Scheduler::Fifo).unwrap_or_else(|e| panic!("{e}"));
         assert!(hdd.label().contains("emulated"));
         let t = Instant::now();
         // Four random 4 KiB reads on a 7200 rpm disk take milliseconds each.
@@ -56,7 +58,7 @@ mod tests {
             hdd.delay(false, ino, 0, 4096);
         }
         assert!(t.elapsed() >= Duration::from_millis(8), "{:?}", t.elapsed());
-        let err = Emulator::hdd("nope").err().unwrap_or_default();
+        let err = Emulator::hdd("nope", Scheduler::MqDeadline).err().unwrap_or_default();
         assert!(err.contains("nope"), "{err}");
         assert!(Emulator::ssd("vertex3").is_ok());
     }

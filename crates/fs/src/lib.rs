@@ -150,6 +150,8 @@ pub struct MountConfig {
     pub emulate_hdd: Option<String>,
     /// Delay SSD-tier I/O by this simulator SSD preset.
     pub emulate_ssd: Option<String>,
+    /// The emulated HDD's request queue (the simulator's `--hdd-queue`).
+    pub hdd_queue: tierwise_devices::Scheduler,
     /// Serve opened files by FUSE passthrough (the kernel does their I/O on the tier file)
     /// when their placement is settled, where the policy's capabilities allow it (default).
     pub passthrough: bool,
@@ -181,6 +183,7 @@ impl MountConfig {
             move_rate: 0,
             emulate_hdd: None,
             emulate_ssd: None,
+            hdd_queue: tierwise_devices::Scheduler::MqDeadline,
             passthrough: true,
             kernel_cache: false,
             direct_io: false,
@@ -248,11 +251,11 @@ impl HybridFs {
         if cfg.pin_reserve > 0 && cfg.pin_reserve >= cfg.ssd_quota {
             return Err(MountError::Reserve { reserve: cfg.pin_reserve, quota: cfg.ssd_quota });
         }
-        let emulator = |which: &'static str, preset: &Option<String>, build: fn(&str) -> Result<Emulator, String>| {
-            preset.as_deref().map(build).transpose().map_err(|e| MountError::Emulation(which, e))
-        };
-        let emulate =
-            [emulator("ssd", &cfg.emulate_ssd, Emulator::ssd)?, emulator("hdd", &cfg.emulate_hdd, Emulator::hdd)?];
+        let emulate = [
+            cfg.emulate_ssd.as_deref().map(Emulator::ssd).transpose().map_err(|e| MountError::Emulation("ssd", e))?,
+            (cfg.emulate_hdd.as_deref().map(|p| Emulator::hdd(p, cfg.hdd_queue)).transpose())
+                .map_err(|e| MountError::Emulation("hdd", e))?,
+        ];
         // One daemon per tier pair: before the store is opened or anything is touched.
         let tier_locks = lockfile::TierLocks::acquire(&tiers, cfg.mountpoint.as_deref())?;
         let state_dir = cfg.state_dir.clone().unwrap_or_else(|| tiers.ssd.join(DEFAULT_STATE_DIR));

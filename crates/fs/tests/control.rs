@@ -282,6 +282,8 @@ fn emulated_tiers_are_labelled_and_metrics_are_served() {
     let s = stats(&m.mnt);
     assert_eq!(s.emulation.len(), 1);
     assert!(s.emulation[0].contains("wd5000aaks") && s.emulation[0].contains("emulated"), "{:?}", s.emulation);
+    // Behind mq-deadline with NCQ by default, as the simulator's HDD.
+    assert!(s.emulation[0].ends_with("mq-deadline queue)"), "{:?}", s.emulation);
     // The Prometheus text format, from the same snapshot.
     let body = s.prometheus();
     let mp = format!("mountpoint=\"{}\"", m.mnt.display());

@@ -10,7 +10,7 @@ use tierwise_bench::replay::{ReplayReport, replay_dir};
 use tierwise_core::Bytes;
 use tierwise_fs::{Counters, Snapshot};
 use tierwise_sim::Timing;
-use tierwise_sim::device::{Presets, Scheduler};
+use tierwise_sim::device::Presets;
 use tierwise_sim::filesim::{FileSim, FileSimConfig, FrontEndCost, file_arch_allowed};
 use tierwise_sim::filetrace::{FileOp, FileTraceReader};
 use tierwise_sim::metrics::SimReport;
@@ -221,11 +221,11 @@ fn simulate(
     // The mount's mover runs one move at a time; accesses meanwhile find files where they were.
     cfg.movers = 1;
     cfg.front_end = front_end_cost(&a.fuse_request_cost, snap)?;
-    let emulated = snap.is_some_and(|s| s.emulate_hdd.is_some());
-    if emulated {
-        // Predict the device the mount has: its HDD emulation serves one request at a time in
-        // arrival order and gives each file a 64 MiB region.
-        cfg.hdd_queue.scheduler = Scheduler::Fifo;
+    let emulated = snap.filter(|s| s.emulate_hdd.is_some());
+    if let Some(s) = emulated {
+        // Predict the device the mount has: its emulated HDD sits behind the queue its label
+        // names, and each file has a 64 MiB region.
+        cfg.hdd_queue.scheduler = crate::cmd::replay_nbd::hdd_queue_of(&s.emulation);
         cfg.region_bytes = 64 << 20;
     }
     let spinner = crate::progress::Spinner::new(bars, &format!("simulating {arch}"));
@@ -250,12 +250,11 @@ fn simulate(
             }
         ));
     }
-    if emulated {
-        r.notes.push(
-            "the mount emulates its HDD first come, first served with 64 MiB per file: simulated the same \
-             (--hdd-queue fifo)"
-                .into(),
-        );
+    if emulated.is_some() {
+        r.notes.push(format!(
+            "the mount emulates its HDD behind a {} queue with 64 MiB per file: simulated the same (--hdd-queue {0})",
+            cfg.hdd_queue.scheduler.label()
+        ));
     }
     Ok(r)
 }

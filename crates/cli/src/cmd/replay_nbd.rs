@@ -149,7 +149,7 @@ fn preset_of(emulation: &[String], kind: &str) -> Option<String> {
 
 /// The emulated HDD's request queue, from its label ("hdd PRESET (emulated: …; mq-deadline
 /// queue)"); a label without one serves in arrival order (fifo), as before queues were emulated.
-fn hdd_queue_of(emulation: &[String]) -> Scheduler {
+pub(crate) fn hdd_queue_of(emulation: &[String]) -> Scheduler {
     emulation
         .iter()
         .filter(|l| l.starts_with("hdd "))

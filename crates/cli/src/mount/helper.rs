@@ -123,6 +123,7 @@ pub fn helper_args(source: &str, dir: &Path, options: &[String]) -> Result<Vec<O
         "move_rate",
         "emulate_hdd",
         "emulate_ssd",
+        "hdd_queue",
         "state_dir",
         "metrics",
         "log",

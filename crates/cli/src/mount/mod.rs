@@ -61,6 +61,10 @@ pub struct MountArgs {
     /// Delay SSD-tier I/O by this simulator SSD preset; labelled in status.
     #[arg(long)]
     emulate_ssd: Option<String>,
+    /// The emulated HDD's request queue, as the simulator's `--hdd-queue`: mq-deadline
+    /// (default: merged, sorted, reordered by the drive's NCQ), none or fifo (one at a time).
+    #[arg(long)]
+    hdd_queue: Option<String>,
     /// Where the state store lives [default: .tierwise-state in the SSD directory].
     #[arg(long)]
     state_dir: Option<PathBuf>,
@@ -124,7 +128,7 @@ fstab and mount -t tierwise (after `ln -s \"$(command -v tierwise)\" /sbin/mount
   /mnt/ssd/tw:/srv/hdd/tw /archive  tierwise  ro,config=/etc/tierwise/archive.toml              0 0
   SOURCE is ROOT (with ROOT/ssd and ROOT/hdd) or SSD_DIR:HDD_DIR. OPTIONS are the config file's
   keys as key=value (config, policy, volume, ssd_quota, pin_reserve, user_pin_quota, threads,
-  move_rate, emulate_hdd, emulate_ssd, state_dir, metrics, log, log_level) and the switches ro,
+  move_rate, emulate_hdd, emulate_ssd, hdd_queue, state_dir, metrics, log, log_level) and the switches ro,
   allow_other, passthrough, no_passthrough, kernel_cache, direct_io; mount(8)'s generic options are ignored.
   The mount table shows type fuse.tierwise with SOURCE, so `mount -a` run again does nothing.
 
@@ -149,6 +153,7 @@ struct FileConfig {
     move_rate: Option<f64>,
     emulate_hdd: Option<String>,
     emulate_ssd: Option<String>,
+    hdd_queue: Option<String>,
     state_dir: Option<PathBuf>,
     metrics: Option<String>,
     allow_other: Option<bool>,
@@ -168,7 +173,7 @@ impl MountArgs {
         let text = fs::read_to_string(path).with_context(|| format!("reading the config file {}", path.display()))?;
         let c: FileConfig = toml::from_str(&text).map_err(|e| {
             anyhow::anyhow!(
-                "config file {}: {e}\n(allowed keys: ssd, hdd, policy, volumes (a table), ssd_quota, pin_reserve, user_pin_quota, threads, move_rate, emulate_hdd, emulate_ssd, state_dir, metrics, allow_other, passthrough, kernel_cache, direct_io, read_only, log, log_level)",
+                "config file {}: {e}\n(allowed keys: ssd, hdd, policy, volumes (a table), ssd_quota, pin_reserve, user_pin_quota, threads, move_rate, emulate_hdd, emulate_ssd, hdd_queue, state_dir, metrics, allow_other, passthrough, kernel_cache, direct_io, read_only, log, log_level)",
                 path.display()
             )
         })?;
@@ -197,6 +202,9 @@ impl MountArgs {
         if self.log_level.is_none() && c.log_level.is_some() {
             self.from_config.push("log_level");
         }
+        if self.hdd_queue.is_none() && c.hdd_queue.is_some() {
+            self.from_config.push("hdd_queue");
+        }
         self.ssd_quota = self.ssd_quota.take().or(c.ssd_quota);
         self.pin_reserve = self.pin_reserve.take().or(c.pin_reserve);
         self.user_pin_quota = self.user_pin_quota.take().or(c.user_pin_quota);
@@ -206,6 +214,7 @@ impl MountArgs {
         self.move_rate = self.move_rate.or(c.move_rate);
         self.emulate_hdd = self.emulate_hdd.take().or(c.emulate_hdd);
         self.emulate_ssd = self.emulate_ssd.take().or(c.emulate_ssd);
+        self.hdd_queue = self.hdd_queue.take().or(c.hdd_queue);
         self.metrics = self.metrics.take().or(c.metrics);
         self.allow_other |= c.allow_other.unwrap_or(false);
         match c.passthrough {
@@ -370,8 +379,17 @@ pub fn cmd_mount(mut a: MountArgs) -> Result<()> {
             ok.map_err(|e| anyhow::anyhow!("{flag}: {e}"))?;
         }
     }
+    let hdd_queue = match &a.hdd_queue {
+        None => tierwise_sim::device::Scheduler::MqDeadline,
+        Some(q) if a.emulate_hdd.is_none() => {
+            bail!("{} {q} orders the emulated HDD's requests: give --emulate-hdd PRESET too", a.setting("hdd_queue"))
+        }
+        Some(q) => tierwise_sim::device::Scheduler::parse(q)
+            .map_err(|e| anyhow::anyhow!("{} {q}: {e}", a.setting("hdd_queue")))?,
+    };
     let cfg = MountConfig {
         pin_reserve,
+        hdd_queue,
         user_pin_quota,
         state_dir: a.state_dir.clone(),
         move_rate: (move_rate * 1e6) as u64,
