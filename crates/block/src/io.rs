@@ -676,25 +676,15 @@ fn execute_write(sh: &Shared, buf: &[u8], p: &Piece, r: &WriteRoute) -> Result<(
     Ok(())
 }
 
-/// Copies the runs of `block`'s sectors whose validity in `slot` is `valid` from one image to
-/// the other: valid runs from the slot to the block's HDD address (a write-back), or invalid
-/// runs from the HDD into the slot (making a partial slot whole). The caller keeps the slot
-/// from being reused (holds the block's stripe and a pin, or runs before serving).
-pub(crate) fn copy_runs(
-    sh: &Shared,
-    block: u64,
-    slot: u32,
-    runs: &[(u64, u64, bool)],
-    valid: bool,
-) -> std::io::Result<()> {
-    let (from, to) = if valid { (Dev::Ssd, Dev::Hdd) } else { (Dev::Hdd, Dev::Ssd) };
-    let at =
-        |dev: Dev, off: u64| if dev == Dev::Ssd { sh.slot_offset(slot) + off } else { block * sh.block_size() + off };
+/// Copies the runs of `block`'s sectors that are not valid in `slot` from the HDD into the
+/// slot (making a partial slot whole). The caller keeps the slot from being reused (holds the
+/// block's stripe and a pin, or runs before serving).
+pub(crate) fn fill_runs(sh: &Shared, block: u64, slot: u32, runs: &[(u64, u64, bool)]) -> std::io::Result<()> {
     let mut buf = Vec::new();
-    for &(sec, n, _) in runs.iter().filter(|r| r.2 == valid) {
+    for &(sec, n, _) in runs.iter().filter(|r| !r.2) {
         buf.resize((n * SECTOR) as usize, 0);
-        sh.backend.read(from, &mut buf, at(from, sec * SECTOR))?;
-        sh.backend.write(to, &buf, at(to, sec * SECTOR))?;
+        sh.backend.read(Dev::Hdd, &mut buf, block * sh.block_size() + sec * SECTOR)?;
+        sh.backend.write(Dev::Ssd, &buf, sh.slot_offset(slot) + sec * SECTOR)?;
     }
     Ok(())
 }

@@ -236,7 +236,7 @@ fn fill(sh: &Shared, w: &Work, from_ram: Option<Vec<u8>>) -> Result<Option<u32>,
     };
     if let Some((slot, runs)) = existing {
         // Part of the block is in its slot already (an absorbed partial write): fill the rest.
-        let r = crate::io::copy_runs(sh, block, slot, &runs, false);
+        let r = crate::io::fill_runs(sh, block, slot, &runs);
         sh.unpin(slot);
         r.map_err(|_| None)?;
         let mut c = sh.lock();
@@ -285,36 +285,14 @@ fn wait_cleaned(sh: &Shared, block: u64) {
 /// work itself.
 fn write_back(sh: &Shared, w: &Work) -> Result<Option<u32>, Option<u32>> {
     let block = w.obj.0;
-    let bs = sh.block_size();
     let sectors = {
         let _stripe = sh.stripe(block).write().unwrap_or_else(std::sync::PoisonError::into_inner);
         wait_cleaned(sh, block);
-        let (slot, runs) = {
-            let c = sh.lock();
-            let Some(slot) = c.slots.slot_of(block) else {
-                return Err(None);
-            };
-            sh.pin(slot);
-            (slot, c.slots.runs(slot, 0, bs / SECTOR))
-        };
-        let mut sectors = Vec::new();
-        for &(sec, n, _) in runs.iter().filter(|r| r.2) {
-            let mut buf = vec![0u8; (n * SECTOR) as usize];
-            if sh.backend.read(Dev::Ssd, &mut buf, sh.slot_offset(slot) + sec * SECTOR).is_err() {
-                sh.unpin(slot);
-                return Err(None);
-            }
-            sectors.push((sec, buf));
-        }
-        sh.unpin(slot);
+        let sectors = valid_sectors(sh, block).ok_or(None)?;
         sh.lock().cleaning.insert(block);
         sectors
     };
-    let result = sectors
-        .iter()
-        .try_for_each(|(sec, buf)| sh.backend.write(Dev::Hdd, buf, block * bs + sec * SECTOR))
-        .map(|()| None)
-        .map_err(|_| None);
+    let result = write_sectors(sh, block, &sectors);
     sh.lock().cleaning.remove(&block);
     sh.work_done.notify_all();
     result
@@ -323,19 +301,39 @@ fn write_back(sh: &Shared, w: &Work) -> Result<Option<u32>, Option<u32>> {
 /// Writes a block's valid sectors from its slot to the HDD (a demotion, whose slot is unmapped
 /// at completion: the block's stripe is held throughout).
 fn clean(sh: &Shared, w: &Work) -> Result<Option<u32>, Option<u32>> {
-    let block = w.obj.0;
-    let bs = sh.block_size();
+    let sectors = valid_sectors(sh, w.obj.0).ok_or(None)?;
+    write_sectors(sh, w.obj.0, &sectors)
+}
+
+/// The valid sectors of `block`'s slot, one run at a time (first sector, bytes); `None` if it
+/// has no slot or a read fails. The slot is pinned while it is read.
+fn valid_sectors(sh: &Shared, block: u64) -> Option<Vec<(u64, Vec<u8>)>> {
     let (slot, runs) = {
         let c = sh.lock();
-        let Some(slot) = c.slots.slot_of(block) else {
-            return Err(None);
-        };
+        let slot = c.slots.slot_of(block)?;
         sh.pin(slot);
-        (slot, c.slots.runs(slot, 0, bs / SECTOR))
+        (slot, c.slots.runs(slot, 0, sh.block_size() / SECTOR))
     };
-    let result = crate::io::copy_runs(sh, block, slot, &runs, true).map(|()| None).map_err(|_| None);
+    let sectors = runs
+        .iter()
+        .filter(|r| r.2)
+        .map(|&(sec, n, _)| {
+            let mut buf = vec![0u8; (n * SECTOR) as usize];
+            sh.backend.read(Dev::Ssd, &mut buf, sh.slot_offset(slot) + sec * SECTOR).map(|()| (sec, buf))
+        })
+        .collect::<std::io::Result<Vec<_>>>();
     sh.unpin(slot);
-    result
+    sectors.ok()
+}
+
+/// Writes sectors read by [`valid_sectors`] to `block`'s HDD address.
+fn write_sectors(sh: &Shared, block: u64, sectors: &[(u64, Vec<u8>)]) -> Result<Option<u32>, Option<u32>> {
+    let at = block * sh.block_size();
+    sectors
+        .iter()
+        .try_for_each(|(sec, buf)| sh.backend.write(Dev::Hdd, buf, at + sec * SECTOR))
+        .map(|()| None)
+        .map_err(|_| None)
 }
 
 /// Syncs both images and, if the slot table changed since the last checkpoint (or `clean`

@@ -349,7 +349,7 @@ fn adopt(sh: &Shared, cp: &Checkpoint) -> Result<(), DeviceError> {
         if e.partial.is_some() {
             // Its missing sectors are current on the HDD: make the slot whole.
             let runs = c.slots.runs(slot, 0, bs / SECTOR);
-            crate::io::copy_runs(sh, e.block, slot, &runs, false).map_err(io("making a partial slot whole"))?;
+            crate::io::fill_runs(sh, e.block, slot, &runs).map_err(io("making a partial slot whole"))?;
             let _ = c.slots.set_valid(slot, 0, bs / SECTOR);
         }
         let dirty = e.dirty || !cp.clean;

@@ -197,22 +197,27 @@ fn every_served_architecture_matches_a_plain_image_with_moves_all_the_time() {
     }
 }
 
-/// A backend whose HDD writes take a while, as an HDD's idle-class write-back waits behind
-/// client reads: write-backs spend that time writing the HDD without holding their block.
-struct SlowHddWrites {
+/// An in-memory backend that runs a hook before each HDD write (a slow disk, a gate).
+struct HookedHdd {
     inner: MemBackend,
+    before_hdd_write: Box<dyn Fn(u64) + Send + Sync>,
 }
 
-impl Backend for SlowHddWrites {
+impl HookedHdd {
+    fn new(before_hdd_write: impl Fn(u64) + Send + Sync + 'static) -> Arc<HookedHdd> {
+        Arc::new(HookedHdd { inner: MemBackend::new(0, HDD), before_hdd_write: Box::new(before_hdd_write) })
+    }
+}
+
+impl Backend for HookedHdd {
     fn read(&self, dev: Dev, buf: &mut [u8], off: u64) -> std::io::Result<()> {
         self.inner.read(dev, buf, off)
     }
     fn write(&self, dev: Dev, buf: &[u8], off: u64) -> std::io::Result<()> {
-        let r = self.inner.write(dev, buf, off);
         if dev == Dev::Hdd {
-            std::thread::sleep(Duration::from_micros(300));
+            (self.before_hdd_write)(off);
         }
-        r
+        self.inner.write(dev, buf, off)
     }
     fn sync(&self, dev: Dev) -> std::io::Result<()> {
         self.inner.sync(dev)
@@ -246,8 +251,9 @@ fn blocks_used_while_their_write_back_writes_a_slow_hdd_lose_nothing() {
         "flashcache-like",
         "open-cas-like:cache-mode=wb,cleaning=acp",
     ] {
-        let slow = Arc::new(SlowHddWrites { inner: MemBackend::new(0, HDD) });
-        let dev = device_on(slow.clone(), spec, 96 << 10, 3);
+        // Each HDD write takes 300 µs, as an idle-class write-back waits behind client reads.
+        let slow = HookedHdd::new(|_| std::thread::sleep(Duration::from_micros(300)));
+        let dev = device_on(slow, spec, 96 << 10, 3);
         let mut reference = vec![0u8; dev.size() as usize];
         let mut rng = Rng(0x5eed ^ spec.len() as u64);
         run_ops(&dev, &mut reference, &mut rng, 3_000, spec);
@@ -261,55 +267,36 @@ fn blocks_used_while_their_write_back_writes_a_slow_hdd_lose_nothing() {
     }
 }
 
-/// A backend that holds HDD writes to one block until the test opens its gate.
-struct GatedHdd {
-    inner: MemBackend,
+/// Holds HDD writes to one block until the test opens it.
+struct Gate {
     block: u64,
     /// (writes held now, gate open)
-    gate: std::sync::Mutex<(u32, bool)>,
+    state: std::sync::Mutex<(u32, bool)>,
     changed: std::sync::Condvar,
 }
 
-impl GatedHdd {
+impl Gate {
+    fn pass(&self, off: u64) {
+        if off / 4096 != self.block {
+            return;
+        }
+        let mut g = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        g.0 += 1;
+        self.changed.notify_all();
+        while !g.1 {
+            g = self.changed.wait(g).unwrap_or_else(|e| e.into_inner());
+        }
+        g.0 -= 1;
+    }
     fn wait_until_held(&self) {
-        let mut g = self.gate.lock().unwrap_or_else(|e| e.into_inner());
+        let mut g = self.state.lock().unwrap_or_else(|e| e.into_inner());
         while g.0 == 0 {
             g = self.changed.wait_timeout(g, Duration::from_secs(10)).unwrap_or_else(|e| e.into_inner()).0;
         }
     }
     fn open(&self) {
-        self.gate.lock().unwrap_or_else(|e| e.into_inner()).1 = true;
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).1 = true;
         self.changed.notify_all();
-    }
-}
-
-impl Backend for GatedHdd {
-    fn read(&self, dev: Dev, buf: &mut [u8], off: u64) -> std::io::Result<()> {
-        self.inner.read(dev, buf, off)
-    }
-    fn write(&self, dev: Dev, buf: &[u8], off: u64) -> std::io::Result<()> {
-        if dev == Dev::Hdd && off / 4096 == self.block {
-            let mut g = self.gate.lock().unwrap_or_else(|e| e.into_inner());
-            g.0 += 1;
-            self.changed.notify_all();
-            while !g.1 {
-                g = self.changed.wait(g).unwrap_or_else(|e| e.into_inner());
-            }
-            g.0 -= 1;
-        }
-        self.inner.write(dev, buf, off)
-    }
-    fn sync(&self, dev: Dev) -> std::io::Result<()> {
-        self.inner.sync(dev)
-    }
-    fn discard(&self, dev: Dev, off: u64, len: u64) -> std::io::Result<()> {
-        self.inner.discard(dev, off, len)
-    }
-    fn len(&self, dev: Dev) -> std::io::Result<u64> {
-        self.inner.len(dev)
-    }
-    fn grow(&self, dev: Dev, len: u64) -> std::io::Result<()> {
-        self.inner.grow(dev, len)
     }
 }
 
@@ -318,16 +305,16 @@ impl Backend for GatedHdd {
 /// afterwards the block and its HDD bytes hold the newest write.
 #[test]
 fn a_write_back_held_on_the_hdd_holds_up_only_what_touches_the_hdd() {
-    let gated = Arc::new(GatedHdd {
-        inner: MemBackend::new(0, HDD),
-        block: 5,
-        gate: std::sync::Mutex::new((0, false)),
-        changed: std::sync::Condvar::new(),
-    });
+    let gate =
+        Arc::new(Gate { block: 5, state: std::sync::Mutex::new((0, false)), changed: std::sync::Condvar::new() });
+    let gated = {
+        let gate = Arc::clone(&gate);
+        HookedHdd::new(move |off| gate.pass(off))
+    };
     let dev = Arc::new(device_on(gated.clone(), "cache:mode=write-back,dirty-high=1%,dirty-low=0%", 96 << 10, 2));
     let at = 5 * 4096;
     dev.write(&[0xa1; 4096], at, false).unwrap_or_else(|e| panic!("{e}"));
-    gated.wait_until_held();
+    gate.wait_until_held();
     // The SSD copy, read and rewritten while its write-back waits on the HDD.
     let (done_tx, done_rx) = std::sync::mpsc::channel();
     let d = Arc::clone(&dev);
@@ -345,7 +332,7 @@ fn a_write_back_held_on_the_hdd_holds_up_only_what_touches_the_hdd() {
         let _ = trim_tx.send(d.trim(at + 4096, 4096, false).and_then(|()| d.trim(at, 4096, false)));
     });
     assert!(trim_rx.recv_timeout(Duration::from_millis(300)).is_err(), "the discard passed the held write-back");
-    gated.open();
+    gate.open();
     trim_rx.recv_timeout(Duration::from_secs(10)).expect("the discard never ran").unwrap_or_else(|e| panic!("{e}"));
     assert!(dev.writeback_all(Duration::from_secs(10)).unwrap_or(false));
     let mut buf = vec![0u8; 4096];
