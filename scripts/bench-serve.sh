@@ -10,7 +10,11 @@
 # request on an emulated SSD at 1-16 outstanding, which is how `--nbd-request-cost auto` was
 # calibrated (the difference at 1 and 2 outstanding; docs/PERFORMANCE.md, stop 29).
 #
-# Usage: [ROUNDS=3] [COPIES=4] ./scripts/bench-serve.sh [SIZE_MIB=1024] [SECONDS=10]
+# IMAGES_DIR puts the images (every server's and the file plugin's) on another file system than
+# tmpfs, e.g. ext4 with a warm page cache: each write then costs the plugin more, and the fixed
+# per-write cost of our policy state weighs less.
+#
+# Usage: [ROUNDS=3] [COPIES=4] [IMAGES_DIR=/dev/shm] ./scripts/bench-serve.sh [SIZE_MIB=1024] [SECONDS=10]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 size_mib=${1:-1024}
@@ -20,7 +24,7 @@ rounds=${ROUNDS:-3}
 for t in nbdkit nbdcopy fio; do command -v $t >/dev/null || { echo "error: $t is missing (apt-get install nbdkit libnbd-bin fio)" >&2; exit 1; }; done
 cargo build --release --locked --quiet -p tierwise -p tierwise-nbd
 tw=$PWD/target/release/tierwise
-base=$(mktemp -d /dev/shm/tierwise-bench.XXXXXX)
+base=$(mktemp -d "${IMAGES_DIR:-/dev/shm}/tierwise-bench.XXXXXX")
 # Every server writes a pid file under $base (those started inside $(...) cannot add to a list
 # of the parent shell): stopping them all is killing every pid found there.
 cleanup() {
@@ -76,7 +80,7 @@ start_ours() { # name policy ssd_size [block size]
   echo "nbd+unix:///?socket=$d/ssd.img.sock"
 }
 
-echo "== steady state, ${size_mib} MiB device in tmpfs, $rounds rounds (each: $copies nbdcopy copies, fio ${secs}s runs)"
+echo "== steady state, ${size_mib} MiB device in $(stat -f -c %T "$base"), $rounds rounds (each: $copies nbdcopy copies, fio ${secs}s runs)"
 head -c $((size_mib << 20)) /dev/urandom > "$base/src.img"
 # Every device is served at once and each round measures them one after another, so a ratio
 # compares figures taken within a minute of each other (this machine's speed drifts between

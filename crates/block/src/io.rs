@@ -64,12 +64,12 @@ fn stripe_ids(blocks: impl Iterator<Item = u64>) -> PerPiece<usize> {
     ids
 }
 
-enum Guards<'a> {
+pub(crate) enum Guards<'a> {
     Shared(#[expect(dead_code, reason = "held for its drop")] PerPiece<RwLockReadGuard<'a, ()>>),
     Exclusive(#[expect(dead_code, reason = "held for its drop")] PerPiece<RwLockWriteGuard<'a, ()>>),
 }
 
-fn lock_stripes<'a>(sh: &'a Shared, blocks: impl Iterator<Item = u64>, exclusive: bool) -> Guards<'a> {
+pub(crate) fn lock_stripes<'a>(sh: &'a Shared, blocks: impl Iterator<Item = u64>, exclusive: bool) -> Guards<'a> {
     let ids = stripe_ids(blocks);
     if exclusive {
         Guards::Exclusive(
