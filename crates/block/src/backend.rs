@@ -180,12 +180,14 @@ impl Backend for FileBackend {
         let mut pos = off;
         while pos < end {
             // (Each guard is dropped at the end of its statement: `learn` takes the lock again.)
-            let known_end = lock().end_of_run_at(pos);
+            let (known_end, discards) = {
+                let k = lock();
+                (k.end_of_run_at(pos), k.discards)
+            };
             if let Some(run_end) = known_end {
                 pos = run_end;
                 continue;
             }
-            let discards = lock().discards;
             let data = match lseek(f, pos as i64, Whence::SeekData) {
                 Ok(d) => (d as u64).min(end),
                 Err(Errno::ENXIO) => end,
