@@ -282,9 +282,11 @@ impl FileCore {
         }
     }
 
+    /// File `s` became dirty with `delta` bytes: counted, and queued for write-back even when
+    /// empty (a created file grows by writes, which only count: queued at creation or never).
     fn add_dirty(&mut self, s: Slot, delta: i64) {
         self.dirty_bytes = self.dirty_bytes.saturating_add_signed(delta);
-        if delta > 0 && !self.table.meta(s).has(MOVING) {
+        if delta >= 0 && !self.table.meta(s).has(MOVING) {
             self.dirty_queue.push_back(self.table.id(s));
         }
     }
