@@ -290,6 +290,7 @@ impl HybridFs {
             open_counts: Mutex::new(HashMap::new()),
             orphans: Mutex::new(HashMap::new()),
             replaced: Mutex::new(Vec::new()),
+            pending_renames: Mutex::new(Vec::new()),
             truncations: crate::truncation::TruncationFence::default(),
             passthrough: AtomicBool::new(false),
             backing: Mutex::new(HashMap::new()),
@@ -377,6 +378,7 @@ impl Drop for HybridFs {
         if let Some(m) = self.mover.take() {
             let _ = m.join();
         }
+        self.shared.end_renames();
         self.shared.save_heat(false);
         self.shared.save_counters(true);
     }

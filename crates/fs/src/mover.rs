@@ -100,6 +100,7 @@ impl Shared {
             // Files replaced by renames, kept for late opens, go when their time is up even if
             // nothing else happens on the mount.
             self.reap_replaced();
+            self.end_renames();
             let next: Option<Work> = {
                 let mut e = lock(&self.engine);
                 if let Some(d) = e.next_deadline()

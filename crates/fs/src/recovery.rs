@@ -115,9 +115,37 @@ impl Shared {
         Ok((switched, clean))
     }
 
+    /// Finishes the renames the journal says a crash interrupted, oldest first, on every tier
+    /// where they had not happened yet (see `tiers::rename`), syncs what changed, and empties
+    /// the rename journal. A read-only mount changes nothing and serves the trees as they are
+    /// (it warns when a rename is pending: the next read-write mount finishes it).
+    pub(crate) fn recover_renames(&self) -> Result<(), MountError> {
+        let pending = self.store.unfinished_renames()?;
+        if pending.is_empty() {
+            return Ok(());
+        }
+        if self.cfg.read_only {
+            log::warn(format_args!(
+                "{} rename(s) were interrupted by a crash; a read-only mount shows them unfinished, the next read-write mount finishes them",
+                pending.len()
+            ));
+            return Ok(());
+        }
+        let mut changed = Vec::new();
+        for rec in &pending {
+            changed.extend(self.tiers.finish_rename(rec)?);
+        }
+        for d in &changed {
+            tiers::at::sync_dir_handle(d)?;
+        }
+        self.store.clear_renames()?;
+        Ok(())
+    }
+
     /// Adopts every file already in the trees: pinned files go to their tier, the others are
     /// told to the engine. The store's dirty set is then rewritten to what the engine holds dirty.
     pub(crate) fn adopt(&self) -> Result<(), MountError> {
+        self.recover_renames()?;
         let (switched, clean) = self.recover_moves()?;
         let pins: HashMap<PathBuf, Tier> = self.store.pins()?.into_iter().collect();
         let mut dirty: HashSet<PathBuf> = self.store.dirty()?.into_iter().collect();

@@ -77,6 +77,9 @@ pub(crate) struct Shared {
     pub(crate) orphans: Mutex<HashMap<u64, Tier>>,
     /// Orphans that no one had open when a rename replaced them, and until when they are kept.
     pub(crate) replaced: Mutex<Vec<(u64, Instant)>>,
+    /// Journalled renames done on the tiers, with the directories they changed: each record is
+    /// ended once those are synced (`Shared::end_renames`).
+    pub(crate) pending_renames: Mutex<Vec<(u64, Vec<Arc<fs::File>>)>>,
     /// Size changes in flight and just answered: short reads wait for them (`crate::truncation`).
     pub(crate) truncations: crate::truncation::TruncationFence,
     /// The kernel granted passthrough (asked for with `MountConfig::passthrough`).

@@ -30,6 +30,9 @@ const PINS: TableDefinition<&[u8], u8> = TableDefinition::new("pins");
 const DIRTY: TableDefinition<&[u8], u8> = TableDefinition::new("dirty");
 /// Moves started and not yet ended: id → (kind, source tier, size, mtime ns, path).
 const JOURNAL: TableDefinition<u64, (u8, u8, u64, u64, &[u8])> = TableDefinition::new("journal");
+/// Renames that change more than one name on the tiers, journalled before the first change:
+/// id → (from, to, what each tier held at both names; see [`RenameRecord`]).
+const RENAMES: TableDefinition<u64, (&[u8], &[u8], u8, [u64; 12])> = TableDefinition::new("renames");
 /// Named counters, totals over the volume's life.
 const COUNTERS: TableDefinition<&str, u64> = TableDefinition::new("counters");
 /// Access statistics: path → (rank, coldest 0, in the collector's ranking; the collector's count).
@@ -75,6 +78,76 @@ pub struct MoveRecord {
     pub mtime_ns: u64,
     /// The file.
     pub rel: PathBuf,
+}
+
+/// What a name held on one tier when a rename was journalled: a file or directory's device and
+/// inode, and for a file its size and modification time (so that a later file that happens to
+/// reuse the inode number is not taken for it).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NameId {
+    /// Device.
+    pub dev: u64,
+    /// Inode.
+    pub ino: u64,
+    /// Size (0 for a directory).
+    pub size: u64,
+    /// Modification time, ns since the epoch (0 for a directory).
+    pub mtime_ns: u64,
+}
+
+/// One journalled rename: recovery finishes it on every tier where it did not happen yet
+/// (the journal is committed with the pins and dirty marks already under the new name, so
+/// finishing is the one outcome that agrees with the store).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RenameRecord {
+    /// The name renamed.
+    pub from: PathBuf,
+    /// The new name.
+    pub to: PathBuf,
+    /// Per tier (fast first): what `from` held (the source's copy there).
+    pub source: [Option<NameId>; 2],
+    /// Per tier: what `to` held (the replaced file's copy, or an empty directory).
+    pub replaced: [Option<NameId>; 2],
+}
+
+impl RenameRecord {
+    fn encode(&self) -> (u8, [u64; 12]) {
+        let mut flags = 0u8;
+        let mut ids = [0u64; 12];
+        for t in 0..2 {
+            for (k, id) in [self.source[t], self.replaced[t]].into_iter().enumerate() {
+                if let Some(id) = id {
+                    flags |= 1 << (t * 2 + k);
+                    let at = t * 6 + k * 2;
+                    ids[at] = id.dev;
+                    ids[at + 1] = id.ino;
+                    if k == 1 {
+                        ids[t * 6 + 4] = id.size;
+                        ids[t * 6 + 5] = id.mtime_ns;
+                    }
+                }
+            }
+        }
+        (flags, ids)
+    }
+
+    fn decode(from: &[u8], to: &[u8], flags: u8, ids: [u64; 12]) -> RenameRecord {
+        let mut rec = RenameRecord { from: path_of(from), to: path_of(to), source: [None; 2], replaced: [None; 2] };
+        for t in 0..2 {
+            if flags & (1 << (t * 2)) != 0 {
+                rec.source[t] = Some(NameId { dev: ids[t * 6], ino: ids[t * 6 + 1], size: 0, mtime_ns: 0 });
+            }
+            if flags & (1 << (t * 2 + 1)) != 0 {
+                rec.replaced[t] = Some(NameId {
+                    dev: ids[t * 6 + 2],
+                    ino: ids[t * 6 + 3],
+                    size: ids[t * 6 + 4],
+                    mtime_ns: ids[t * 6 + 5],
+                });
+            }
+        }
+        rec
+    }
 }
 
 /// Nanoseconds since the epoch of `t` (0 before it).
@@ -170,6 +243,7 @@ impl StateStore {
             tx.open_table(PINS)?;
             tx.open_table(DIRTY)?;
             tx.open_table(JOURNAL)?;
+            tx.open_table(RENAMES)?;
             tx.open_table(COUNTERS)?;
             tx.open_table(HEAT)?;
             Ok(())
@@ -195,7 +269,12 @@ impl StateStore {
         let mut tx = db.begin_write().map_err(|e| self.err(e))?;
         tx.set_durability(durability).map_err(|e| self.err(e))?;
         f(&tx).map_err(|e| self.err(e))?;
-        tx.commit().map_err(|e| self.err(e))?;
+        let call = if matches!(durability, Durability::Immediate) {
+            crate::tiers::calls::Call::DurableCommit
+        } else {
+            crate::tiers::calls::Call::Commit
+        };
+        crate::tiers::calls::on_path(call, &self.path, || tx.commit()).map_err(|e| self.err(e))?;
         match durability {
             Durability::Immediate => self.unsynced.store(false, Ordering::Release),
             _ => self.unsynced.store(true, Ordering::Release),
@@ -285,31 +364,55 @@ impl StateStore {
     }
 
     fn rekey(&self, from: &Path, to: Option<&Path>) -> Result<(), StateError> {
+        self.write(Durability::Immediate, |tx| rekey_in(tx, from, to))
+    }
+
+    /// Journals a rename before it changes any name (durably), with the pins and dirty marks
+    /// under `from` moved to `to` in the same transaction. Returns its id for
+    /// [`StateStore::end_rename`].
+    pub fn begin_rename(&self, rec: &RenameRecord) -> Result<u64, StateError> {
+        let id = self.next_move.fetch_add(1, Ordering::Relaxed);
+        let (flags, ids) = rec.encode();
         self.write(Durability::Immediate, |tx| {
-            for def in [PINS, DIRTY] {
-                let mut t = tx.open_table(def)?;
-                let mut hits: Vec<(PathBuf, u8)> = Vec::new();
-                let mut replaced: Vec<PathBuf> = Vec::new();
-                for row in t.iter()? {
-                    let (k, v) = row?;
-                    let p = path_of(k.value());
-                    if p.starts_with(from) {
-                        hits.push((p, v.value()));
-                    } else if to.is_some_and(|to| p.starts_with(to)) {
-                        // What the rename replaces.
-                        replaced.push(p);
-                    }
-                }
-                for p in replaced {
-                    t.remove(key(&p))?;
-                }
-                for (p, v) in hits {
-                    t.remove(key(&p))?;
-                    if let Some(new) = to.and_then(|to| rebase(&p, from, to)) {
-                        t.insert(key(&new), v)?;
-                    }
-                }
+            rekey_in(tx, &rec.from, Some(&rec.to))?;
+            tx.open_table(RENAMES)?.insert(id, (key(&rec.from), key(&rec.to), flags, ids))?;
+            Ok(())
+        })?;
+        Ok(id)
+    }
+
+    /// Ends journalled renames (lazily: recovery finds a finished one finished).
+    pub fn end_renames(&self, ids: &[u64]) -> Result<(), StateError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        self.write(Durability::None, |tx| {
+            let mut t = tx.open_table(RENAMES)?;
+            for &id in ids {
+                t.remove(id)?;
             }
+            Ok(())
+        })
+    }
+
+    /// The journalled renames, oldest first.
+    pub fn unfinished_renames(&self) -> Result<Vec<RenameRecord>, StateError> {
+        self.read(|tx| {
+            let t = tx.open_table(RENAMES)?;
+            let mut out = Vec::new();
+            for row in t.iter()? {
+                let (_, v) = row?;
+                let (from, to, flags, ids) = v.value();
+                out.push(RenameRecord::decode(from, to, flags, ids));
+            }
+            Ok(out)
+        })
+    }
+
+    /// Empties the rename journal after recovery finished every record.
+    pub fn clear_renames(&self) -> Result<(), StateError> {
+        self.write(Durability::Immediate, |tx| {
+            tx.open_table(RENAMES)?.retain(|_, _| false)?;
             Ok(())
         })
     }
@@ -407,6 +510,36 @@ impl StateStore {
             Ok(())
         })
     }
+}
+
+/// Renames `from` (and everything under it) to `to` in the pins and the dirty set, dropping
+/// what the rename replaces; `to` `None`: forgets `from`.
+fn rekey_in(tx: &redb::WriteTransaction, from: &Path, to: Option<&Path>) -> Result<(), redb::Error> {
+    for def in [PINS, DIRTY] {
+        let mut t = tx.open_table(def)?;
+        let mut hits: Vec<(PathBuf, u8)> = Vec::new();
+        let mut replaced: Vec<PathBuf> = Vec::new();
+        for row in t.iter()? {
+            let (k, v) = row?;
+            let p = path_of(k.value());
+            if p.starts_with(from) {
+                hits.push((p, v.value()));
+            } else if to.is_some_and(|to| p.starts_with(to)) {
+                // What the rename replaces.
+                replaced.push(p);
+            }
+        }
+        for p in replaced {
+            t.remove(key(&p))?;
+        }
+        for (p, v) in hits {
+            t.remove(key(&p))?;
+            if let Some(new) = to.and_then(|to| rebase(&p, from, to)) {
+                t.insert(key(&new), v)?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// How often the counters are saved while mounted.

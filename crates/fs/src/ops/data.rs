@@ -9,6 +9,7 @@ use tierwise_core::{Level, ObjectId, Op, Placement, Request, Served, Tier, WorkI
 use crate::inodes::Node;
 use crate::shared::{Shared, errno, lock};
 use crate::tiers;
+use crate::tiers::calls::{self, Call};
 
 impl Shared {
     /// Runs a data access: tells the engine (under the file's shared lock), and gives `io` the
@@ -156,7 +157,7 @@ pub(crate) fn write(s: &Shared, ino: u64, offset: u64, data: &[u8], kill_setid: 
                 s.with_rel(ino, |rel| s.tiers.recreate(*t, rel))?;
             }
             let f = s.fd(ino, *t, true)?;
-            f.write_all_at(data, offset).map_err(|e| errno(&e))?;
+            calls::on_fd(Call::Write, &*f, || f.write_all_at(data, offset)).map_err(|e| errno(&e))?;
             if let Some(e) = &s.emulate[t.index()] {
                 e.delay(true, ino, offset, data.len() as u64);
             }
@@ -187,7 +188,7 @@ pub(crate) fn truncate(s: &Shared, ino: u64, size: u64, kill_setid: bool) -> Res
         };
         for &t in &copies {
             let f = s.at(ino, t)?.open(tiers::Access::ReadWrite).map_err(|e| errno(&e))?;
-            f.set_len(size).map_err(|e| errno(&e))?;
+            calls::on_fd(Call::SetLen, &f, || f.set_len(size)).map_err(|e| errno(&e))?;
         }
         s.kill_privs(ino, &copies, kill_setid).map_err(|e| errno(&e))
     })?;
@@ -198,9 +199,12 @@ pub(crate) fn truncate(s: &Shared, ino: u64, size: u64, kill_setid: bool) -> Res
 /// Makes file `ino`'s data (every copy) and its dirty mark durable.
 pub(crate) fn fsync(s: &Shared, ino: u64) -> Result<(), Errno> {
     for t in s.copies(ino) {
-        s.fd(ino, t, false)?.sync_all().map_err(|e| errno(&e))?;
+        let f = s.fd(ino, t, false)?;
+        calls::on_fd(Call::SyncFile, &*f, || f.sync_all()).map_err(|e| errno(&e))?;
     }
-    // The file's dirty mark becomes durable with its data.
+    // The file's dirty mark becomes durable with its data, and the renames that gave it its
+    // name are done with.
+    s.end_renames();
     s.store.sync().map_err(|_| Errno::EIO)
 }
 

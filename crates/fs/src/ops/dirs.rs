@@ -103,3 +103,19 @@ pub(crate) fn statfs(s: &Shared) -> Result<(Space, u64, u64), Errno> {
         (s.tiers.statvfs(Tier::Fast).map_err(|e| errno(&e))?, s.tiers.statvfs(Tier::Slow).map_err(|e| errno(&e))?);
     Ok((space, a.files() + b.files(), a.files_free() + b.files_free()))
 }
+
+/// Makes the entries of directory `ino` durable on both tiers (a rename, create or unlink in
+/// it survives a power cut once this returns), with the journalled renames and the store's
+/// lazy commits. Without it the kernel would take ENOSYS for "nothing to do".
+pub(crate) fn fsyncdir(s: &Shared, ino: u64) -> Result<(), Errno> {
+    let rel = s.node(ino)?.rel;
+    {
+        let _ns = read_lock(&s.ns);
+        for t in Tier::ALL {
+            let d = s.tiers.dir(t, &rel).map_err(|e| errno(&e))?;
+            tiers::at::sync_dir_handle(&d).map_err(|e| errno(&e))?;
+        }
+    }
+    s.end_renames();
+    s.store.sync().map_err(|_| Errno::EIO)
+}

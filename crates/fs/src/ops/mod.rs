@@ -296,6 +296,12 @@ impl fuser::Filesystem for HybridFs {
         reply_empty(reply, data::fsync(&self.shared, ino.0));
     }
 
+    fn fsyncdir(&self, _req: &FuseRequest, ino: INodeNo, _fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
+        let _op = OperationScope::enter();
+        let _t = self.shared.latency.timer(Kind::Meta);
+        reply_empty(reply, dirs::fsyncdir(&self.shared, ino.0));
+    }
+
     fn opendir(&self, _req: &FuseRequest, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
         let _op = OperationScope::enter();
         let _t = self.shared.latency.timer(Kind::Meta);

@@ -103,7 +103,7 @@ pub(crate) fn unlink(s: &Shared, parent: u64, name: &OsStr) -> Result<(), Errno>
         if lock(&s.inodes).by_path.get(&rel) != Some(&ino) {
             continue; // renamed or replaced meanwhile: look again
         }
-        return s.unlink_file_at(ino, &rel, false);
+        return s.unlink_file_at(ino, &rel);
     }
     Err(Errno::EAGAIN)
 }
@@ -200,8 +200,13 @@ pub(crate) fn create(s: &Shared, parent: u64, name: &OsStr, mode: u32, who: Call
             let at = s.tiers.at_creating(t, &rel).map_err(|e| errno(&e))?;
             let f = at.open(Access::CreateNew).map_err(|e| errno(&e))?;
             use std::os::unix::fs::PermissionsExt;
-            f.set_permissions(std::fs::Permissions::from_mode(mode & 0o7777)).map_err(|e| errno(&e))?;
-            let _ = std::os::unix::fs::fchown(&f, Some(who.uid), Some(who.gid));
+            tiers::calls::on_fd(tiers::calls::Call::Attrs, &f, || {
+                f.set_permissions(std::fs::Permissions::from_mode(mode & 0o7777))
+            })
+            .map_err(|e| errno(&e))?;
+            let _ = tiers::calls::on_fd(tiers::calls::Call::Attrs, &f, || {
+                std::os::unix::fs::fchown(&f, Some(who.uid), Some(who.gid))
+            });
         }
         drop(ns);
         let a = s.attr_locked(ino);
@@ -218,11 +223,8 @@ impl Shared {
     /// Unlinks file `ino` at `rel` (its lock held exclusively, the namespace lock held): removed
     /// from both tiers, or, while the kernel has it open, its one valid copy renamed to a hidden
     /// name in the tier's root and removed at the last release (POSIX: an open file outlives
-    /// its name). `replaced`: a rename is putting another file in its place; it is then kept
-    /// hidden for [`REPLACED_GRACE`] even if no one has it open, for an open that looked the
-    /// name up just before (on a local file system that open gets the replaced file), and
-    /// removed after that and its last release.
-    pub(crate) fn unlink_file_at(&self, ino: u64, rel: &Path, replaced: bool) -> Result<(), Errno> {
+    /// its name).
+    pub(crate) fn unlink_file_at(&self, ino: u64, rel: &Path) -> Result<(), Errno> {
         let linked = read_lock(&self.linked).get(&ino).copied();
         if let Some(tier) = linked {
             if lock(&self.inodes).names_of(ino).len() > 1 {
@@ -240,19 +242,14 @@ impl Shared {
             write_lock(&self.linked).remove(&ino);
         }
         let auth = self.copies_at(ino, rel).first().copied();
-        let pinned = write_lock(&self.pins).remove(&ino).is_some();
-        if !pinned {
-            self.tell(&Request::op(ObjectId(ino), Op::Delete).with_class(self.class(rel, false)));
-        }
-        if lock(&self.dirty_marked).remove(&ino) || pinned {
+        if self.leave_policy(ino, rel)? {
             self.store.forget(rel).map_err(|_| Errno::EIO)?;
         }
-        self.drop_fds(ino);
         // Held until the file is an orphan: a last release (which takes no file lock) then
         // either came before, and the file goes now, or comes after and finds the orphan.
         let counts = lock(&self.open_counts);
         let open = counts.get(&ino).is_some_and(|&n| n > 0);
-        let Some(auth) = auth.filter(|_| open || replaced) else {
+        let Some(auth) = auth.filter(|_| open) else {
             // Removed and forgotten with the counts' lock still held: a racing open either
             // counted itself first (and the file is hidden instead) or finds no file. Before,
             // an open could count itself in between and succeed on a file about to go, whose
@@ -268,10 +265,49 @@ impl Shared {
         self.tiers.remove(auth.other(), rel).map_err(|e| errno(&e))?;
         lock(&self.inodes).relocate(ino, Path::new(&hidden));
         lock(&self.orphans).insert(ino, auth);
-        if replaced {
-            // Kept past its last release too, until the grace is over (`reap_replaced`).
-            lock(&self.replaced).push((ino, Instant::now() + REPLACED_GRACE));
+        drop(counts);
+        Ok(())
+    }
+
+    /// File `ino` at `rel` is leaving the namespace (unlinked, or replaced by a rename): out of
+    /// the policy and the in-memory marks, its descriptors closed. Returns whether it was
+    /// pinned (its store marks are the caller's to forget).
+    fn leave_policy(&self, ino: u64, rel: &Path) -> Result<bool, Errno> {
+        let pinned = write_lock(&self.pins).remove(&ino).is_some();
+        if !pinned {
+            self.tell(&Request::op(ObjectId(ino), Op::Delete).with_class(self.class(rel, false)));
         }
+        let dirty = lock(&self.dirty_marked).remove(&ino);
+        self.drop_fds(ino);
+        Ok(pinned || dirty)
+    }
+
+    /// File `ino` at `rel` is being replaced by a rename (its lock held exclusively, the
+    /// namespace lock held; the rename journalled when it changes more than one name). It
+    /// leaves the policy, and its newest copy gets a second, hidden name in its tier's root, so
+    /// that an open that looked `rel` up just before the rename (on a local file system that
+    /// open gets the replaced file) and the opens the kernel has find it; that name goes after
+    /// [`REPLACED_GRACE`] and the last release. Its copies at `rel` are left for the rename to
+    /// replace or remove: before, the file was renamed away first, and a crash before the
+    /// rename lost both files (the target name was empty, the new file under its temporary
+    /// name). Its store marks go with the rename's journal record.
+    pub(crate) fn forget_replaced(&self, ino: u64, rel: &Path) -> Result<(), Errno> {
+        write_lock(&self.linked).remove(&ino);
+        let auth = self.copies_at(ino, rel).first().copied();
+        self.leave_policy(ino, rel)?;
+        let counts = lock(&self.open_counts);
+        let Some(auth) = auth else {
+            lock(&self.inodes).forget_path(rel);
+            return Ok(());
+        };
+        let hidden = OsString::from(format!("{RESERVED_PREFIX}unlinked-{ino}"));
+        let src = self.tiers.at(auth, rel).map_err(|e| errno(&e))?;
+        let dst = At::new(self.tiers.root_dir(auth).map_err(|e| errno(&e))?, &hidden).map_err(|e| errno(&e))?;
+        src.link_to(&dst).map_err(|e| errno(&e))?;
+        lock(&self.inodes).relocate(ino, Path::new(&hidden));
+        lock(&self.orphans).insert(ino, auth);
+        // Kept past its last release too, until the grace is over (`reap_replaced`).
+        lock(&self.replaced).push((ino, Instant::now() + REPLACED_GRACE));
         drop(counts);
         Ok(())
     }

@@ -7,7 +7,7 @@ use fuser::Errno;
 use tierwise_core::{ObjectId, Op, Request, Tier};
 
 use crate::shared::{Shared, errno, lock, read_lock, write_lock};
-use crate::tiers;
+use crate::tiers::{self, Tiers};
 
 /// Renames `name` in `parent` to `newname` in `newparent` (replacing a file, or an empty
 /// directory, there).
@@ -54,7 +54,8 @@ impl Shared {
         to: &std::path::Path,
         target: Option<u64>,
     ) -> Result<(), Errno> {
-        if from == to {
+        if from == to || target == Some(ino) {
+            // Two names of one file: rename does nothing (POSIX).
             return Ok(());
         }
         if to.starts_with(from) {
@@ -78,32 +79,29 @@ impl Shared {
         // A replaced name of a hard-linked file: only that name goes (below).
         let target_linked =
             target.filter(|t| read_lock(&self.linked).contains_key(t) && lock(&self.inodes).names_of(*t).len() > 1);
+        let plan = self.tiers.plan_rename(from, to).map_err(|e| errno(&e))?;
+        // More than one name changes on the tiers, or the store keeps marks by path: journalled
+        // first, with the marks moved in the same commit, so a crash in between is finished by
+        // the next mount rather than leaving a mix (the replaced file gone, the source under its
+        // old name).
+        let marks = !lock(&self.dirty_marked).is_empty() || !read_lock(&self.pins).is_empty();
+        let journal = if Tiers::rename_calls(&plan) > 1 || marks {
+            Some(self.store.begin_rename(&plan).map_err(|_| Errno::EIO)?)
+        } else {
+            None
+        };
         if let Some(t) = target
             && !target_dir
-            && t != ino
             && target_linked.is_none()
         {
             // The replaced file lives on under a hidden name while it is open, and for a
             // moment anyway: an open may have looked the name up just before this.
-            self.unlink_file_at(t, to, true)?;
+            self.forget_replaced(t, to)?;
         }
-        for t in Tier::ALL {
-            let src = self.tiers.at(t, from).map_err(|e| errno(&e))?;
-            let dst = self.tiers.at_creating(t, to);
-            if src.exists() {
-                let dst = dst.map_err(|e| errno(&e))?;
-                if target_dir && dst.is_dir() {
-                    dst.rmdir().map_err(|e| errno(&e))?;
-                }
-                src.rename_to(&dst).map_err(|e| errno(&e))?;
-            } else if let Ok(dst) = dst {
-                // What the rename replaces, on a tier the source is not on.
-                if dst.is_dir() {
-                    dst.rmdir().map_err(|e| errno(&e))?;
-                } else if dst.exists() {
-                    dst.unlink().map_err(|e| errno(&e))?;
-                }
-            }
+        let changed = self.tiers.finish_rename(&plan).map_err(|e| errno(&e))?;
+        if let Some(id) = journal {
+            // Ended once the directories it changed are synced (by the mover, soon).
+            lock(&self.pending_renames).push((id, changed));
         }
         let (moved, target_left) = {
             let mut inodes = lock(&self.inodes);
@@ -119,10 +117,6 @@ impl Shared {
                 self.unlinked_to_one_name(t, tier);
             }
         }
-        // Pins and dirty marks are kept by path in the store.
-        if !lock(&self.dirty_marked).is_empty() || !read_lock(&self.pins).is_empty() {
-            self.store.rename(from, to).map_err(|_| Errno::EIO)?;
-        }
         for (i, rel) in moved {
             if read_lock(&self.pins).contains_key(&i) || read_lock(&self.linked).contains_key(&i) {
                 continue; // outside the policy
@@ -131,5 +125,37 @@ impl Shared {
             self.tell(&Request::op(ObjectId(i), Op::Rename).with_class(self.class(&rel, dir)));
         }
         Ok(())
+    }
+}
+
+impl Shared {
+    /// Ends the journalled renames done so far: the directories they changed are synced first,
+    /// so that no power cut can keep an end and lose a change (a record kept longer is only
+    /// found finished by the next mount). Called by the mover between works, by fsync and
+    /// fsyncdir, and at unmount.
+    pub(crate) fn end_renames(&self) {
+        let pending = std::mem::take(&mut *lock(&self.pending_renames));
+        if pending.is_empty() {
+            return;
+        }
+        let mut synced: Vec<&std::sync::Arc<std::fs::File>> = Vec::new();
+        let mut ids = Vec::with_capacity(pending.len());
+        for (id, dirs) in &pending {
+            let mut ok = true;
+            for d in dirs {
+                if synced.iter().any(|s| std::sync::Arc::ptr_eq(s, d)) {
+                    continue;
+                }
+                ok &= tiers::at::sync_dir_handle(d).is_ok();
+                synced.push(d);
+            }
+            // A directory that cannot be synced keeps its record: the next mount finds it.
+            if ok {
+                ids.push(*id);
+            }
+        }
+        if let Err(e) = self.store.end_renames(&ids) {
+            crate::log::warn(format_args!("ending journalled renames: {e}"));
+        }
     }
 }

@@ -20,6 +20,7 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+use super::calls::{self, Call};
 use nix::errno::Errno;
 use nix::fcntl::{OFlag, ResolveFlag};
 use nix::sys::stat::Mode;
@@ -172,6 +173,11 @@ impl At {
         &self.dir
     }
 
+    /// The directory, shared (kept open to sync it later: it follows renames).
+    pub fn dir_handle(&self) -> Arc<File> {
+        Arc::clone(&self.dir)
+    }
+
     /// The name.
     pub fn name(&self) -> &OsStr {
         &self.name
@@ -217,9 +223,12 @@ impl At {
             Access::CreateNew => OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL,
             Access::CreateTruncate => OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_TRUNC,
         };
-        let f = nix::fcntl::openat(&self.dir, self.name.as_os_str(), flags | BASE, Mode::from_bits_truncate(0o600))
-            .map(File::from)
-            .map_err(io_err)?;
+        let open = || {
+            nix::fcntl::openat(&self.dir, self.name.as_os_str(), flags | BASE, Mode::from_bits_truncate(0o600))
+                .map(File::from)
+                .map_err(io_err)
+        };
+        let f = if flags.contains(OFlag::O_CREAT) { calls::on_fd(Call::Create, &*self.dir, open)? } else { open()? };
         if !f.metadata()?.is_file() {
             // A directory opened read-only, a FIFO or a device: not a file tierwise serves.
             return Err(io::Error::from_raw_os_error(nix::libc::EISDIR));
@@ -236,7 +245,10 @@ impl At {
 
     /// Removes the name (not a directory).
     pub fn unlink(&self) -> io::Result<()> {
-        nix::unistd::unlinkat(&self.dir, self.name.as_os_str(), nix::unistd::UnlinkatFlags::NoRemoveDir).map_err(io_err)
+        calls::on_fd(Call::Unlink, &*self.dir, || {
+            nix::unistd::unlinkat(&self.dir, self.name.as_os_str(), nix::unistd::UnlinkatFlags::NoRemoveDir)
+                .map_err(io_err)
+        })
     }
 
     /// Removes the name when it is the file `id` (device, inode): a name that now holds
@@ -252,20 +264,25 @@ impl At {
 
     /// Removes the name, an empty directory.
     pub fn rmdir(&self) -> io::Result<()> {
-        let r = nix::unistd::unlinkat(&self.dir, self.name.as_os_str(), nix::unistd::UnlinkatFlags::RemoveDir);
+        let r = calls::on_fd(Call::Rmdir, &*self.dir, || {
+            nix::unistd::unlinkat(&self.dir, self.name.as_os_str(), nix::unistd::UnlinkatFlags::RemoveDir)
+        });
         namespace_changed();
         r.map_err(io_err)
     }
 
     /// Creates the name as a directory with `mode`.
     pub fn mkdir(&self, mode: u32) -> io::Result<()> {
-        nix::sys::stat::mkdirat(&self.dir, self.name.as_os_str(), Mode::from_bits_truncate(mode & 0o7777))
-            .map_err(io_err)
+        calls::on_fd(Call::Mkdir, &*self.dir, || {
+            nix::sys::stat::mkdirat(&self.dir, self.name.as_os_str(), Mode::from_bits_truncate(mode & 0o7777))
+        })
+        .map_err(io_err)
     }
 
     /// Creates the name as a symlink to `target` (stored as given, never followed here).
     pub fn symlink(&self, target: &Path) -> io::Result<()> {
-        nix::unistd::symlinkat(target, &self.dir, self.name.as_os_str()).map_err(io_err)
+        calls::on_fd(Call::Symlink, &*self.dir, || nix::unistd::symlinkat(target, &self.dir, self.name.as_os_str()))
+            .map_err(io_err)
     }
 
     /// The target of the symlink at the name.
@@ -275,33 +292,39 @@ impl At {
 
     /// Renames the name to `to` (same file system), replacing what is there.
     pub fn rename_to(&self, to: &At) -> io::Result<()> {
-        let r = nix::fcntl::renameat(&self.dir, self.name.as_os_str(), &to.dir, to.name.as_os_str());
+        let r = calls::on_fd(Call::Rename, &*to.dir, || {
+            nix::fcntl::renameat(&self.dir, self.name.as_os_str(), &to.dir, to.name.as_os_str())
+        });
         namespace_changed();
         r.map_err(io_err)
     }
 
     /// Renames the name to `to` unless `to` exists (EEXIST).
     pub fn rename_noreplace(&self, to: &At) -> io::Result<()> {
-        let r = nix::fcntl::renameat2(
-            &self.dir,
-            self.name.as_os_str(),
-            &to.dir,
-            to.name.as_os_str(),
-            nix::fcntl::RenameFlags::RENAME_NOREPLACE,
-        );
+        let r = calls::on_fd(Call::Rename, &*to.dir, || {
+            nix::fcntl::renameat2(
+                &self.dir,
+                self.name.as_os_str(),
+                &to.dir,
+                to.name.as_os_str(),
+                nix::fcntl::RenameFlags::RENAME_NOREPLACE,
+            )
+        });
         namespace_changed();
         r.map_err(io_err)
     }
 
     /// Makes `to` a hard link of the name.
     pub fn link_to(&self, to: &At) -> io::Result<()> {
-        nix::unistd::linkat(
-            &self.dir,
-            self.name.as_os_str(),
-            &to.dir,
-            to.name.as_os_str(),
-            nix::fcntl::AtFlags::empty(),
-        )
+        calls::on_fd(Call::Link, &*to.dir, || {
+            nix::unistd::linkat(
+                &self.dir,
+                self.name.as_os_str(),
+                &to.dir,
+                to.name.as_os_str(),
+                nix::fcntl::AtFlags::empty(),
+            )
+        })
         .map_err(io_err)
     }
 
@@ -312,18 +335,22 @@ impl At {
             return Err(io::Error::from_raw_os_error(nix::libc::EOPNOTSUPP));
         }
         // The O_PATH handle's /proc link names exactly this inode (it is not resolved again).
-        fs::set_permissions(proc_path(&h), fs::Permissions::from_mode(mode & 0o7777))
+        calls::on_fd(Call::Attrs, &*self.dir, || {
+            fs::set_permissions(proc_path(&h), fs::Permissions::from_mode(mode & 0o7777))
+        })
     }
 
     /// Sets the owner and group (of a symlink itself).
     pub fn chown(&self, uid: Option<u32>, gid: Option<u32>) -> io::Result<()> {
-        nix::unistd::fchownat(
-            &self.dir,
-            self.name.as_os_str(),
-            uid.map(nix::unistd::Uid::from_raw),
-            gid.map(nix::unistd::Gid::from_raw),
-            nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
-        )
+        calls::on_fd(Call::Attrs, &*self.dir, || {
+            nix::unistd::fchownat(
+                &self.dir,
+                self.name.as_os_str(),
+                uid.map(nix::unistd::Uid::from_raw),
+                gid.map(nix::unistd::Gid::from_raw),
+                nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+            )
+        })
         .map_err(io_err)
     }
 
@@ -334,13 +361,15 @@ impl At {
         mtime: Option<nix::sys::time::TimeSpec>,
     ) -> io::Result<()> {
         let omit = nix::sys::time::TimeSpec::UTIME_OMIT;
-        nix::sys::stat::utimensat(
-            &self.dir,
-            self.name.as_os_str(),
-            &atime.unwrap_or(omit),
-            &mtime.unwrap_or(omit),
-            nix::sys::stat::UtimensatFlags::NoFollowSymlink,
-        )
+        calls::on_fd(Call::Attrs, &*self.dir, || {
+            nix::sys::stat::utimensat(
+                &self.dir,
+                self.name.as_os_str(),
+                &atime.unwrap_or(omit),
+                &mtime.unwrap_or(omit),
+                nix::sys::stat::UtimensatFlags::NoFollowSymlink,
+            )
+        })
         .map_err(io_err)
     }
 
@@ -351,12 +380,14 @@ impl At {
 
     /// Sets the extended attribute `attr`.
     pub fn xattr_set(&self, attr: &OsStr, value: &[u8]) -> io::Result<()> {
-        xattr::set_deref(proc_path(&self.handle()?), attr, value)
+        let h = self.handle()?;
+        calls::on_fd(Call::Attrs, &*self.dir, || xattr::set_deref(proc_path(&h), attr, value))
     }
 
     /// Removes the extended attribute `attr`.
     pub fn xattr_remove(&self, attr: &OsStr) -> io::Result<()> {
-        xattr::remove_deref(proc_path(&self.handle()?), attr)
+        let h = self.handle()?;
+        calls::on_fd(Call::Attrs, &*self.dir, || xattr::remove_deref(proc_path(&h), attr))
     }
 
     /// The names of the extended attributes set.
@@ -366,8 +397,13 @@ impl At {
 
     /// Makes the directory's entries durable (after a create, rename or unlink in it).
     pub fn sync_dir(&self) -> io::Result<()> {
-        self.dir.sync_all()
+        calls::on_fd(Call::SyncDir, &*self.dir, || self.dir.sync_all())
     }
+}
+
+/// Makes the entries of the open directory `dir` durable.
+pub fn sync_dir_handle(dir: &File) -> io::Result<()> {
+    calls::on_fd(Call::SyncDir, dir, || dir.sync_all())
 }
 
 /// `/proc/self/fd/N` for an open handle: the kernel resolves it to exactly that open file

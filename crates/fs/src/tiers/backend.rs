@@ -13,6 +13,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::at::{Access, At};
+use super::calls::{self, Call};
 
 /// One step of the move protocol, in the order a move runs them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -46,11 +47,11 @@ pub trait Backend: Send + Sync + fmt::Debug {
     }
     /// Writes some of `buf` at `offset`; returns how many bytes it wrote (may be fewer).
     fn write_at(&self, out: &File, buf: &[u8], offset: u64) -> io::Result<usize> {
-        out.write_at(buf, offset)
+        calls::on_fd(Call::Write, out, || out.write_at(buf, offset))
     }
     /// Makes `file`'s data and metadata durable.
     fn sync_file(&self, file: &File) -> io::Result<()> {
-        file.sync_all()
+        calls::on_fd(Call::SyncFile, file, || file.sync_all())
     }
     /// Renames `from` over `to` (atomic on one file system).
     fn rename(&self, from: &At, to: &At) -> io::Result<()> {

@@ -13,6 +13,7 @@ use tierwise_core::Tier;
 
 use super::at::{Access, At};
 use super::backend::{self, Backend};
+use super::calls::{self, Call};
 use super::{COPY_CHUNK, RESERVED_PREFIX, Tiers, atime, mtime};
 
 /// A copy of one file from one tier to the other, resolved and ready to run. The directories
@@ -77,8 +78,10 @@ impl CopyPlan {
                 let _ = self.made.set((m.dev(), m.ino()));
             }
             let n = copy_data(b, &self.input, &out, meta.len(), pace)?;
-            copy_metadata(&self.input, &meta, &out)?;
-            out.set_times(fs::FileTimes::new().set_accessed(atime(&meta)).set_modified(mtime(&meta)))?;
+            calls::on_fd(Call::Attrs, &out, || {
+                copy_metadata(&self.input, &meta, &out)?;
+                out.set_times(fs::FileTimes::new().set_accessed(atime(&meta)).set_modified(mtime(&meta)))
+            })?;
             b.sync_file(&out)?;
             drop(out);
             let _ = self.replaced.set(self.dst.exists());
@@ -187,7 +190,7 @@ fn copy_data(
         }
         pos = end.max(start + 1);
     }
-    out.set_len(len)?;
+    calls::on_fd(Call::SetLen, out, || out.set_len(len))?;
     Ok(copied)
 }
 

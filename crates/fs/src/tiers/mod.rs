@@ -15,9 +15,11 @@
 
 pub mod at;
 pub mod backend;
+pub mod calls;
 mod copy;
 #[cfg(test)]
 mod fault_tests;
+mod rename;
 mod scan;
 
 use std::cell::{Cell, RefCell};
@@ -369,7 +371,7 @@ impl Tiers {
         let here = self.at_creating(tier, rel)?;
         let f = here.open(Access::CreateTruncate)?;
         if let Ok(model) = self.at(tier.other(), rel).and_then(|a| a.open(Access::Read)) {
-            copy::copy_metadata(&model, &model.metadata()?, &f)?;
+            calls::on_fd(calls::Call::Attrs, &f, || copy::copy_metadata(&model, &model.metadata()?, &f))?;
         }
         Ok(())
     }
