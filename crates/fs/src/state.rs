@@ -32,7 +32,7 @@ const DIRTY: TableDefinition<&[u8], u8> = TableDefinition::new("dirty");
 const JOURNAL: TableDefinition<u64, (u8, u8, u64, u64, &[u8])> = TableDefinition::new("journal");
 /// Renames that change more than one name on the tiers, journalled before the first change:
 /// id → (from, to, what each tier held at both names; see [`RenameRecord`]).
-const RENAMES: TableDefinition<u64, (&[u8], &[u8], u8, [u64; 12])> = TableDefinition::new("renames");
+const RENAMES: TableDefinition<u64, (&[u8], &[u8], u8, [u64; 16])> = TableDefinition::new("renames");
 /// Named counters, totals over the volume's life.
 const COUNTERS: TableDefinition<&str, u64> = TableDefinition::new("counters");
 /// Access statistics: path → (rank, coldest 0, in the collector's ranking; the collector's count).
@@ -111,39 +111,38 @@ pub struct RenameRecord {
 }
 
 impl RenameRecord {
-    fn encode(&self) -> (u8, [u64; 12]) {
+    /// Presence flags (bit `tier * 2 + k`, k 0 source, 1 replaced) and the ids, four values
+    /// each (device, inode, size, time), source then replaced, fast tier first.
+    fn encode(&self) -> (u8, [u64; 16]) {
         let mut flags = 0u8;
-        let mut ids = [0u64; 12];
+        let mut ids = [0u64; 16];
         for t in 0..2 {
             for (k, id) in [self.source[t], self.replaced[t]].into_iter().enumerate() {
                 if let Some(id) = id {
                     flags |= 1 << (t * 2 + k);
-                    let at = t * 6 + k * 2;
-                    ids[at] = id.dev;
-                    ids[at + 1] = id.ino;
-                    if k == 1 {
-                        ids[t * 6 + 4] = id.size;
-                        ids[t * 6 + 5] = id.mtime_ns;
-                    }
+                    let at = (t * 2 + k) * 4;
+                    ids[at..at + 4].copy_from_slice(&[id.dev, id.ino, id.size, id.mtime_ns]);
                 }
             }
         }
         (flags, ids)
     }
 
-    fn decode(from: &[u8], to: &[u8], flags: u8, ids: [u64; 12]) -> RenameRecord {
-        let mut rec = RenameRecord { from: path_of(from), to: path_of(to), source: [None; 2], replaced: [None; 2] };
+    fn decode(from: &[u8], to: &[u8], flags: u8, ids: [u64; 16]) -> RenameRecord {
+        let mut rec =
+            RenameRecord { from: path_of(from), to: path_of(to), source: [None; 2], replaced: [None; 2] };
         for t in 0..2 {
-            if flags & (1 << (t * 2)) != 0 {
-                rec.source[t] = Some(NameId { dev: ids[t * 6], ino: ids[t * 6 + 1], size: 0, mtime_ns: 0 });
-            }
-            if flags & (1 << (t * 2 + 1)) != 0 {
-                rec.replaced[t] = Some(NameId {
-                    dev: ids[t * 6 + 2],
-                    ino: ids[t * 6 + 3],
-                    size: ids[t * 6 + 4],
-                    mtime_ns: ids[t * 6 + 5],
-                });
+            for k in 0..2 {
+                if flags & (1 << (t * 2 + k)) == 0 {
+                    continue;
+                }
+                let at = (t * 2 + k) * 4;
+                let id = NameId { dev: ids[at], ino: ids[at + 1], size: ids[at + 2], mtime_ns: ids[at + 3] };
+                if k == 0 {
+                    rec.source[t] = Some(id);
+                } else {
+                    rec.replaced[t] = Some(id);
+                }
             }
         }
         rec
@@ -409,6 +408,35 @@ impl StateStore {
         })
     }
 
+    /// Rewrites the devices and inodes the rename journal names through `map` (`None`: kept).
+    /// For tests that rebuild a crashed tree elsewhere: a crash keeps inode numbers, a copy
+    /// does not.
+    #[doc(hidden)]
+    pub fn remap_ids(&self, map: &dyn Fn(u64, u64) -> Option<(u64, u64)>) -> Result<(), StateError> {
+        let mut recs = Vec::new();
+        self.read(|tx| {
+            for row in tx.open_table(RENAMES)?.iter()? {
+                let (k, v) = row?;
+                let (from, to, flags, ids) = v.value();
+                recs.push((k.value(), RenameRecord::decode(from, to, flags, ids)));
+            }
+            Ok(())
+        })?;
+        self.write(Durability::Immediate, |tx| {
+            let mut t = tx.open_table(RENAMES)?;
+            for (id, mut rec) in recs {
+                for n in rec.source.iter_mut().chain(rec.replaced.iter_mut()).flatten() {
+                    if let Some((dev, ino)) = map(n.dev, n.ino) {
+                        (n.dev, n.ino) = (dev, ino);
+                    }
+                }
+                let (flags, ids) = rec.encode();
+                t.insert(id, (key(&rec.from), key(&rec.to), flags, ids))?;
+            }
+            Ok(())
+        })
+    }
+
     /// Empties the rename journal after recovery finished every record.
     pub fn clear_renames(&self) -> Result<(), StateError> {
         self.write(Durability::Immediate, |tx| {
@@ -625,5 +653,41 @@ mod tests {
         s.forget(Path::new("n")).unwrap();
         assert!(s.pins().unwrap().is_empty());
         assert_eq!(s.dirty().unwrap(), vec![PathBuf::from("dd/h")]);
+    }
+}
+
+#[cfg(test)]
+mod rename_journal_tests {
+    use super::*;
+
+    #[test]
+    fn a_journalled_rename_survives_reopening_whole_and_moves_the_marks() {
+        let dir = tempfile::tempdir().unwrap();
+        let id = |n: u64| NameId { dev: 7 + n, ino: 100 + n, size: 1000 * n, mtime_ns: 5_000_000 + n };
+        let rec = RenameRecord {
+            from: "d/tmp".into(),
+            to: "d/file".into(),
+            source: [Some(id(1)), None],
+            replaced: [Some(id(2)), Some(id(3))],
+        };
+        {
+            let (s, _) = StateStore::open(dir.path()).unwrap();
+            s.set_dirty(Path::new("d/tmp"), true).unwrap();
+            s.set_dirty(Path::new("d/file"), true).unwrap();
+            s.set_pin(Path::new("d/file"), Some(Tier::Slow)).unwrap();
+            s.begin_rename(&rec).unwrap();
+            let done = s.begin_rename(&RenameRecord { from: "x".into(), ..rec.clone() }).unwrap();
+            s.end_renames(&[done]).unwrap();
+            s.sync().unwrap();
+        }
+        let (s, _) = StateStore::open(dir.path()).unwrap();
+        assert_eq!(s.unfinished_renames().unwrap(), vec![rec.clone()]);
+        // The source's mark moved with the journal record; the replaced file's mark and pin went.
+        assert_eq!(s.dirty().unwrap(), vec![PathBuf::from("d/file")]);
+        assert!(s.pins().unwrap().is_empty());
+        s.remap_ids(&|dev, ino| (ino == 101).then_some((dev, 9))).unwrap();
+        assert_eq!(s.unfinished_renames().unwrap()[0].source[0].map(|n| n.ino), Some(9));
+        s.clear_renames().unwrap();
+        assert!(s.unfinished_renames().unwrap().is_empty());
     }
 }

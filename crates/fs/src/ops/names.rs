@@ -10,7 +10,7 @@ use fuser::{Errno, FileAttr};
 use tierwise_core::{ObjectId, Op, Request, Tier};
 
 use crate::shared::{Shared, errno, lock, read_lock, write_lock};
-use crate::tiers::{self, Access, At, RESERVED_PREFIX};
+use crate::tiers::{self, At, RESERVED_PREFIX};
 
 /// Who asks: the user and group a new file or directory belongs to.
 #[derive(Clone, Copy, Debug)]
@@ -198,15 +198,7 @@ pub(crate) fn create(s: &Shared, parent: u64, name: &OsStr, mode: u32, who: Call
         }
         for t in tiers_for {
             let at = s.tiers.at_creating(t, &rel).map_err(|e| errno(&e))?;
-            let f = at.open(Access::CreateNew).map_err(|e| errno(&e))?;
-            use std::os::unix::fs::PermissionsExt;
-            tiers::calls::on_fd(tiers::calls::Call::Attrs, &f, || {
-                f.set_permissions(std::fs::Permissions::from_mode(mode & 0o7777))
-            })
-            .map_err(|e| errno(&e))?;
-            let _ = tiers::calls::on_fd(tiers::calls::Call::Attrs, &f, || {
-                std::os::unix::fs::fchown(&f, Some(who.uid), Some(who.gid))
-            });
+            at.create_file(mode, Some((who.uid, who.gid))).map_err(|e| errno(&e))?;
         }
         drop(ns);
         let a = s.attr_locked(ino);

@@ -236,6 +236,47 @@ impl At {
         Ok(f)
     }
 
+    /// Creates the name as an empty regular file with `mode` (exactly: no umask), owned by
+    /// `owner` where the process may give it away, and returns it open for writing; EEXIST when
+    /// the name exists. The file appears with its mode and owner at once (made unnamed with
+    /// `O_TMPFILE`, then linked in), so a crash never leaves it root's with mode 0600; on a
+    /// file system without `O_TMPFILE` it is created, then changed.
+    pub fn create_file(&self, mode: u32, owner: Option<(u32, u32)>) -> io::Result<File> {
+        let set = |f: &File| -> io::Result<()> {
+            f.set_permissions(fs::Permissions::from_mode(mode & 0o7777))?;
+            if let Some((uid, gid)) = owner {
+                // Not fatal: an unprivileged daemon keeps files its own (as before).
+                let _ = std::os::unix::fs::fchown(f, Some(uid), Some(gid));
+            }
+            Ok(())
+        };
+        let unnamed =
+            nix::fcntl::openat(&self.dir, ".", OFlag::O_TMPFILE | OFlag::O_WRONLY | BASE, Mode::from_bits_truncate(0o600));
+        match unnamed {
+            Ok(fd) => {
+                let f = File::from(fd);
+                set(&f)?;
+                calls::on_fd(Call::Create, &*self.dir, || {
+                    nix::unistd::linkat(
+                        nix::fcntl::AT_FDCWD,
+                        &proc_path(&f),
+                        &self.dir,
+                        self.name.as_os_str(),
+                        nix::fcntl::AtFlags::AT_SYMLINK_FOLLOW,
+                    )
+                })
+                .map_err(io_err)?;
+                Ok(f)
+            }
+            Err(Errno::EOPNOTSUPP | Errno::EISDIR | Errno::EINVAL) => {
+                let f = self.open(Access::CreateNew)?;
+                calls::on_fd(Call::Attrs, &f, || set(&f))?;
+                Ok(f)
+            }
+            Err(e) => Err(io_err(e)),
+        }
+    }
+
     /// Opens the name as a directory.
     pub fn open_dir(&self) -> io::Result<File> {
         nix::fcntl::openat(&self.dir, self.name.as_os_str(), OFlag::O_RDONLY | OFlag::O_DIRECTORY | BASE, Mode::empty())

@@ -21,6 +21,13 @@ pub fn fuse_available() -> bool {
     }
 }
 
+/// Fails the test unless `/dev/fuse` can be opened: a mount test that cannot run must not pass.
+pub fn require_fuse() {
+    if let Err(e) = OpenOptions::new().read(true).write(true).open("/dev/fuse") {
+        panic!("/dev/fuse cannot be opened here ({e}); the mount tests need it (see README: test prerequisites)");
+    }
+}
+
 /// A live mount, unmounted on drop.
 pub struct Mounted {
     session: Option<fuser::BackgroundSession>,
@@ -29,6 +36,11 @@ pub struct Mounted {
 }
 
 impl Mounted {
+    /// A mount run by `session` on `mnt`.
+    pub fn from_session(session: fuser::BackgroundSession, mnt: &Path) -> Mounted {
+        Mounted { session: Some(session), mnt: mnt.to_path_buf() }
+    }
+
     /// Unmounts (waits for the file system to finish).
     pub fn unmount(&mut self) {
         if let Some(s) = self.session.take() {
