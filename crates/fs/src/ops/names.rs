@@ -42,9 +42,7 @@ pub(crate) fn mkdir(s: &Shared, parent: u64, name: &OsStr, mode: u32, who: Calle
         let mut made: Vec<At> = Vec::new();
         for t in [Tier::Slow, Tier::Fast] {
             let r = s.tiers.at_creating(t, &rel).and_then(|at| {
-                at.mkdir(0o700)?;
-                let _ = at.chown(Some(who.uid), Some(who.gid));
-                at.chmod(mode)?;
+                at.make_dir(mode, Some((who.uid, who.gid)))?;
                 Ok(at)
             });
             match r {

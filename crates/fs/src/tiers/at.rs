@@ -320,6 +320,29 @@ impl At {
         .map_err(io_err)
     }
 
+    /// Creates the name as a directory with `mode` (exactly: no umask), owned by `owner` where
+    /// the process may give it away; EEXIST when the name exists. Made under a temporary name,
+    /// changed, then renamed in (no replacing), so a crash never leaves it root's with mode
+    /// 0700; a temporary a crash leaves is removed by the next mount's scan.
+    pub fn make_dir(&self, mode: u32, owner: Option<(u32, u32)>) -> io::Result<()> {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let tmp = self.sibling(&OsString::from(format!("{}tmp-dir-{}-{n}", super::RESERVED_PREFIX, std::process::id())))?;
+        tmp.mkdir(0o700)?;
+        let r = (|| {
+            if let Some((uid, gid)) = owner {
+                // Not fatal: an unprivileged daemon keeps directories its own (as before).
+                let _ = tmp.chown(Some(uid), Some(gid));
+            }
+            tmp.chmod(mode)?;
+            tmp.rename_noreplace(self)
+        })();
+        if r.is_err() {
+            let _ = tmp.rmdir();
+        }
+        r
+    }
+
     /// Creates the name as a symlink to `target` (stored as given, never followed here).
     pub fn symlink(&self, target: &Path) -> io::Result<()> {
         calls::on_fd(Call::Symlink, &*self.dir, || nix::unistd::symlinkat(target, &self.dir, self.name.as_os_str()))

@@ -344,10 +344,8 @@ impl Tiers {
                         None => self.dir(tier.other(), &done)?,
                     };
                     let m = model.metadata()?;
-                    match here.mkdir(0o700) {
+                    match here.make_dir(m.mode(), Some((m.uid(), m.gid()))) {
                         Ok(()) => {
-                            let _ = here.chown(Some(m.uid()), Some(m.gid()));
-                            here.chmod(m.mode())?;
                             // The new entry must survive a crash before anything is put in it.
                             here.sync_dir()?;
                         }

@@ -147,11 +147,34 @@ fn check(state: &CrashState, points: &[recorder::Point], hist: &History, case: &
         }
     }
     let p = &points[state.at];
-    if state.kill {
+    let r = if state.kill {
         oracle::check_kill(&view, hist, p.done, p.in_flight)
     } else {
         oracle::check_power(&view, hist, p.done, p.in_flight)
+    };
+    r.map_err(|e| format!("{e}{}", describe(state)))
+}
+
+/// The tiers of a crash state in a line each (with `TIERWISE_CRASH_VERBOSE`), for a finding.
+fn describe(state: &CrashState) -> String {
+    if std::env::var_os("TIERWISE_CRASH_VERBOSE").is_none() {
+        return String::new();
     }
+    let mut out = String::new();
+    for (name, t) in [("ssd", &state.ssd), ("hdd", &state.hdd)] {
+        let files: Vec<String> = t
+            .0
+            .iter()
+            .filter_map(|(p, e)| match e {
+                tree::Entry::File { content, mtime, .. } => {
+                    Some(format!("{}={}B@{}.{:09}", p.display(), content.len(), mtime.0, mtime.1))
+                }
+                _ => None,
+            })
+            .collect();
+        out.push_str(&format!("\n    {name}: {}", files.join(" ")));
+    }
+    out
 }
 
 /// Records `case`, then checks each of its crash states (`all`: every prefix pair of a power
