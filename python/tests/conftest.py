@@ -51,6 +51,19 @@ def load(p: Path):
     return json.loads(p.read_text())
 
 
+def need(module: str):
+    """Imports `module` for a test that needs it: a missing one fails the test (the README's test
+    command installs the extras), unless TIERWISE_ALLOW_SKIP=1 lets a developer skip it."""
+    if os.environ.get("TIERWISE_ALLOW_SKIP") == "1":
+        return pytest.importorskip(module)
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        pytest.fail(f"{module} is needed: pip install './python[dask,polars,test]' (scripts/test-all.sh does): {e}")
+
+
 @pytest.fixture(scope="session")
 def browser() -> str:
     """A headless Chromium (Debian's chromium-headless-shell or chromium)."""

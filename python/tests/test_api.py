@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import tierwise
-from conftest import MSR, REPO, SYSTOR, TPCC, TRACES, load, run_cli, without_wall
+from conftest import MSR, REPO, SYSTOR, TPCC, TRACES, load, need, run_cli, without_wall
 
 
 def test_sim_equals_the_cli_json(cli: Path, tmp_path: Path) -> None:
@@ -128,7 +128,7 @@ def test_progress_reaches_a_callable() -> None:
 
 
 def test_polars_frames() -> None:
-    pl = pytest.importorskip("polars")
+    pl = need("polars")
     df = tierwise.sim(MSR, "cache", "10%", timing="none", frame="polars")
     assert isinstance(df, pl.DataFrame) and df.shape[0] == 1
     assert isinstance(tierwise.sim(MSR, "cache", "10%", timing="none"), pd.DataFrame)

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 import tierwise
-from conftest import MSR, SYSTOR, TPCC, TRACES, load
+from conftest import MSR, SYSTOR, TPCC, TRACES, load, need
 
 # Columns that record how long a job took, not what it computed.
 TIMING = ["compute_s", "wall_s", "engine_memory_bytes", "report_json"]
@@ -38,7 +38,7 @@ SMALL = dict(
 
 
 def test_a_two_worker_cluster_equals_serial(tmp_path: Path) -> None:
-    pytest.importorskip("dask.distributed")
+    need("dask.distributed")
     serial = tierwise.sweep(**SMALL, out=tmp_path / "serial", executor="processes", workers=1)
     dask = tierwise.sweep(**SMALL, out=tmp_path / "dask", executor="dask", workers=2)
     # cache takes collector=lru|arc, greendm-tiering has no collector knob, dm-cache's does.
@@ -144,7 +144,7 @@ def test_results_of_another_version_are_refused(tmp_path: Path) -> None:
 @pytest.mark.parametrize("executor", ["processes", "dask"])
 def test_a_dead_worker_is_retried(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, executor: str) -> None:
     if executor == "dask":
-        pytest.importorskip("dask.distributed")
+        need("dask.distributed")
     marks = tmp_path / "marks"
     marks.mkdir()
     # Every job's first attempt kills its worker process (os._exit), as an OOM kill would.

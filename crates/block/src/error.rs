@@ -44,6 +44,16 @@ pub enum DeviceError {
     /// The architecture spec is wrong or not servable.
     #[error("{0}")]
     Spec(String),
+    /// The images hold a device run with another policy, and changing it was not asked for.
+    #[error(
+        "these images hold a device served with the policy `{stored}`, not `{asked}`: serve them without --policy to keep it, or add --force-policy to change it (its dirty blocks are written back to the HDD first); nothing was changed"
+    )]
+    PolicyMismatch {
+        /// The policy recorded in the superblock.
+        stored: String,
+        /// The policy asked for.
+        asked: String,
+    },
     /// No metadata checkpoint could be read.
     #[error(
         "no valid metadata checkpoint on either image ({0}); refusing to serve: the SSD may hold \

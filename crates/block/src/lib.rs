@@ -31,7 +31,7 @@ pub use backend::{Backend, Dev, FileBackend, MemBackend};
 pub use device::{DeviceStats, HybridDevice, ServeOptions, SysClock};
 pub use emulate::Emulated;
 pub use error::{DeviceError, FormatError};
-pub use recovery::{CreateOptions, create, open, servable, servable_names};
+pub use recovery::{CreateOptions, change_policy, choose_policy, create, open, servable, servable_names};
 pub use status::Extent;
 /// The emulated HDD's request queue (`Emulated::new`).
 pub use tierwise_devices::Scheduler as HddQueue;

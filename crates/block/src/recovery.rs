@@ -17,7 +17,7 @@ use tierwise_core::arch::Architecture;
 use tierwise_core::arch::{Addressing, CostClass, arch_info};
 use tierwise_core::driver::WorkQueue;
 use tierwise_core::params::Params;
-use tierwise_core::{Engine, Level, ObjectId, Setup, build_arch, extent_size_of};
+use tierwise_core::{Engine, Level, ObjectId, Setup, build_arch, extent_size_of, full_spec, same_policy};
 
 use crate::backend::{Backend, Dev};
 use crate::device::{Core, DeviceStats, HybridDevice, STRIPES, ServeOptions, Shared, SysClock};
@@ -96,6 +96,8 @@ pub fn create(backend: &dyn Backend, opts: &CreateOptions) -> Result<Superblock,
     }
     let layout = if caps.addressing == Addressing::Concatenated { Layout::Concatenated } else { Layout::Identity };
     let uuid = new_uuid();
+    // Every knob recorded: a restart without --policy serves exactly this.
+    let spec = full_spec(&opts.spec).map_err(|e| DeviceError::Spec(e.to_string()))?;
     let sb = |role| Superblock {
         role,
         layout,
@@ -104,7 +106,7 @@ pub fn create(backend: &dyn Backend, opts: &CreateOptions) -> Result<Superblock,
         slots,
         meta_len: Superblock::meta_len_for(slots, bs),
         hdd_data,
-        spec: opts.spec.clone(),
+        spec: spec.clone(),
     };
     let (ssd, hdd) = (sb(Role::Ssd), sb(Role::Hdd));
     let io = |what: &str| {
@@ -265,28 +267,114 @@ pub fn inspect(backend: &dyn Backend) -> Result<Superblock, DeviceError> {
     Ok(ssd)
 }
 
+/// Whether `spec` can run on the device of superblock `sb`: its layout and extent size.
+fn fits(spec: &str, sb: &Superblock) -> Result<Layout, DeviceError> {
+    let caps = servable(spec)?;
+    let want = if caps.addressing == Addressing::Concatenated { Layout::Concatenated } else { Layout::Identity };
+    if want != sb.layout {
+        return Err(DeviceError::Spec(format!(
+            "{spec} lays the device out {want:?}, these images are laid out {:?} (created for {}); nothing was changed",
+            sb.layout, sb.spec
+        )));
+    }
+    let bs = sb.block_size;
+    if let Some(es) = extent_size_of(spec).filter(|&es| es != bs) {
+        return Err(DeviceError::Spec(format!(
+            "{spec} places extents of {es} bytes, the device's blocks are {bs} bytes: give the spec es={bs} \
+             (or sub-lun=), or create the device with --block-size {es}; nothing was changed"
+        )));
+    }
+    Ok(want)
+}
+
+/// The policy a device runs when (re)started: the one recorded in its superblock, unless
+/// `asked` names another; that is refused unless `force` (then [`change_policy`] must run before
+/// [`open`]). Returns the spec and whether it is a change.
+pub fn choose_policy(backend: &dyn Backend, asked: Option<&str>, force: bool) -> Result<(String, bool), DeviceError> {
+    let (ssd_sb, _) = check_images(backend)?;
+    let stored = ssd_sb.spec;
+    match asked {
+        None if stored.is_empty() => Ok((crate::DEFAULT_SERVE_POLICY.to_string(), false)),
+        None => Ok((stored, false)),
+        Some(a) if stored.is_empty() || same_policy(a, &stored) => Ok((a.to_string(), false)),
+        Some(a) if force => Ok((a.to_string(), true)),
+        Some(a) => Err(DeviceError::PolicyMismatch { stored, asked: a.to_string() }),
+    }
+}
+
+/// Changes the policy recorded on a device that is not being served: every block the SSD holds
+/// newer than the HDD (every mapped block after an unclean shutdown) is written back, the SSD's
+/// table is emptied (the new policy starts cold, as bcache does after a detach), and both
+/// superblocks name `spec`. Checked first: nothing is written unless `spec` fits the device.
+/// A crash at any point leaves a device that opens: under the old policy with its table (every
+/// written-back block is also on the HDD), or empty under either.
+pub fn change_policy(backend: &dyn Backend, spec: &str) -> Result<(), DeviceError> {
+    let (ssd_sb, hdd_sb) = check_images(backend)?;
+    fits(spec, &ssd_sb)?;
+    let full = full_spec(spec).map_err(|e| DeviceError::Spec(e.to_string()))?;
+    let cp = newest_checkpoint(backend, &ssd_sb, &hdd_sb)?;
+    let io = |what: &'static str| move |e| DeviceError::io(what, e);
+    let bs = ssd_sb.block_size;
+    let slot_offset = |slot: u32| ssd_sb.ssd_data_start() + u64::from(slot) * bs;
+    for e in cp.entries.iter().filter(|e| e.dirty || !cp.clean) {
+        if ssd_sb.layout == Layout::Concatenated {
+            break; // one address space: a slot is the block's only home
+        }
+        let mut buf = vec![0u8; bs as usize];
+        backend.read(Dev::Ssd, &mut buf, slot_offset(e.slot)).map_err(io("reading the SSD image"))?;
+        let sectors = bs / SECTOR;
+        let valid = |s: u64| {
+            e.partial.as_ref().is_none_or(|bits| bits.get((s / 64) as usize).is_some_and(|w| w >> (s % 64) & 1 == 1))
+        };
+        let mut s = 0;
+        while s < sectors {
+            if !valid(s) {
+                s += 1;
+                continue;
+            }
+            let start = s;
+            while s < sectors && valid(s) {
+                s += 1;
+            }
+            let (from, to) = ((start * SECTOR) as usize, (s * SECTOR) as usize);
+            backend
+                .write(Dev::Hdd, &buf[from..to], e.block * bs + from as u64)
+                .map_err(io("writing back to the HDD image"))?;
+        }
+    }
+    backend.sync(Dev::Hdd).map_err(io("syncing the HDD image"))?;
+    if ssd_sb.layout == Layout::Identity {
+        // An empty table, newer than every copy, in both copies of both images.
+        for (k, copy) in [(1u64, (cp.seq + 1) % 2), (2, (cp.seq + 2) % 2)] {
+            let bytes = Checkpoint { seq: cp.seq + k, clean: true, entries: Vec::new() }.encode(ssd_sb.uuid, bs);
+            backend.write(Dev::Ssd, &bytes, ssd_sb.meta_offset(copy)).map_err(io("writing a checkpoint"))?;
+            backend.write(Dev::Hdd, &bytes, hdd_sb.meta_offset(copy)).map_err(io("writing a checkpoint"))?;
+            backend.sync(Dev::Ssd).map_err(io("syncing the SSD image"))?;
+            backend.sync(Dev::Hdd).map_err(io("syncing the HDD image"))?;
+        }
+    }
+    // The HDD's superblock first: the SSD's is the one read.
+    let hdd_new = Superblock { spec: full.clone(), ..hdd_sb };
+    backend.write(Dev::Hdd, &hdd_new.encode(), hdd_new.offset()).map_err(io("writing the HDD superblock"))?;
+    backend.sync(Dev::Hdd).map_err(io("syncing the HDD image"))?;
+    let ssd_new = Superblock { spec: full, ..ssd_sb };
+    backend.write(Dev::Ssd, &ssd_new.encode(), 0).map_err(io("writing the SSD superblock"))?;
+    backend.sync(Dev::Ssd).map_err(io("syncing the SSD image"))?;
+    Ok(())
+}
+
 /// Opens a device: checks the images, recovers the newest checkpoint, tells the engine what
 /// the SSD holds, and commits a checkpoint marked in use. Call [`HybridDevice::start`] to run
-/// its movers.
+/// its movers. The policy must be the one the device records ([`choose_policy`]).
 pub fn open(backend: Arc<dyn Backend>, opts: ServeOptions) -> Result<HybridDevice, DeviceError> {
     let caps = servable(&opts.spec)?;
     let (ssd_sb, hdd_sb) = check_images(&*backend)?;
-    let want = if caps.addressing == Addressing::Concatenated { Layout::Concatenated } else { Layout::Identity };
-    if want != ssd_sb.layout {
-        return Err(DeviceError::Spec(format!(
-            "{} lays the device out {:?}, these images are laid out {:?} (created for {}); nothing was changed",
-            opts.spec, want, ssd_sb.layout, ssd_sb.spec
-        )));
+    if !ssd_sb.spec.is_empty() && !same_policy(&opts.spec, &ssd_sb.spec) {
+        return Err(DeviceError::PolicyMismatch { stored: ssd_sb.spec.clone(), asked: opts.spec.clone() });
     }
+    let want = fits(&opts.spec, &ssd_sb)?;
     let cp = newest_checkpoint(&*backend, &ssd_sb, &hdd_sb)?;
     let bs = ssd_sb.block_size;
-    if let Some(es) = extent_size_of(&opts.spec).filter(|&es| es != bs) {
-        return Err(DeviceError::Spec(format!(
-            "{} places extents of {es} bytes, the device's blocks are {bs} bytes: give the spec es={bs} \
-             (or sub-lun=), or create the device with --block-size {es}; nothing was changed",
-            opts.spec
-        )));
-    }
     let slots = ssd_sb.slots;
     // A few slots are kept over the engine's capacity, so a slot waiting for a commit rarely
     // makes a move wait (SSD over-provisioning).

@@ -13,12 +13,7 @@ fn tierwise(args: &[&str]) -> Output {
 }
 
 fn can_mount() -> bool {
-    let fuse = OpenOptions::new().read(true).write(true).open("/dev/fuse").is_ok();
-    let root = nix::unistd::Uid::effective().is_root();
-    if !(fuse && root) {
-        eprintln!("SKIPPED: needs /dev/fuse and root (to mount a small tmpfs as the SSD)");
-    }
-    fuse && root
+    tierwise_testkit::fuse_and_root()
 }
 
 /// `N` fresh temporary directories.

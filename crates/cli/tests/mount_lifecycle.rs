@@ -7,7 +7,7 @@
 
 #![expect(clippy::unwrap_used, reason = "a failing setup should stop the test loudly")]
 
-use std::fs::{self, OpenOptions};
+use std::fs;
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -18,12 +18,7 @@ fn tierwise(args: &[&str]) -> Output {
 }
 
 fn can_mount() -> bool {
-    let fuse = OpenOptions::new().read(true).write(true).open("/dev/fuse").is_ok();
-    let root = nix::unistd::Uid::effective().is_root();
-    if !(fuse && root) {
-        eprintln!("SKIPPED: needs /dev/fuse and root");
-    }
-    fuse && root
+    tierwise_testkit::fuse_and_root()
 }
 
 fn temp_dirs<const N: usize>() -> [tempfile::TempDir; N] {
@@ -95,7 +90,9 @@ fn fstab_lines_mount_once_and_ro_is_read_only() {
         return;
     }
     let Some(_helper) = Helper::install() else {
-        eprintln!("SKIPPED: /sbin/mount.tierwise belongs to another tierwise");
+        tierwise_testkit::unmet(
+            "/sbin/mount.tierwise belongs to another tierwise install; the fstab test needs it to be this one",
+        );
         return;
     };
     let [root, mnt, etc] = temp_dirs();
@@ -269,7 +266,9 @@ fn df_follows_the_policy_and_declined_passthrough_is_said() {
     for (policy, extra, want_mib) in
         [("file-write-back", "--passthrough", 64), ("dynamic-hot-dst", "", 64 + 4), ("hdd-only", "", 64)]
     {
-        let mut args = vec!["mount", "--ssd", s, "--hdd", h, m, "--policy", policy, "--ssd-quota", "4MiB"];
+        // One pair of tiers under three policies: each remount changes it on purpose.
+        let mut args =
+            vec!["mount", "--ssd", s, "--hdd", h, m, "--policy", policy, "--force-policy", "--ssd-quota", "4MiB"];
         if !extra.is_empty() {
             args.push(extra);
         }

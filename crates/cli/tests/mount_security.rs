@@ -9,7 +9,7 @@
 #![expect(clippy::unwrap_used, reason = "a failing setup should stop the test loudly")]
 
 use std::collections::BTreeMap;
-use std::fs::{self, OpenOptions};
+use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -19,13 +19,8 @@ fn tierwise(args: &[&str]) -> Output {
 }
 
 fn can_mount_as_root() -> bool {
-    let fuse = OpenOptions::new().read(true).write(true).open("/dev/fuse").is_ok();
-    let root = nix::unistd::Uid::effective().is_root();
-    let setpriv = Command::new("setpriv").arg("--version").output().is_ok();
-    if !(fuse && root && setpriv) {
-        eprintln!("SKIPPED: needs /dev/fuse, root and setpriv (util-linux)");
-    }
-    fuse && root && setpriv
+    use tierwise_testkit::Need;
+    tierwise_testkit::require(&[Need::Fuse, Need::Root, Need::Tool("setpriv", "util-linux")])
 }
 
 /// Unmounts when the test ends, also when it fails half way (no daemon outlives it).
@@ -112,7 +107,9 @@ fn a_racing_user_cannot_make_the_daemon_touch_anything_outside_the_tiers() {
     match cc {
         Ok(o) if o.status.success() => {}
         other => {
-            eprintln!("SKIPPED: no C compiler to build the attacker ({other:?})");
+            tierwise_testkit::unmet(&format!(
+                "a C compiler builds the attacker (apt-get install build-essential): {other:?}"
+            ));
             return;
         }
     }

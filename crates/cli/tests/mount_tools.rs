@@ -5,21 +5,13 @@
 
 #![expect(clippy::unwrap_used, reason = "a failing setup should stop the test loudly")]
 
-use std::fs::OpenOptions;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
 fn ready(tool: &str) -> bool {
-    if OpenOptions::new().read(true).write(true).open("/dev/fuse").is_err() {
-        eprintln!("SKIPPED: /dev/fuse cannot be opened here");
-        return false;
-    }
-    let found = Command::new("sh").args(["-c", &format!("command -v {tool}")]).stdout(Stdio::null()).status();
-    if !found.is_ok_and(|s| s.success()) {
-        eprintln!("SKIPPED: {tool} is not installed (scripts/test-all.sh installs it: apt-get install {tool})");
-        return false;
-    }
-    true
+    // The tool names its Debian package here (fio, postmark).
+    let tool: &'static str = Box::leak(tool.to_string().into_boxed_str());
+    tierwise_testkit::require(&[tierwise_testkit::Need::Fuse, tierwise_testkit::Need::Tool(tool, tool)])
 }
 
 /// A daemon mounted for the test; detached when the test ends, also when it fails.

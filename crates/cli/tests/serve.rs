@@ -253,12 +253,16 @@ fn bad_images_are_refused_and_left_unchanged() {
 
 #[test]
 fn ext4_on_nbdfuse_and_a_loop_device_passes_fsck_after_a_workload() {
-    if !can_serve() || !have("nbdfuse") || !have("mkfs.ext4") || !have("losetup") {
-        eprintln!("SKIPPED: needs nbdfuse, mkfs.ext4 and losetup");
-        return;
-    }
-    if std::fs::OpenOptions::new().read(true).write(true).open("/dev/fuse").is_err() {
-        eprintln!("SKIPPED: /dev/fuse cannot be opened");
+    use tierwise_testkit::Need;
+    if !can_serve()
+        || !tierwise_testkit::require(&[
+            Need::Fuse,
+            Need::Root,
+            Need::Tool("nbdfuse", "libnbd-bin"),
+            Need::Tool("mkfs.ext4", "e2fsprogs"),
+            Need::Tool("losetup", "mount"),
+        ])
+    {
         return;
     }
     let s = Served::create("cache:mode=write-back", "8MiB", "256MiB");

@@ -23,7 +23,10 @@ pub mod params;
 pub mod temp_buffer;
 mod types;
 
-pub use arch::{ARCHITECTURES, AnyArch, Architecture, Placement, Setup, Usage, arch_info, build_arch, extent_size_of};
+pub use arch::{
+    ARCHITECTURES, AnyArch, Architecture, Placement, Setup, Usage, arch_info, build_arch, extent_size_of, full_spec,
+    same_policy,
+};
 pub use clock::{Clock, ManualClock};
 pub use decision::{LOGICAL_ADDR, Outcome, Priority, Served, Work, WorkKind};
 pub use engine::{Call, CompleteError, Engine, EngineStats};

@@ -134,6 +134,11 @@ impl Params {
         }
     }
 
+    /// The pairs given, in order.
+    pub fn pairs(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.pairs.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+
     /// The owner name.
     pub fn owner(&self) -> &str {
         &self.owner

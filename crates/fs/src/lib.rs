@@ -116,6 +116,16 @@ pub enum MountError {
     /// Two data-path options that exclude each other.
     #[error("{0}")]
     Modes(&'static str),
+    /// The volume was mounted with another policy, and changing it was not asked for.
+    #[error(
+        "these tiers were last mounted with the policy `{stored}`, not `{asked}`: mount without --policy to keep it, or add --force-policy to change it (dirty files are written back to the HDD first); nothing was changed"
+    )]
+    PolicyMismatch {
+        /// The policy recorded with the data.
+        stored: String,
+        /// The policy asked for.
+        asked: String,
+    },
     /// The pin reserve does not leave the policy any SSD space.
     #[error("the pin reserve ({reserve} bytes) must be smaller than the SSD quota ({quota} bytes)")]
     Reserve {
@@ -168,6 +178,9 @@ pub struct MountConfig {
     pub read_only: bool,
     /// Where the mount is (for the lock file, status and metrics).
     pub mountpoint: Option<PathBuf>,
+    /// Run `policy` even though the volume was last mounted with another one: its dirty files
+    /// are written back first. Without it a different policy is refused (see [`stored_policy`]).
+    pub force_policy: bool,
 }
 
 impl MountConfig {
@@ -189,6 +202,7 @@ impl MountConfig {
             direct_io: false,
             read_only: false,
             mountpoint: None,
+            force_policy: false,
         }
     }
 }
@@ -260,6 +274,16 @@ impl HybridFs {
         let tier_locks = lockfile::TierLocks::acquire(&tiers, cfg.mountpoint.as_deref())?;
         let state_dir = cfg.state_dir.clone().unwrap_or_else(|| tiers.ssd.join(DEFAULT_STATE_DIR));
         let store = recovery::open_store(&state_dir, cfg.read_only)?;
+        let stored = store.policy()?;
+        let changing = match &stored {
+            Some(s) if !tierwise_core::same_policy(s, &cfg.policy) => {
+                if !cfg.force_policy && !cfg.read_only {
+                    return Err(MountError::PolicyMismatch { stored: s.clone(), asked: cfg.policy.clone() });
+                }
+                !cfg.read_only
+            }
+            _ => false,
+        };
         let saved = Counters::from_saved(&store.counters()?);
         let policy_bytes = cfg.ssd_quota.saturating_sub(cfg.pin_reserve).max(1);
         let setup = Setup { fast_capacity: policy_bytes, slow_capacity: 0, object_size: 0 };
@@ -312,7 +336,14 @@ impl HybridFs {
             started: Instant::now(),
             page_cache: crate::page_cache::PageCache::default(),
         });
+        if changing {
+            // The old policy's dirty files reach the HDD before the new one adopts anything.
+            shared.write_back_dirty()?;
+        }
         shared.adopt()?;
+        if !cfg.read_only {
+            shared.store.set_policy(&tierwise_core::full_spec(&cfg.policy)?)?;
+        }
         // A read-only mount moves nothing: no mover.
         let mover = if cfg.read_only {
             None
@@ -381,6 +412,20 @@ impl Drop for HybridFs {
         self.shared.end_renames();
         self.shared.save_heat(false);
         self.shared.save_counters(true);
+    }
+}
+
+/// The policy recorded with the tiers whose state store is in `state_dir` (by default
+/// `.tierwise-state/` in the SSD directory): what a mount without `--policy` runs. `None` when
+/// there is no store, or it records none (made before policies were recorded). Read only.
+pub fn stored_policy(ssd: &Path, state_dir: Option<&Path>) -> Result<Option<String>, MountError> {
+    let dir = state_dir.map_or_else(|| ssd.join(DEFAULT_STATE_DIR), Path::to_path_buf);
+    match state::StateStore::open_read_only(&dir) {
+        Ok(Some(s)) => Ok(s.policy()?),
+        Ok(None) => Ok(None),
+        Err(e) if e.is_locked() => Err(MountError::StoreInUse(dir.join(state::STATE_FILE))),
+        // Unreadable: the mount sets it aside and rebuilds; no policy to keep.
+        Err(_) => Ok(None),
     }
 }
 

@@ -142,6 +142,27 @@ impl Shared {
         Ok(())
     }
 
+    /// Writes every file the store records dirty back to the HDD (its SSD copy is the file):
+    /// before a mount under another policy adopts the trees, so that no policy that keeps no
+    /// dirty data inherits some. The copy goes through the move protocol; the HDD copy then has
+    /// the SSD copy's bytes and time, and adoption finds two identical copies.
+    pub(crate) fn write_back_dirty(&self) -> Result<(), MountError> {
+        self.recover_renames()?;
+        let dirty = self.store.dirty()?;
+        for (i, rel) in dirty.iter().enumerate() {
+            if !self.tiers.exists(Tier::Fast, rel) {
+                continue;
+            }
+            self.tiers.plan_copy(rel, Tier::Fast, u64::MAX - i as u64)?.run(&mut |_, _, _| Ok(()))?;
+            self.store.set_dirty(rel, false)?;
+        }
+        self.store.sync()?;
+        if !dirty.is_empty() {
+            log::info(format_args!("policy changed: {} dirty file(s) written back to the HDD first", dirty.len()));
+        }
+        Ok(())
+    }
+
     /// Adopts every file already in the trees: pinned files go to their tier, the others are
     /// told to the engine. The store's dirty set is then rewritten to what the engine holds dirty.
     pub(crate) fn adopt(&self) -> Result<(), MountError> {

@@ -33,6 +33,9 @@ const JOURNAL: TableDefinition<u64, (u8, u8, u64, u64, &[u8])> = TableDefinition
 /// Renames that change more than one name on the tiers, journalled before the first change:
 /// id → (from, to, what each tier held at both names; see [`RenameRecord`]).
 const RENAMES: TableDefinition<u64, (&[u8], &[u8], u8, [u64; 16])> = TableDefinition::new("renames");
+/// What the volume is: `policy` → the full spec of the policy it runs (every knob), kept with
+/// the data as bcache, lvm and Open-CAS keep their cache mode in their metadata.
+const META: TableDefinition<&str, &str> = TableDefinition::new("meta");
 /// Named counters, totals over the volume's life.
 const COUNTERS: TableDefinition<&str, u64> = TableDefinition::new("counters");
 /// Access statistics: path → (rank, coldest 0, in the collector's ranking; the collector's count).
@@ -129,8 +132,7 @@ impl RenameRecord {
     }
 
     fn decode(from: &[u8], to: &[u8], flags: u8, ids: [u64; 16]) -> RenameRecord {
-        let mut rec =
-            RenameRecord { from: path_of(from), to: path_of(to), source: [None; 2], replaced: [None; 2] };
+        let mut rec = RenameRecord { from: path_of(from), to: path_of(to), source: [None; 2], replaced: [None; 2] };
         for t in 0..2 {
             for k in 0..2 {
                 if flags & (1 << (t * 2 + k)) == 0 {
@@ -243,6 +245,7 @@ impl StateStore {
             tx.open_table(DIRTY)?;
             tx.open_table(JOURNAL)?;
             tx.open_table(RENAMES)?;
+            tx.open_table(META)?;
             tx.open_table(COUNTERS)?;
             tx.open_table(HEAT)?;
             Ok(())
@@ -296,6 +299,24 @@ impl StateStore {
             self.write(Durability::Immediate, |_| Ok(()))?;
         }
         Ok(())
+    }
+
+    /// The policy the volume was last mounted with (its full spec), if any was recorded.
+    pub fn policy(&self) -> Result<Option<String>, StateError> {
+        self.read(|tx| match tx.open_table(META) {
+            Ok(t) => Ok(t.get("policy")?.map(|v| v.value().to_string())),
+            // A store written before the table existed (read-only: cannot create it).
+            Err(redb::TableError::TableDoesNotExist(_)) => Ok(None),
+            Err(e) => Err(e.into()),
+        })
+    }
+
+    /// Records the policy the volume runs (durably: a restart must find it).
+    pub fn set_policy(&self, spec: &str) -> Result<(), StateError> {
+        self.write(Durability::Immediate, |tx| {
+            tx.open_table(META)?.insert("policy", spec)?;
+            Ok(())
+        })
     }
 
     /// The pinned files.
@@ -397,7 +418,12 @@ impl StateStore {
     /// The journalled renames, oldest first.
     pub fn unfinished_renames(&self) -> Result<Vec<RenameRecord>, StateError> {
         self.read(|tx| {
-            let t = tx.open_table(RENAMES)?;
+            let t = match tx.open_table(RENAMES) {
+                Ok(t) => t,
+                // A store written before renames were journalled, opened read-only.
+                Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
+                Err(e) => return Err(e.into()),
+            };
             let mut out = Vec::new();
             for row in t.iter()? {
                 let (_, v) = row?;

@@ -61,6 +61,11 @@ impl Shared {
     /// per file) adds the SSD quota: the SSD space tierwise may use, minus what it uses
     /// already, never more than the SSD's file system has free. `hdd-only` is the HDD,
     /// `ssd-only` the SSD up to the quota.
+    /// Whether the two tiers are directories of one file system (one device).
+    pub(crate) fn one_file_system(&self) -> bool {
+        self.tiers.root_id(Tier::Fast).0 == self.tiers.root_id(Tier::Slow).0
+    }
+
     pub(crate) fn usable_space(&self) -> Option<Space> {
         let st = |t: Tier| self.tiers.statvfs(t).ok();
         let (ssd, hdd) = (st(Tier::Fast)?, st(Tier::Slow)?);
@@ -82,6 +87,8 @@ impl Shared {
         Some(match self.layout {
             crate::Layout::HddOnly | crate::Layout::Caching => hdd_space,
             crate::Layout::SsdOnly => ssd_space,
+            // Both tiers on one file system (ROOT/ssd and ROOT/hdd on one disk): its space once.
+            crate::Layout::Tiering if self.one_file_system() => hdd_space,
             crate::Layout::Tiering => Space {
                 size: hdd_space.size + ssd_space.size,
                 free: hdd_space.free + ssd_space.free,

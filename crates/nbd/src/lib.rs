@@ -25,9 +25,13 @@ struct Config {
     ssd: Option<PathBuf>,
     hdd: Option<PathBuf>,
     policy: Option<String>,
+    force_policy: bool,
     movers: Option<usize>,
     move_rate: Option<u64>,
     control: Option<PathBuf>,
+    /// nbdkit's pid file and Unix socket, removed at a clean stop (nbdkit leaves them).
+    pidfile: Option<PathBuf>,
+    socket: Option<PathBuf>,
     metrics: Option<String>,
     emulate_hdd: Option<String>,
     emulate_ssd: Option<String>,
@@ -38,9 +42,12 @@ static CONFIG: Mutex<Config> = Mutex::new(Config {
     ssd: None,
     hdd: None,
     policy: None,
+    force_policy: false,
     movers: None,
     move_rate: None,
     control: None,
+    pidfile: None,
+    socket: None,
     metrics: None,
     emulate_hdd: None,
     emulate_ssd: None,
@@ -55,8 +62,6 @@ pub(crate) fn emulated_stats() -> serde_json::Value {
     let devices = EMULATED.get().map(|e| e.device_stats()).unwrap_or_default();
     devices.into_iter().map(|(label, stats)| serde_json::json!({"label": label, "stats": stats})).collect()
 }
-
-use tierwise_block::DEFAULT_SERVE_POLICY as DEFAULT_POLICY;
 
 fn config() -> std::sync::MutexGuard<'static, Config> {
     CONFIG.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -102,10 +107,15 @@ impl Server for Connection {
         Some(
             "ssd=PATH        the SSD image (required)\n\
              hdd=PATH        the HDD image (required)\n\
-             policy=SPEC     architecture spec (default cache:mode=write-through)\n\
+             policy=SPEC     architecture spec (default: the one the images record; for new\n\
+                             images cache:mode=write-through)\n\
+             force-policy=true   change the recorded policy to policy= (dirty blocks are\n\
+                             written back first)\n\
              movers=N        background moves in flight at most (default 2)\n\
              move-rate=BYTES moves copy at most this many bytes per second (0: unlimited)\n\
              control=PATH    Unix socket for tierwise stats|status|flush|cancel\n\
+             pidfile=PATH    nbdkit's --pidfile, removed at a clean stop\n\
+             socket=PATH     nbdkit's --unix socket, removed at a clean stop\n\
              metrics=ADDR    Prometheus metrics on ADDR:PORT\n\
              emulate-hdd=PRESET  the HDD image answers at this simulated disk's speed (labelled)\n\
              emulate-ssd=PRESET  the SSD image answers at this simulated SSD's speed (labelled)\n\
@@ -123,9 +133,23 @@ impl Server for Connection {
                 "ssd" => c.ssd = Some(PathBuf::from(value)),
                 "hdd" => c.hdd = Some(PathBuf::from(value)),
                 "policy" => c.policy = Some(value.to_string()),
+                "force-policy" => {
+                    c.force_policy = match value {
+                        "true" | "yes" | "1" | "on" => true,
+                        "false" | "no" | "0" | "off" => false,
+                        _ => {
+                            return Err(Error::new(
+                                libc::EINVAL,
+                                format!("force-policy={value}: expected true or false"),
+                            ));
+                        }
+                    }
+                }
                 "movers" => c.movers = Some(number(value)?.clamp(1, 64) as usize),
                 "move-rate" => c.move_rate = Some(number(value)?),
                 "control" => c.control = Some(PathBuf::from(value)),
+                "pidfile" => c.pidfile = Some(PathBuf::from(value)),
+                "socket" => c.socket = Some(PathBuf::from(value)),
                 "metrics" => c.metrics = Some(value.to_string()),
                 "emulate-hdd" => c.emulate_hdd = Some(value.to_string()),
                 "emulate-ssd" => c.emulate_ssd = Some(value.to_string()),
@@ -137,7 +161,7 @@ impl Server for Connection {
                     return Err(Error::new(
                         libc::EINVAL,
                         format!(
-                            "unknown parameter {key}; allowed: ssd, hdd, policy, movers, move-rate, control, metrics, emulate-hdd, emulate-ssd, hdd-queue"
+                            "unknown parameter {key}; allowed: ssd, hdd, policy, force-policy, movers, move-rate, control, pidfile, socket, metrics, emulate-hdd, emulate-ssd, hdd-queue"
                         ),
                     ));
                 }
@@ -152,7 +176,9 @@ impl Server for Connection {
             if c.ssd.is_none() || c.hdd.is_none() {
                 return Err(Error::new(libc::EINVAL, "ssd=PATH and hdd=PATH are required"));
             }
-            tierwise_block::servable(c.policy.as_deref().unwrap_or(DEFAULT_POLICY)).map_err(to_nbd)?;
+            if let Some(p) = &c.policy {
+                tierwise_block::servable(p).map_err(to_nbd)?;
+            }
             Ok(())
         })
     }
@@ -164,6 +190,13 @@ impl Server for Connection {
                 return Err(Error::new(libc::EINVAL, "ssd=PATH and hdd=PATH are required"));
             };
             let files = FileBackend::open(&ssd, &hdd, None).map_err(to_nbd)?;
+            // The policy kept with the data, unless another is asked for with force-policy.
+            let (spec, change) =
+                tierwise_block::choose_policy(&files, c.policy.as_deref(), c.force_policy).map_err(to_nbd)?;
+            if change {
+                nbdkit::debug!("changing the policy to {spec}: writing back dirty blocks first");
+                tierwise_block::change_policy(&files, &spec).map_err(to_nbd)?;
+            }
             let (backend, emulation): (Arc<dyn Backend>, Vec<String>) =
                 if c.emulate_hdd.is_some() || c.emulate_ssd.is_some() {
                     let queue = Scheduler::parse(c.hdd_queue.as_deref().unwrap_or("mq-deadline"))
@@ -179,7 +212,7 @@ impl Server for Connection {
                 };
             let defaults = ServeOptions::default();
             let opts = ServeOptions {
-                spec: c.policy.unwrap_or_else(|| DEFAULT_POLICY.to_string()),
+                spec,
                 movers: c.movers.unwrap_or(defaults.movers),
                 move_rate: c.move_rate.unwrap_or(0),
                 emulation,
@@ -212,10 +245,20 @@ impl Server for Connection {
         // The final checkpoint, marked clean. A failure leaves the previous one, which
         // recovery treats as a crash: nothing is lost either way.
         let _ = catch_unwind(|| {
-            if let Some(dev) = DEVICE.get()
-                && let Err(e) = dev.shutdown()
-            {
+            // Only a server that served removes its files: a second start that was refused
+            // (the images are locked) must leave the running server's alone.
+            let Some(dev) = DEVICE.get() else { return };
+            if let Err(e) = dev.shutdown() {
                 eprintln!("tierwise: final checkpoint: {e}");
+            }
+            let c = config().clone();
+            for path in [c.control, c.socket].into_iter().flatten() {
+                let _ = std::fs::remove_file(path);
+            }
+            if let Some(p) = c.pidfile
+                && std::fs::read_to_string(&p).is_ok_and(|pid| pid.trim() == std::process::id().to_string())
+            {
+                let _ = std::fs::remove_file(p);
             }
         });
     }

@@ -26,9 +26,15 @@ pub(crate) struct ServeArgs {
     #[arg(long)]
     hdd: Option<PathBuf>,
     /// Architecture spec (`tierwise list architectures`; block architectures without a RAM
-    /// level are served). Default: cache:mode=write-through.
+    /// level are served). Default: the policy the images record (every knob, written at
+    /// --create); for new images cache:mode=write-through. Another policy than the recorded one
+    /// needs --force-policy.
     #[arg(long)]
     policy: Option<String>,
+    /// Change the policy the images record to --policy: dirty blocks are written back to the
+    /// HDD first and the SSD starts empty under the new policy.
+    #[arg(long, requires = "policy")]
+    force_policy: bool,
     /// Make the images first: the SSD image of --ssd-size, and the HDD image of --hdd-size
     /// (or the existing HDD image's size, adopted in place).
     #[arg(long)]
@@ -163,16 +169,29 @@ pub(crate) fn cmd_serve(args: ServeArgs) -> Result<()> {
     let (Some(ssd), Some(hdd)) = (a.ssd.clone(), a.hdd.clone()) else {
         bail!("--ssd IMAGE and --hdd IMAGE are required (or ssd = and hdd = in --config)");
     };
-    let policy = a.policy.clone().unwrap_or_else(|| tierwise_block::DEFAULT_SERVE_POLICY.to_string());
-    tierwise_block::servable(&policy)?;
+    if let Some(p) = &a.policy {
+        tierwise_block::servable(p)?;
+    }
     if let Some(q) = &a.hdd_queue {
         if a.emulate_hdd.is_none() {
             bail!("--hdd-queue {q} orders the emulated HDD's requests: give --emulate-hdd PRESET too");
         }
         tierwise_block::HddQueue::parse(q).map_err(|e| anyhow::anyhow!("--hdd-queue {q}: {e}"))?;
     }
-    if a.create {
+    let socket = a.socket.clone().unwrap_or_else(|| with_suffix(&ssd, ".sock"));
+    let control = a.control.clone().unwrap_or_else(|| match a.port {
+        Some(_) => with_suffix(&ssd, ".control"),
+        None => with_suffix(&socket, ".control"),
+    });
+    let pidfile = with_suffix(&control, ".pid");
+    // A running server's pid file is its own: refused before anything is touched.
+    if let Some(pid) = running_pid(&pidfile) {
+        bail!("a server is already running with pid {pid} ({}); stop it first: kill {pid}", pidfile.display());
+    }
+    let policy = if a.create {
+        let policy = a.policy.clone().unwrap_or_else(|| tierwise_block::DEFAULT_SERVE_POLICY.to_string());
         create_images(&a, &ssd, &hdd, &policy)?;
+        policy
     } else {
         for (flag, v) in [("--ssd-size", &a.ssd_size), ("--hdd-size", &a.hdd_size), ("--block-size", &a.block_size)] {
             if v.is_some() {
@@ -182,14 +201,13 @@ pub(crate) fn cmd_serve(args: ServeArgs) -> Result<()> {
         // Check the pair before nbdkit starts, read-only, for a clear message.
         let backend = FileBackend::open(&ssd, &hdd, None)?;
         tierwise_block::recovery::inspect(&backend)?;
-    }
+        let (policy, change) = tierwise_block::choose_policy(&backend, a.policy.as_deref(), a.force_policy)?;
+        if change {
+            println!("tierwise: changing the policy to {policy}: dirty blocks are written back to the HDD first");
+        }
+        policy
+    };
     let plugin = plugin_path(a.plugin.as_deref())?;
-    let socket = a.socket.clone().unwrap_or_else(|| with_suffix(&ssd, ".sock"));
-    let control = a.control.clone().unwrap_or_else(|| match a.port {
-        Some(_) => with_suffix(&ssd, ".control"),
-        None => with_suffix(&socket, ".control"),
-    });
-    let pidfile = with_suffix(&control, ".pid");
     let _ = std::fs::remove_file(&pidfile);
     if a.port.is_none() {
         remove_stale_socket(&socket)?;
@@ -211,7 +229,14 @@ pub(crate) fn cmd_serve(args: ServeArgs) -> Result<()> {
         .arg(format!("ssd={}", abs(&ssd).display()))
         .arg(format!("hdd={}", abs(&hdd).display()))
         .arg(format!("policy={policy}"))
-        .arg(format!("control={}", abs(&control).display()));
+        .arg(format!("control={}", abs(&control).display()))
+        .arg(format!("pidfile={}", abs(&pidfile).display()));
+    if a.port.is_none() {
+        cmd.arg(format!("socket={}", abs(&socket).display()));
+    }
+    if a.force_policy {
+        cmd.arg("force-policy=true");
+    }
     if let Some(m) = &a.movers {
         cmd.arg(format!("movers={m}"));
     }
@@ -287,6 +312,12 @@ fn print_attach(uri: &str, a: &ServeArgs, socket: &Path, control: &Path, policy:
     }
 }
 
+/// The pid in `pidfile` when that process is alive.
+fn running_pid(pidfile: &Path) -> Option<i32> {
+    let pid: i32 = std::fs::read_to_string(pidfile).ok()?.trim().parse().ok()?;
+    (pid > 0 && nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()).then_some(pid)
+}
+
 /// A socket left by a server that was killed is removed; one that answers is in use.
 fn remove_stale_socket(socket: &Path) -> Result<()> {
     if is_control_socket(socket) {
@@ -344,11 +375,32 @@ pub(crate) fn is_control_socket(path: &Path) -> bool {
 
 /// Sends one command to a control socket and returns its JSON answer.
 fn ask(control: &Path, command: &str) -> Result<serde_json::Value> {
+    let beside = with_suffix(control, ".control");
+    let nbd_socket = || {
+        anyhow::anyhow!(
+            "{} is the device's NBD socket (for clients); control commands go to its control socket{}",
+            control.display(),
+            if is_control_socket(&beside) { format!(": {}", beside.display()) } else { String::new() }
+        )
+    };
+    if is_control_socket(&beside) {
+        return Err(nbd_socket());
+    }
     let mut s = UnixStream::connect(control)
         .with_context(|| format!("connecting to {} (is the device served?)", control.display()))?;
     writeln!(s, "{command}")?;
     let mut line = String::new();
-    BufReader::new(&s).read_line(&mut line)?;
+    // An NBD server greets first ("NBDMAGIC") and drops a peer that sends no handshake.
+    match BufReader::new(&s).read_line(&mut line) {
+        Ok(_) if line.starts_with("NBDMAGIC") => return Err(nbd_socket()),
+        Ok(_) => {}
+        Err(e) => {
+            return Err(anyhow::anyhow!(
+                "{} answered nothing readable ({e}): is it a tierwise control socket?",
+                control.display()
+            ));
+        }
+    }
     let v: serde_json::Value = serde_json::from_str(&line).with_context(|| format!("answer to {command}: {line}"))?;
     if v.get("ok").and_then(serde_json::Value::as_bool) == Some(false) {
         bail!("{}", v.get("error").and_then(serde_json::Value::as_str).unwrap_or("failed"));

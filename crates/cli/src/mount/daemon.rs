@@ -43,17 +43,26 @@ pub struct LogPlan {
 }
 
 impl LogPlan {
-    /// Stderr (the foreground; systemd's journal), or for a detached daemon `--log FILE`, else
-    /// syslog, with stdin, stdout and stderr on /dev/null (the terminal may be gone).
-    fn apply(&self, detached: bool) -> Result<()> {
-        let sink = match &self.file {
-            Some(f) => Sink::File(
+    /// The `--log` file, opened before anything is mounted: a path that cannot be written is an
+    /// error on the terminal, never a mount left behind by a daemon that then exits.
+    fn open_file(&self) -> Result<Option<std::fs::File>> {
+        self.file
+            .as_ref()
+            .map(|f| {
                 std::fs::OpenOptions::new()
                     .create(true)
                     .append(true)
                     .open(f)
-                    .with_context(|| format!("--log {}", f.display()))?,
-            ),
+                    .with_context(|| format!("--log {}: cannot open it for appending", f.display()))
+            })
+            .transpose()
+    }
+
+    /// Stderr (the foreground; systemd's journal), or for a detached daemon `--log FILE`, else
+    /// syslog, with stdin, stdout and stderr on /dev/null (the terminal may be gone).
+    fn apply(&self, file: Option<std::fs::File>, detached: bool) -> Result<()> {
+        let sink = match file {
+            Some(f) => Sink::File(f),
             None if detached => log::syslog().unwrap_or(Sink::Stderr),
             None => Sink::Stderr,
         };
@@ -90,9 +99,10 @@ pub fn sd_notify(state: &str) {
 /// `umount`, or SIGTERM/SIGINT (which unmount it, lazily when files are still open there).
 /// Returns once the file system has stopped and saved its state.
 pub fn serve(fs: HybridFs, mountpoint: &Path, fcfg: &fuser::Config, signals: SigSet, logs: &LogPlan) -> Result<()> {
+    let log_file = logs.open_file()?;
     let session = tierwise_fs::session::mount_session(fs, mountpoint, fcfg)
         .with_context(|| format!("mounting {}", mountpoint.display()))?;
-    logs.apply(std::env::var_os(DETACHED_ENV).is_some())?;
+    logs.apply(log_file, std::env::var_os(DETACHED_ENV).is_some())?;
     log::info(format_args!("mounted on {} (pid {})", mountpoint.display(), std::process::id()));
     sd_notify(&format!("READY=1\nSTATUS=serving {}", mountpoint.display()));
     let mp = mountpoint.to_path_buf();

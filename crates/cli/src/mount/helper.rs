@@ -108,9 +108,10 @@ pub fn mount_helper(argv: Vec<OsString>) -> Result<()> {
 
 /// The `tierwise mount` arguments for a helper call.
 pub fn helper_args(source: &str, dir: &Path, options: &[String]) -> Result<Vec<OsString>> {
+    // The defaults they name, or mount(8)'s own business: nothing for the daemon to do.
     const GENERIC: &[&str] = &[
-        "rw", "defaults", "auto", "noauto", "user", "nouser", "users", "_netdev", "nofail", "exec", "noexec", "suid",
-        "nosuid", "dev", "nodev", "async", "sync", "atime", "noatime", "relatime", "loop",
+        "rw", "defaults", "auto", "noauto", "user", "nouser", "users", "_netdev", "nofail", "exec", "suid", "dev",
+        "async", "atime", "relatime", "loop",
     ];
     const KEYS: &[&str] = &[
         "config",
@@ -129,7 +130,20 @@ pub fn helper_args(source: &str, dir: &Path, options: &[String]) -> Result<Vec<O
         "log",
         "log_level",
     ];
-    const SWITCHES: &[&str] = &["allow_other", "passthrough", "no_passthrough", "kernel_cache", "direct_io"];
+    const SWITCHES: &[&str] = &[
+        "allow_other",
+        "passthrough",
+        "no_passthrough",
+        "kernel_cache",
+        "direct_io",
+        "force_policy",
+        // Applied by the kernel to the FUSE mount.
+        "noexec",
+        "nosuid",
+        "nodev",
+        "noatime",
+        "sync",
+    ];
     let mut args: Vec<OsString> = vec!["mount".into(), "--foreground".into(), "--source".into(), source.into()];
     match source.split_once(':') {
         Some((ssd, hdd)) => {
@@ -194,6 +208,12 @@ mod tests {
                 "--read-only"
             ]
         );
+        // mount(8)'s flags that change what the mount allows are passed on, never dropped.
+        let flags: Vec<String> =
+            ["noexec", "nosuid", "nodev", "noatime", "exec"].iter().map(|s| s.to_string()).collect();
+        let a = helper_args("/srv/tier", Path::new("/mnt/t"), &flags).unwrap();
+        let a: Vec<String> = a.iter().skip(6).map(|s| s.to_string_lossy().into_owned()).collect();
+        assert_eq!(a, ["--noexec", "--nosuid", "--nodev", "--noatime"]);
         let root = helper_args("/srv/tier", Path::new("/mnt/t"), &[]).unwrap();
         assert_eq!(root.len(), 6);
         let err = helper_args("/srv/tier", Path::new("/mnt/t"), &["speed=9".into()]).unwrap_err().to_string();

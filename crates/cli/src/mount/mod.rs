@@ -34,9 +34,14 @@ pub struct MountArgs {
     #[arg(long)]
     config: Option<PathBuf>,
     /// A file-level architecture (see `tierwise list architectures`), e.g. hycache:collector=lfu
-    /// [default: on-demand-caching].
+    /// [default: the policy these tiers were last mounted with (recorded in the state store),
+    /// else on-demand-caching]. A different policy than the recorded one needs --force-policy.
     #[arg(long)]
     policy: Option<String>,
+    /// Change the policy the tiers were last mounted with to --policy: the old policy's dirty
+    /// files are written back to the HDD first.
+    #[arg(long)]
+    force_policy: bool,
     /// A policy for one directory subtree, PREFIX=ARCH (repeatable), e.g. /web=on-demand-caching;
     /// --policy then covers every other path and gives the knobs all volumes share.
     #[arg(long = "volume", value_name = "PREFIX=ARCH")]
@@ -101,6 +106,21 @@ pub struct MountArgs {
     /// trees nor the state store are written.
     #[arg(long)]
     read_only: bool,
+    /// Do not allow programs to be executed from the mount (mount(8)'s noexec).
+    #[arg(long)]
+    noexec: bool,
+    /// Ignore set-user-id and set-group-id bits (mount(8)'s nosuid).
+    #[arg(long)]
+    nosuid: bool,
+    /// Do not interpret device files (mount(8)'s nodev).
+    #[arg(long)]
+    nodev: bool,
+    /// Do not update access times (mount(8)'s noatime).
+    #[arg(long)]
+    noatime: bool,
+    /// Writes are synchronous (mount(8)'s sync: each write is synced before it returns).
+    #[arg(long)]
+    sync: bool,
     /// Of the pin reserve, how much each user other than root may pin to the SSD (bytes, or a
     /// share of the reserve) [default: 0: only root pins to the SSD].
     #[arg(long)]
@@ -306,6 +326,54 @@ fn tier_usage(root: &Path) -> u64 {
     total
 }
 
+/// A tierwise mount on `mountpoint` whose daemon is gone (killed -9, crashed) answers every
+/// access with ENOTCONN ("transport endpoint is not connected") or ECONNABORTED: it is detached,
+/// so that the
+/// same mount command (a systemd unit's restart) mounts again. A stale mount of another FUSE
+/// file system is not touched.
+fn detach_stale(mountpoint: &Path) -> Result<()> {
+    // The path as the mount table spells it, without resolving the dead mount itself.
+    let abs = std::path::absolute(mountpoint).unwrap_or_else(|_| mountpoint.to_path_buf());
+    let abs = match (abs.parent().and_then(|p| fs::canonicalize(p).ok()), abs.file_name()) {
+        (Some(p), Some(n)) => p.join(n),
+        _ => abs,
+    };
+    let Some(m) = mountinfo::mounts().into_iter().rev().find(|m| m.mountpoint == abs) else {
+        return Ok(());
+    };
+    // statfs always reaches the daemon (a stat may be answered from the kernel's cache).
+    // A dead daemon's mount answers ENOTCONN, or ECONNABORTED once the kernel aborted it.
+    match nix::sys::statfs::statfs(&abs) {
+        Err(nix::errno::Errno::ENOTCONN | nix::errno::Errno::ECONNABORTED) => {}
+        _ => return Ok(()),
+    }
+    if !m.is_tierwise() {
+        bail!(
+            "{} is a {} mount whose daemon is gone; detach it first (fusermount3 -uz {})",
+            mountpoint.display(),
+            m.fstype,
+            mountpoint.display()
+        );
+    }
+    let detached = if nix::unistd::Uid::effective().is_root() {
+        nix::mount::umount2(&abs, nix::mount::MntFlags::MNT_DETACH).map_err(|e| anyhow::anyhow!("{e}"))
+    } else {
+        std::process::Command::new("fusermount3")
+            .arg("-uz")
+            .arg(&abs)
+            .status()
+            .map_err(|e| anyhow::anyhow!("fusermount3: {e}"))
+            .and_then(|s| if s.success() { Ok(()) } else { Err(anyhow::anyhow!("fusermount3 -uz: {s}")) })
+    };
+    detached.with_context(|| format!("detaching the stale mount on {}", mountpoint.display()))?;
+    eprintln!(
+        "tierwise: {} was a tierwise mount whose daemon is gone (of {}); detached it, mounting again",
+        mountpoint.display(),
+        m.source
+    );
+    Ok(())
+}
+
 /// `tierwise mount`: checks everything, then serves in the foreground or starts a daemon in
 /// the background and returns once the mount is live.
 pub fn cmd_mount(mut a: MountArgs) -> Result<()> {
@@ -322,10 +390,14 @@ pub fn cmd_mount(mut a: MountArgs) -> Result<()> {
         }
         _ => bail!("give either --ssd and --hdd with one MOUNTPOINT, or ROOT MOUNTPOINT (not both forms)"),
     };
+    // The mount table's source names the tiers absolutely (a relative one means nothing to
+    // `df` or `mount -a` run elsewhere).
+    let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
     let source = a.source.clone().unwrap_or_else(|| match (&a.ssd, &a.hdd, a.paths.as_slice()) {
-        (None, None, [root, _]) => root.display().to_string(),
-        _ => format!("{}:{}", ssd.display(), hdd.display()),
+        (None, None, [root, _]) => absolute(root).display().to_string(),
+        _ => format!("{}:{}", absolute(&ssd).display(), absolute(&hdd).display()),
     });
+    detach_stale(&mountpoint)?;
     if !mountpoint.exists() {
         bail!("mountpoint `{}` does not exist (create the directory first)", mountpoint.display());
     }
@@ -340,7 +412,26 @@ pub fn cmd_mount(mut a: MountArgs) -> Result<()> {
         bail!("--threads 0: expected at least 1");
     }
     let tiers = Tiers::open(&ssd, &hdd, &mountpoint)?;
-    let policy = with_volumes(a.policy.as_deref().unwrap_or("on-demand-caching"), &a.volumes)?;
+    // The policy kept with the data, unless another is asked for (and then only with
+    // --force-policy, which HybridFs::new checks too).
+    let stored = match tierwise_fs::stored_policy(&tiers.ssd, a.state_dir.as_deref()) {
+        // Another daemon has these tiers: the tier lock refuses this mount below, naming it.
+        Err(tierwise_fs::MountError::StoreInUse(_)) => None,
+        r => r?,
+    };
+    let asked = (a.policy.is_some() || !a.volumes.is_empty())
+        .then(|| with_volumes(a.policy.as_deref().unwrap_or("on-demand-caching"), &a.volumes))
+        .transpose()?;
+    let policy = match (asked, &stored) {
+        (Some(p), Some(s)) if !tierwise_core::same_policy(&p, s) && !a.force_policy && !a.read_only => {
+            bail!(
+                "these tiers were last mounted with the policy `{s}`, not `{p}`: mount without --policy to keep it, or add --force-policy to change it (dirty files are written back to the HDD first); nothing was changed"
+            )
+        }
+        (Some(p), _) => p,
+        (None, Some(s)) => s.clone(),
+        (None, None) => "on-demand-caching".to_string(),
+    };
     tierwise_fs::check_policy(&policy)?;
     let quota = size_or_share(&a.setting("ssd_quota"), a.ssd_quota.as_deref().unwrap_or("90%"), || {
         // A share of what tierwise can have: the free space plus what its files take already
@@ -399,6 +490,7 @@ pub fn cmd_mount(mut a: MountArgs) -> Result<()> {
         kernel_cache: a.kernel_cache,
         direct_io: a.direct_io,
         read_only: a.read_only,
+        force_policy: a.force_policy,
         mountpoint: Some(fs::canonicalize(&mountpoint).unwrap_or_else(|_| mountpoint.clone())),
         ..MountConfig::new(&policy, quota)
     };
@@ -441,6 +533,18 @@ pub fn cmd_mount(mut a: MountArgs) -> Result<()> {
     fcfg.mount_options = tierwise_fs::mount_options(&source);
     if a.read_only {
         fcfg.mount_options.push(fuser::MountOption::RO);
+    }
+    // mount(8)'s generic flags, applied by the kernel (fstab's noexec must stop a script).
+    for (on, opt) in [
+        (a.noexec, fuser::MountOption::NoExec),
+        (a.nosuid, fuser::MountOption::NoSuid),
+        (a.nodev, fuser::MountOption::NoDev),
+        (a.noatime, fuser::MountOption::NoAtime),
+        (a.sync, fuser::MountOption::Sync),
+    ] {
+        if on {
+            fcfg.mount_options.push(opt);
+        }
     }
     if a.allow_other {
         // fuser adds allow_other for this ACL.

@@ -1,7 +1,7 @@
 //! What the `tierwise serve` tests share: a served device in a temporary directory, the
 //! tools it needs, and a seeded random source.
 
-#![allow(dead_code, reason = "each test file uses a part")]
+#![allow(dead_code, unused_imports, reason = "each test file uses a part")]
 #![expect(clippy::unwrap_used, reason = "a failing setup should stop the test loudly")]
 
 use std::path::{Path, PathBuf};
@@ -13,11 +13,7 @@ pub fn have(tool: &str) -> bool {
 }
 
 pub fn can_serve() -> bool {
-    let ok = have("nbdkit") && have("qemu-io");
-    if !ok {
-        eprintln!("SKIPPED: needs nbdkit and qemu-io (apt-get install nbdkit qemu-utils)");
-    }
-    ok
+    tierwise_testkit::serve()
 }
 
 pub fn tierwise(args: &[&str]) -> Output {

@@ -333,6 +333,41 @@ pub fn extent_size_of(spec: &str) -> Option<u64> {
     info.params.iter().filter(|p| knobs.contains(&p.name)).find_map(|p| crate::params::parse_size(p.default).ok())
 }
 
+/// `spec` with every knob its architecture (and its collector) documents a value for, given or
+/// default, in one order (knobs sorted by name): what a device or a mount records with its data,
+/// so that a restart keeps the policy it ran even if a later version changes a default, and so
+/// that two spellings of one policy compare equal ([`same_policy`]).
+pub fn full_spec(spec: &str) -> Result<String, ConfigError> {
+    let (name, params) = Params::parse(spec)?;
+    let info = arch_info(&name)?;
+    let mut knobs: std::collections::BTreeMap<String, String> =
+        params.pairs().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let mut documented: Vec<&ParamSpec> = info.params.iter().chain(info.extra_params).collect();
+    if info.uses_collector {
+        // An architecture may document its own collector default (HCA: lfu).
+        let own = documented.iter().find(|p| p.name == "collector" && !p.default.starts_with('(')).map(|p| p.default);
+        let collector =
+            knobs.get("collector").cloned().unwrap_or_else(|| own.unwrap_or(info.default_collector).to_string());
+        if let Ok(c) = collector_info(&collector) {
+            documented.extend(c.params);
+        }
+        knobs.insert("collector".into(), collector);
+    }
+    for p in documented {
+        if !p.default.is_empty() && !p.default.starts_with('(') {
+            knobs.entry(p.name.to_string()).or_insert_with(|| p.default.to_string());
+        }
+    }
+    let rest: Vec<String> = knobs.into_iter().map(|(k, v)| format!("{k}={v}")).collect();
+    Ok(if rest.is_empty() { info.name.to_string() } else { format!("{}:{}", info.name, rest.join(",")) })
+}
+
+/// Whether two specs name one policy: the same architecture with the same knobs once every
+/// default is filled in (see [`full_spec`]).
+pub fn same_policy(a: &str, b: &str) -> bool {
+    matches!((full_spec(a), full_spec(b)), (Ok(x), Ok(y)) if x == y)
+}
+
 /// Builds an architecture from a spec such as `cache:mode=write-back,collector=lfu`. Every knob
 /// is validated here; an unknown knob is an error that lists the valid ones.
 pub fn build_arch(spec: &str, setup: &Setup) -> Result<AnyArch, ConfigError> {

@@ -101,6 +101,9 @@ pub(crate) fn statfs(s: &Shared) -> Result<(Space, u64, u64), Errno> {
     let space = s.usable_space().ok_or(Errno::EIO)?;
     let (a, b) =
         (s.tiers.statvfs(Tier::Fast).map_err(|e| errno(&e))?, s.tiers.statvfs(Tier::Slow).map_err(|e| errno(&e))?);
+    if s.one_file_system() {
+        return Ok((space, b.files(), b.files_free()));
+    }
     Ok((space, a.files() + b.files(), a.files_free() + b.files_free()))
 }
 

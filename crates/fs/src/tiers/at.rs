@@ -250,8 +250,12 @@ impl At {
             }
             Ok(())
         };
-        let unnamed =
-            nix::fcntl::openat(&self.dir, ".", OFlag::O_TMPFILE | OFlag::O_WRONLY | BASE, Mode::from_bits_truncate(0o600));
+        let unnamed = nix::fcntl::openat(
+            &self.dir,
+            ".",
+            OFlag::O_TMPFILE | OFlag::O_WRONLY | BASE,
+            Mode::from_bits_truncate(0o600),
+        );
         match unnamed {
             Ok(fd) => {
                 let f = File::from(fd);
@@ -327,7 +331,8 @@ impl At {
     pub fn make_dir(&self, mode: u32, owner: Option<(u32, u32)>) -> io::Result<()> {
         static NEXT: AtomicU64 = AtomicU64::new(0);
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let tmp = self.sibling(&OsString::from(format!("{}tmp-dir-{}-{n}", super::RESERVED_PREFIX, std::process::id())))?;
+        let tmp =
+            self.sibling(&OsString::from(format!("{}tmp-dir-{}-{n}", super::RESERVED_PREFIX, std::process::id())))?;
         tmp.mkdir(0o700)?;
         let r = (|| {
             if let Some((uid, gid)) = owner {

@@ -96,7 +96,9 @@ impl Tiers {
                 Err(e) => return Err(e),
             };
             let dst = self.at_creating(t, &rec.to)?;
-            if !holds(&src, Some(source)) || !holds(&dst, rec.replaced[t.index()]) {
+            // The new name may also have lost the file it held (a power cut took back its
+            // creation): the rename replaces it anyway.
+            if !holds(&src, Some(source)) || !(holds(&dst, rec.replaced[t.index()]) || holds(&dst, None)) {
                 continue;
             }
             if rec.replaced[t.index()].is_some() && dst.is_dir() {

@@ -68,7 +68,10 @@ impl Tiers {
                             .any(|k| name.to_string_lossy().starts_with(&format!("{RESERVED_PREFIX}{k}")));
                         if tidy && kind == Kind::File && leftover {
                             at.unlink()?;
-                        } else if tidy && kind == Kind::Dir && name.to_string_lossy().starts_with(&format!("{RESERVED_PREFIX}tmp-dir-")) {
+                        } else if tidy
+                            && kind == Kind::Dir
+                            && name.to_string_lossy().starts_with(&format!("{RESERVED_PREFIX}tmp-dir-"))
+                        {
                             // A directory being made when a crash came: empty, never named.
                             let _ = at.rmdir();
                         }

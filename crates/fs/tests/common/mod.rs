@@ -3,29 +3,15 @@
 #![allow(dead_code, reason = "each test file uses a part")]
 #![expect(clippy::unwrap_used, reason = "a failing setup should stop the test loudly")]
 
-use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
 
 pub mod differential;
 
 use tierwise_fs::{HybridFs, MountConfig, Tiers, mount_options};
 
-/// Whether `/dev/fuse` can be opened (tests skip with a message when not).
+/// Whether `/dev/fuse` can be opened; when not, the test fails (see `tierwise_testkit`).
 pub fn fuse_available() -> bool {
-    match OpenOptions::new().read(true).write(true).open("/dev/fuse") {
-        Ok(_) => true,
-        Err(e) => {
-            eprintln!("SKIPPED: /dev/fuse cannot be opened here ({e}); the mount tests need it");
-            false
-        }
-    }
-}
-
-/// Fails the test unless `/dev/fuse` can be opened: a mount test that cannot run must not pass.
-pub fn require_fuse() {
-    if let Err(e) = OpenOptions::new().read(true).write(true).open("/dev/fuse") {
-        panic!("/dev/fuse cannot be opened here ({e}); the mount tests need it (see README: test prerequisites)");
-    }
+    tierwise_testkit::fuse()
 }
 
 /// A live mount, unmounted on drop.

@@ -43,12 +43,7 @@ pub struct Found {
 const QUOTA: u64 = 40_000;
 
 fn config(case: &Case, move_rate: u64) -> MountConfig {
-    MountConfig {
-        debug_events: true,
-        passthrough: case.passthrough,
-        move_rate,
-        ..MountConfig::new(case.policy, QUOTA)
-    }
+    MountConfig { debug_events: true, passthrough: case.passthrough, move_rate, ..MountConfig::new(case.policy, QUOTA) }
 }
 
 /// Waits until the mount has no work queued or in flight.
@@ -135,9 +130,10 @@ fn check(state: &CrashState, points: &[recorder::Point], hist: &History, case: &
     let view = view?;
     // Two copies that differ must be a dirty file's (the SSD copy is the file): otherwise a
     // later eviction would serve the stale one.
-    let dirty: Vec<std::path::PathBuf> = tierwise_fs::state::StateStore::open(&ssd.join(tierwise_fs::DEFAULT_STATE_DIR))
-        .map(|(s, _)| s.dirty().unwrap_or_default())
-        .unwrap_or_default();
+    let dirty: Vec<std::path::PathBuf> =
+        tierwise_fs::state::StateStore::open(&ssd.join(tierwise_fs::DEFAULT_STATE_DIR))
+            .map(|(s, _)| s.dirty().unwrap_or_default())
+            .unwrap_or_default();
     for (p, c) in view.contents() {
         if let (Ok(a), Ok(b)) = (fs::read(ssd.join(p)), fs::read(hdd.join(p)))
             && a != b
@@ -162,16 +158,15 @@ fn describe(state: &CrashState) -> String {
     }
     let mut out = String::new();
     for (name, t) in [("ssd", &state.ssd), ("hdd", &state.hdd)] {
-        let files: Vec<String> = t
-            .0
-            .iter()
-            .filter_map(|(p, e)| match e {
-                tree::Entry::File { content, mtime, .. } => {
-                    Some(format!("{}={}B@{}.{:09}", p.display(), content.len(), mtime.0, mtime.1))
-                }
-                _ => None,
-            })
-            .collect();
+        let files: Vec<String> =
+            t.0.iter()
+                .filter_map(|(p, e)| match e {
+                    tree::Entry::File { content, mtime, .. } => {
+                        Some(format!("{}={}B@{}.{:09}", p.display(), content.len(), mtime.0, mtime.1))
+                    }
+                    _ => None,
+                })
+                .collect();
         out.push_str(&format!("\n    {name}: {}", files.join(" ")));
     }
     out

@@ -87,8 +87,9 @@ pub fn diff(got: &View, want: &View) -> String {
     "equal".into()
 }
 
-/// Checks that hold after any crash (`done` operations acknowledged, `upto` begun).
-fn sane(view: &View, hist: &History, done: usize, upto: usize) -> Result<(), String> {
+/// Checks that hold after any crash (`done` operations acknowledged, `upto` begun; `power`: a
+/// power cut rather than a kill).
+fn sane(view: &View, hist: &History, done: usize, upto: usize, power: bool) -> Result<(), String> {
     for (p, s) in &view.names {
         if p.iter().any(|c| c.to_string_lossy().starts_with(".tierwise-")) {
             return Err(format!("a reserved name shows: {}", p.display()));
@@ -102,7 +103,11 @@ fn sane(view: &View, hist: &History, done: usize, upto: usize) -> Result<(), Str
     }
     let history: BTreeSet<&Vec<u8>> = hist.states[..=upto].iter().flat_map(|s| s.contents().map(|(_, c)| c)).collect();
     for (p, c) in view.contents() {
-        if !c.is_empty() && !history.contains(c) && !(upto > done && torn(hist, done, p, c)) {
+        // A write in flight may be torn; so may any write after a power cut that it was not
+        // synced for (ext4 keeps what reached the disk of an unsynced write).
+        let torn_here =
+            if power { (0..upto).any(|j| torn(hist, j, p, c)) } else { upto > done && torn(hist, done, p, c) };
+        if !c.is_empty() && !history.contains(c) && !torn_here {
             return Err(format!("{} holds {} bytes it never held", p.display(), c.len()));
         }
     }
@@ -150,7 +155,7 @@ fn untouched(hist: &History, p: &Path, from: usize, upto: usize) -> bool {
 
 /// A kill -9 after `done` operations (and maybe during the next).
 pub fn check_kill(view: &View, hist: &History, done: usize, in_flight: bool) -> Result<(), String> {
-    sane(view, hist, done, (done + usize::from(in_flight)).min(hist.ops.len()))?;
+    sane(view, hist, done, (done + usize::from(in_flight)).min(hist.ops.len()), false)?;
     if *view == hist.states[done] || (in_flight && *view == hist.states[done + 1]) {
         return Ok(());
     }
@@ -169,14 +174,18 @@ pub fn check_kill(view: &View, hist: &History, done: usize, in_flight: bool) -> 
             return Ok(());
         }
     }
-    let next = if in_flight { format!("; against after {} ops: {}", done + 1, diff(view, &hist.states[done + 1])) } else { String::new() };
+    let next = if in_flight {
+        format!("; against after {} ops: {}", done + 1, diff(view, &hist.states[done + 1]))
+    } else {
+        String::new()
+    };
     Err(format!("the view is not the state after {done} ops: {}{next}", diff(view, &hist.states[done])))
 }
 
 /// A power cut after `done` operations (and maybe during the next).
 pub fn check_power(view: &View, hist: &History, done: usize, in_flight: bool) -> Result<(), String> {
     let upto = (done + usize::from(in_flight)).min(hist.ops.len());
-    sane(view, hist, done, upto)?;
+    sane(view, hist, done, upto, true)?;
     // What the setup made durable, and each fsync and fsyncdir since: (op index, path, content
     // or None for "the name exists").
     let mut facts: Vec<(usize, PathBuf, Option<Vec<u8>>)> = Vec::new();
@@ -209,7 +218,12 @@ pub fn check_power(view: &View, hist: &History, done: usize, in_flight: bool) ->
         match (view.names.get(p), want) {
             (None, _) => return Err(format!("{} was durable (op {from}) and is gone", p.display())),
             (Some(Seen::File { content, .. }), Some(w)) if content != w => {
-                return Err(format!("{} was synced with {} bytes (op {from}) and holds {}", p.display(), w.len(), content.len()));
+                return Err(format!(
+                    "{} was synced with {} bytes (op {from}) and holds {}",
+                    p.display(),
+                    w.len(),
+                    content.len()
+                ));
             }
             _ => {}
         }
@@ -230,7 +244,11 @@ pub fn check_power(view: &View, hist: &History, done: usize, in_flight: bool) ->
             (Some(src), old) => {
                 let (at_a, at_b) = (content(view, a), content(view, b));
                 if durable(b) && at_b.is_none() {
-                    return Err(format!("rename {} -> {}: the target was durable and is gone", a.display(), b.display()));
+                    return Err(format!(
+                        "rename {} -> {}: the target was durable and is gone",
+                        a.display(),
+                        b.display()
+                    ));
                 }
                 if let Some(got) = &at_b
                     && Some(got) != old.as_ref()

@@ -188,7 +188,12 @@ pub fn crash_states(points: &[Point], all: bool) -> Vec<CrashState> {
         };
         let (ks, kh) = (ssd_at[k], hdd_at[k]);
         if killed.insert((ks, kh, points[k].done, points[k].in_flight)) {
-            out.push(CrashState { at: k, ssd: Arc::clone(&points[ks].ssd), hdd: Arc::clone(&points[kh].hdd), kill: true });
+            out.push(CrashState {
+                at: k,
+                ssd: Arc::clone(&points[ks].ssd),
+                hdd: Arc::clone(&points[kh].hdd),
+                kill: true,
+            });
         }
         for s in candidates(Fs::Ssd, &ssd_at) {
             for h in candidates(Fs::Hdd, &hdd_at) {

@@ -119,12 +119,12 @@ pub fn apply(root: &Path, op: Op, n: u64) -> String {
     let version = 100 + n;
     match op {
         Op::Create(f) => outcome(OpenOptions::new().write(true).create_new(true).open(p(f))),
-        Op::Overwrite(f) => {
-            outcome(OpenOptions::new().write(true).open(p(f)).and_then(|h| h.write_all_at(&pattern(version, 3000), 1000)))
-        }
-        Op::Append(f) => outcome(
-            OpenOptions::new().append(true).open(p(f)).and_then(|mut h| h.write_all(&pattern(version, 2000))),
+        Op::Overwrite(f) => outcome(
+            OpenOptions::new().write(true).open(p(f)).and_then(|h| h.write_all_at(&pattern(version, 3000), 1000)),
         ),
+        Op::Append(f) => {
+            outcome(OpenOptions::new().append(true).open(p(f)).and_then(|mut h| h.write_all(&pattern(version, 2000))))
+        }
         Op::Sparse(f) => outcome(OpenOptions::new().write(true).open(p(f)).and_then(|h| {
             let end = h.metadata()?.len();
             h.write_all_at(&pattern(version, 100), end + 20_000)

@@ -1,0 +1,78 @@
+//! What the mount CLI tests share: running the binary, temporary directories, the mount table,
+//! and a guard that detaches a mountpoint when a test ends (also when it fails half way).
+
+#![allow(dead_code, reason = "each test file uses a part")]
+#![expect(clippy::unwrap_used, reason = "a failing setup should stop the test loudly")]
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub fn tierwise(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tierwise")).args(args).output().unwrap()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// `N` fresh temporary directories.
+pub fn temp_dirs<const N: usize>() -> [tempfile::TempDir; N] {
+    std::array::from_fn(|_| tempfile::tempdir().unwrap())
+}
+
+/// The mount table's entry for `mnt` (resolved without touching it: it may be a dead mount):
+/// (source, type).
+pub fn mounted(mnt: &Path) -> Option<(String, String)> {
+    let parent = fs::canonicalize(mnt.parent()?).ok()?;
+    let canon = parent.join(mnt.file_name()?);
+    fs::read_to_string("/proc/self/mountinfo").ok()?.lines().rev().find_map(|l| {
+        let (head, tail) = l.split_once(" - ")?;
+        let f: Vec<&str> = head.split(' ').collect();
+        (Path::new(f.get(4)?) == canon).then(|| {
+            let t: Vec<&str> = tail.split(' ').collect();
+            (t.get(1).unwrap_or(&"").to_string(), t[0].to_string())
+        })
+    })
+}
+
+/// Detaches a mountpoint when dropped.
+pub struct Unmount(pub PathBuf);
+impl Drop for Unmount {
+    fn drop(&mut self) {
+        let _ = tierwise(&["umount", self.0.to_str().unwrap()]);
+        let _ = nix::mount::umount2(&self.0, nix::mount::MntFlags::MNT_DETACH);
+    }
+}
+
+/// Mounts with `args` (after `mount`), asserting success.
+#[must_use]
+pub fn mount(args: &[&str], mnt: &Path) -> Unmount {
+    let o = tierwise(&[&["mount"][..], args].concat());
+    assert!(o.status.success(), "mount {args:?}: {}", stderr(&o));
+    Unmount(mnt.to_path_buf())
+}
+
+/// The pid of the daemon serving `mnt` (from `stats --json`).
+pub fn daemon_pid(mnt: &Path) -> i32 {
+    let o = tierwise(&["stats", "--json", mnt.to_str().unwrap()]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    v["pid"].as_i64().unwrap() as i32
+}
+
+/// Waits until process `pid` is gone (or a zombie).
+pub fn wait_gone(pid: i32) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let gone = || {
+        !Path::new(&format!("/proc/{pid}")).exists()
+            || fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z"))
+    };
+    while !gone() {
+        assert!(std::time::Instant::now() < deadline, "process {pid} did not exit");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
