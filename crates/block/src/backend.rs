@@ -234,6 +234,8 @@ struct MemImages {
     current: [Vec<u8>; 2],
     volatile: [Vec<(u64, Vec<u8>)>; 2],
     faults: Option<(u64, u64)>,
+    /// Per image: (reads fail, writes and syncs fail, errno).
+    failing: [Option<(bool, bool, i32)>; 2],
 }
 
 impl MemBackend {
@@ -277,6 +279,20 @@ impl MemBackend {
         self.lock().faults = range;
     }
 
+    /// From now on `dev`'s reads fail (`reads`), its writes and syncs fail (`writes`), with
+    /// `errno` (EIO for a failing disk, ENOSPC for a full one, EROFS for a read-only one);
+    /// `reads` and `writes` both false: it works again.
+    pub fn fail(&self, dev: Dev, reads: bool, writes: bool, errno: i32) {
+        self.lock().failing[dev as usize] = (reads || writes).then_some((reads, writes, errno));
+    }
+
+    fn failing(&self, dev: Dev, write: bool) -> io::Result<()> {
+        match self.lock().failing[dev as usize] {
+            Some((r, w, errno)) if (write && w) || (!write && r) => Err(io::Error::from_raw_os_error(errno)),
+            _ => Ok(()),
+        }
+    }
+
     /// A copy of an image's current bytes.
     pub fn image(&self, dev: Dev) -> Vec<u8> {
         self.lock().current[dev as usize].clone()
@@ -293,6 +309,7 @@ fn range_err(off: u64, len: usize, size: usize) -> io::Error {
 
 impl Backend for MemBackend {
     fn read(&self, dev: Dev, buf: &mut [u8], off: u64) -> io::Result<()> {
+        self.failing(dev, false)?;
         let g = self.lock();
         let img = &g.current[dev as usize];
         let o = off as usize;
@@ -301,6 +318,7 @@ impl Backend for MemBackend {
         Ok(())
     }
     fn write(&self, dev: Dev, buf: &[u8], off: u64) -> io::Result<()> {
+        self.failing(dev, true)?;
         let mut g = self.lock();
         if let Some((from, to)) = g.faults
             && off >= from
@@ -317,6 +335,7 @@ impl Backend for MemBackend {
         Ok(())
     }
     fn sync(&self, dev: Dev) -> io::Result<()> {
+        self.failing(dev, true)?;
         let mut g = self.lock();
         let d = dev as usize;
         g.volatile[d].clear();

@@ -144,6 +144,9 @@ pub(crate) struct Core {
     /// (`crate::mover::write_back`): other work on the block, and client writes that reach the
     /// HDD, wait until it is done.
     pub(crate) cleaning: HashSet<u64>,
+    /// With the SSD detached after failing: blocks whose only current copy it held
+    /// (`crate::failover`).
+    pub(crate) lost: HashSet<u64>,
     /// The slot table changed since the last commit.
     pub(crate) table_changed: bool,
     pub(crate) stopping: bool,
@@ -171,6 +174,8 @@ pub(crate) struct Shared {
     pub(crate) moved_at: AtomicU64,
     pub(crate) move_rate: AtomicU64,
     pub(crate) started: Instant,
+    /// I/O errors by image and operation, and the state they put the device in.
+    pub(crate) health: Arc<crate::health::Health>,
 }
 
 impl Shared {
@@ -312,13 +317,28 @@ impl HybridDevice {
 
     /// Reads `buf.len()` bytes at `offset`.
     pub fn read(&self, buf: &mut [u8], offset: u64) -> Result<(), DeviceError> {
-        crate::io::read(&self.shared, buf, offset)
+        let sh = &self.shared;
+        if crate::failover::detached(sh) {
+            return crate::failover::read_detached(sh, buf, offset);
+        }
+        crate::io::read(sh, buf, offset).or_else(|e| {
+            crate::failover::after_error(sh);
+            if crate::failover::detached(sh) { crate::failover::read_detached(sh, buf, offset) } else { Err(e) }
+        })
     }
 
     /// Writes `buf` at `offset`; with `fua` it is durable (with the table that finds it) when
     /// this returns.
     pub fn write(&self, buf: &[u8], offset: u64, fua: bool) -> Result<(), DeviceError> {
-        crate::io::write(&self.shared, buf, offset)?;
+        let sh = &self.shared;
+        if crate::failover::detached(sh) {
+            crate::failover::write_detached(sh, buf, offset)?;
+        } else {
+            crate::io::write(sh, buf, offset).or_else(|e| {
+                crate::failover::after_error(sh);
+                if crate::failover::detached(sh) { crate::failover::write_detached(sh, buf, offset) } else { Err(e) }
+            })?;
+        }
         if fua { self.flush() } else { Ok(()) }
     }
 
@@ -329,7 +349,7 @@ impl HybridDevice {
         let mut done = 0;
         while done < len {
             let n = CHUNK.min(len - done);
-            crate::io::write(&self.shared, &zeros[..n as usize], offset + done)?;
+            self.write(&zeros[..n as usize], offset + done, false)?;
             done += n;
         }
         if fua { self.flush() } else { Ok(()) }
@@ -338,6 +358,10 @@ impl HybridDevice {
     /// Discards whole blocks in the range: the engine forgets them (their SSD copies are
     /// freed) and the HDD's bytes are punched out; reads of them return zeroes.
     pub fn trim(&self, offset: u64, len: u64, fua: bool) -> Result<(), DeviceError> {
+        if crate::failover::detached(&self.shared) {
+            // A hint: the HDD keeps the bytes (a lost block stays lost until written whole).
+            return Ok(());
+        }
         crate::io::trim(&self.shared, offset, len)?;
         if fua { self.flush() } else { Ok(()) }
     }
@@ -357,15 +381,38 @@ impl HybridDevice {
     }
 
     /// Asks the engine to write back every dirty block, and waits until the queue is empty.
+    /// Fails (rather than wait out `timeout`) once write-backs keep failing: an HDD that refuses
+    /// writes (full, read-only) cannot take them, and the error says so.
     pub fn writeback_all(&self, timeout: Duration) -> Result<bool, DeviceError> {
-        {
+        let failed_before = {
             let mut c = self.shared.lock();
             c.engine.flush();
             if c.drain() {
                 self.shared.work_ready.notify_all();
             }
+            c.stats.moves_failed
+        };
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            let step = Duration::from_millis(200).min(deadline.saturating_duration_since(std::time::Instant::now()));
+            if self.wait_idle(step)? {
+                return Ok(true);
+            }
+            if std::time::Instant::now() >= deadline {
+                return Ok(false);
+            }
+            let failed = self.shared.lock().stats.moves_failed - failed_before;
+            let h = self.shared.health.report(0);
+            if failed >= 8 && h.state != "ok" {
+                return Err(DeviceError::io(
+                    format!(
+                        "writing back: {failed} write-backs failed ({}); the dirty data stays on the SSD and is retried with back-off",
+                        h.last_error.unwrap_or_default()
+                    ),
+                    std::io::Error::from_raw_os_error(5),
+                ));
+            }
         }
-        self.wait_idle(timeout)
     }
 
     /// Cancels the work queued and not yet running (the engine rolls it back; a policy may
@@ -425,6 +472,13 @@ impl HybridDevice {
         s.ssd_capacity = u.fast_capacity;
         s.buffered_sectors = self.shared.wbuf.sectors();
         s
+    }
+
+    /// The device's health: I/O errors by image and operation, and ok / degraded / failed
+    /// with the reason (see [`crate::health`]).
+    pub fn health(&self) -> crate::HealthReport {
+        let dirty = self.shared.lock().engine.usage().dirty_bytes;
+        self.shared.health.report(dirty)
     }
 
     /// Engine counters and the architecture's own, for reports.

@@ -174,7 +174,7 @@ fn sector_span(inner: u64, len: u64) -> (u64, u64) {
     (first, (inner + len).div_ceil(SECTOR) - first)
 }
 
-fn execute_read(sh: &Shared, buf: &mut [u8], p: &Piece, r: &ReadRoute) -> Result<(), DeviceError> {
+pub(crate) fn execute_read(sh: &Shared, buf: &mut [u8], p: &Piece, r: &ReadRoute) -> Result<(), DeviceError> {
     let dst = &mut buf[p.at..p.at + p.len as usize];
     if r.ram {
         return sh.ram.read(sh, p.block, p.inner, dst);
@@ -250,7 +250,12 @@ pub(crate) fn read(sh: &Shared, buf: &mut [u8], offset: u64) -> Result<(), Devic
         if queued {
             sh.work_ready.notify_all();
         }
-        let result = run_reads(sh, buf, &routes, &whole);
+        let mut result = run_reads(sh, buf, &routes, &whole);
+        if result.is_err() {
+            // An image erred: again piece by piece, an SSD piece whose HDD copy is current read
+            // from the HDD instead (its slot retired), as a write-through cache can afford.
+            result = routes.iter().try_for_each(|(p, r)| crate::failover::read_or_fall_back(sh, buf, p, r));
+        }
         for (_, r) in &routes {
             if let Some(s) = r.pinned {
                 sh.unpin(s);
@@ -273,7 +278,7 @@ pub(crate) fn read(sh: &Shared, buf: &mut [u8], offset: u64) -> Result<(), Devic
         c.stats.reads_by_level[served.level.index()] += 1;
         let route = read_route(sh, &mut c, &p, &served);
         drop(c);
-        let r = execute_read(sh, buf, &p, &route);
+        let r = crate::failover::read_or_fall_back(sh, buf, &p, &route);
         if let Some(s) = route.pinned {
             sh.unpin(s);
         }

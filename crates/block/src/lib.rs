@@ -14,8 +14,10 @@ pub mod backend;
 mod device;
 pub mod emulate;
 pub mod error;
+mod failover;
 mod fills;
 pub mod format;
+pub mod health;
 mod io;
 mod mover;
 mod ram;
@@ -31,6 +33,7 @@ pub use backend::{Backend, Dev, FileBackend, MemBackend};
 pub use device::{DeviceStats, HybridDevice, ServeOptions, SysClock};
 pub use emulate::Emulated;
 pub use error::{DeviceError, FormatError};
+pub use health::{HealthReport, IoErrors};
 pub use recovery::{CreateOptions, change_policy, choose_policy, create, open, servable, servable_names};
 pub use status::Extent;
 /// The emulated HDD's request queue (`Emulated::new`).

@@ -17,6 +17,7 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use tierwise_core::driver::Backoff;
 use tierwise_core::{Clock, EngineStats, Level, ObjectId, Outcome, Work, WorkKind};
 use tierwise_devices::Class;
 use tierwise_devices::realtime_queue::with_class;
@@ -29,6 +30,7 @@ use crate::format::{Checkpoint, SECTOR};
 /// A mover's loop. The first mover also runs the engine's timers and the periodic commit.
 pub(crate) fn run(sh: &Shared, timekeeper: bool) {
     let mut last_commit = Instant::now();
+    let mut backoff = Backoff::new(tierwise_core::Nanos::from_millis(10), tierwise_core::Nanos::from_secs(2));
     loop {
         let work = {
             let mut c = sh.lock();
@@ -73,7 +75,17 @@ pub(crate) fn run(sh: &Shared, timekeeper: bool) {
                     tierwise_core::Priority::Normal => Class::Normal,
                     tierwise_core::Priority::Idle(after) => Class::Idle { after },
                 };
-                with_class(class, || execute(sh, &w));
+                let ok = with_class(class, || execute(sh, &w));
+                if !ok {
+                    crate::failover::after_error(sh);
+                }
+                // Work that keeps failing (a full or read-only HDD) is retried after a pause
+                // that doubles up to a few seconds, not at once: without it a failing
+                // write-back was retried millions of times at 100-190 % CPU.
+                if let Some(pause) = backoff.after(if ok { Outcome::Done } else { Outcome::Failed }) {
+                    sh.health.backed_off.fetch_add(1, Ordering::Relaxed);
+                    pause_unless_stopping(sh, Duration::from_nanos(pause.0));
+                }
             }
             None => {
                 last_commit = Instant::now();
@@ -81,6 +93,19 @@ pub(crate) fn run(sh: &Shared, timekeeper: bool) {
                 let _ = commit(sh, false);
             }
         }
+    }
+}
+
+/// Waits `pause`, or less if the device is stopping.
+fn pause_unless_stopping(sh: &Shared, pause: Duration) {
+    let deadline = Instant::now() + pause;
+    let mut c = sh.lock();
+    while !c.stopping {
+        let now = Instant::now();
+        if now >= deadline {
+            break;
+        }
+        c = sh.work_ready.wait_timeout(c, deadline - now).unwrap_or_else(std::sync::PoisonError::into_inner).0;
     }
 }
 
@@ -99,9 +124,15 @@ pub(crate) fn pace(sh: &Shared, bytes: u64) {
     }
 }
 
-/// Executes one piece of work and reports its outcome.
-fn execute(sh: &Shared, w: &Work) {
+/// Executes one piece of work and reports its outcome; returns whether it succeeded.
+fn execute(sh: &Shared, w: &Work) -> bool {
     let block = w.obj.0;
+    if crate::failover::detached(sh) {
+        // The SSD failed: nothing moves any more (the work fails, and is retried with back-off
+        // only if the engine insists).
+        let _stripe = sh.stripe(block).write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        return complete(sh, w, Err(None), None);
+    }
     if crate::subluns::chunked(sh, w) {
         let (outcome, _stripe) = crate::subluns::move_block(sh, w);
         return complete(sh, w, outcome, None);
@@ -142,17 +173,18 @@ fn execute(sh: &Shared, w: &Work) {
         }
     };
     crate::trace::note(block, || format!("executed {:?}: {:?}", w.kind, outcome));
-    complete(sh, w, outcome, ram_copy);
+    complete(sh, w, outcome, ram_copy)
 }
 
 /// Reports a finished piece of work to the engine and settles the slot table (the caller holds
-/// the block's stripe).
+/// the block's stripe). Returns whether the work succeeded.
 fn complete(
     sh: &Shared,
     w: &Work,
     outcome: Result<Option<u32>, Option<u32>>,
     mut ram_copy: Option<crate::ram::RamCopy>,
-) {
+) -> bool {
+    let ok = outcome.is_ok();
     let block = w.obj.0;
     let mut c = sh.lock();
     c.ram_fill.remove(&block);
@@ -212,6 +244,7 @@ fn complete(
     }
     drop(c);
     sh.work_done.notify_all();
+    ok
 }
 
 /// Copies a block from the HDD into the SSD: into a new slot (returned, mapped at completion),
@@ -340,6 +373,9 @@ fn write_sectors(sh: &Shared, block: u64, sectors: &[(u64, Vec<u8>)]) -> Result<
 /// asks for a final one), commits a new checkpoint. One commit at a time.
 pub(crate) fn commit(sh: &Shared, clean: bool) -> Result<(), DeviceError> {
     let mut seq = sh.commit_lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if crate::failover::detached(sh) {
+        return crate::failover::commit_detached(sh, &mut seq);
+    }
     let snapshot = {
         let mut c = sh.lock();
         if c.table_changed || clean {

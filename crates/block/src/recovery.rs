@@ -368,6 +368,9 @@ pub fn change_policy(backend: &dyn Backend, spec: &str) -> Result<(), DeviceErro
 /// its movers. The policy must be the one the device records ([`choose_policy`]).
 pub fn open(backend: Arc<dyn Backend>, opts: ServeOptions) -> Result<HybridDevice, DeviceError> {
     let caps = servable(&opts.spec)?;
+    // Every image error from here on is counted (`stats`' health).
+    let health = Arc::new(crate::health::Health::default());
+    let backend: Arc<dyn Backend> = Arc::new(crate::health::Monitored { inner: backend, health: Arc::clone(&health) });
     let (ssd_sb, hdd_sb) = check_images(&*backend)?;
     if !ssd_sb.spec.is_empty() && !same_policy(&opts.spec, &ssd_sb.spec) {
         return Err(DeviceError::PolicyMismatch { stored: ssd_sb.spec.clone(), asked: opts.spec.clone() });
@@ -396,6 +399,7 @@ pub fn open(backend: Arc<dyn Backend>, opts: ServeOptions) -> Result<HybridDevic
         work: WorkQueue::new(),
         want_ram: HashSet::new(),
         cleaning: HashSet::new(),
+        lost: HashSet::new(),
         ram_fill: HashMap::new(),
         table_changed: true,
         stopping: false,
@@ -420,6 +424,7 @@ pub fn open(backend: Arc<dyn Backend>, opts: ServeOptions) -> Result<HybridDevic
         moved_at: AtomicU64::new(0),
         move_rate: AtomicU64::new(move_rate),
         started: Instant::now(),
+        health,
     });
     adopt(&shared, &cp)?;
     crate::mover::commit(&shared, false)?;

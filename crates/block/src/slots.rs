@@ -21,6 +21,9 @@ enum State {
     /// Mapped by a foreground write whose bytes are still on their way: left out of
     /// checkpoints until they land.
     Pending,
+    /// Taken out of use after a read error: never allocated again while the device runs (a
+    /// restart tries it again: the error may have been passing).
+    Retired,
 }
 
 /// The slot table. Lives under the device's core lock; `pins` (one counter per slot, outside
@@ -154,6 +157,15 @@ impl Slots {
         self.owner[s] = NONE;
         self.state[s] = State::Quarantined;
         self.quarantine.push(slot);
+        Some(slot)
+    }
+
+    /// Unmaps `block` and takes its slot out of use (it failed a read); returns the slot.
+    pub(crate) fn retire(&mut self, block: u64) -> Option<u32> {
+        let slot = self.map.remove(block)?;
+        crate::trace::note(block, || format!("retire slot {slot}"));
+        self.owner[slot as usize] = NONE;
+        self.state[slot as usize] = State::Retired;
         Some(slot)
     }
 

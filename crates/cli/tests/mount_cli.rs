@@ -70,30 +70,51 @@ fn a_full_ssd_gives_a_clear_error_and_loses_nothing() {
         return;
     }
     // The quota says 8 MiB, the SSD's file system holds 512 KiB: writes and moves hit ENOSPC.
-    let ssd = Tmpfs::new("512k");
-    let (hdd, mnt) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let _unmount =
-        mount(ssd.0.path(), hdd.path(), mnt.path(), &["--policy", "plain-cold-dst:sieve=0", "--ssd-quota", "8MiB"]);
-    let mut written = Vec::new();
-    let mut full = None;
-    for i in 0..40 {
-        let data = vec![i as u8; 64 * 1024];
-        let p = mnt.path().join(format!("f{i}"));
-        match fs::write(&p, &data) {
-            Ok(()) => written.push((p, data)),
-            Err(e) => {
-                full = Some(e);
-                let _ = fs::remove_file(&p);
-                break;
+    // Passthrough (the kernel writes the tier file) and regular FUSE I/O (the daemon does).
+    for data_path in ["--passthrough", "--no-passthrough"] {
+        let ssd = Tmpfs::new("512k");
+        let (hdd, mnt) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let _unmount = mount(
+            ssd.0.path(),
+            hdd.path(),
+            mnt.path(),
+            &["--policy", "plain-cold-dst:sieve=0", "--ssd-quota", "8MiB", data_path],
+        );
+        let mut written = Vec::new();
+        let mut full = None;
+        for i in 0..40 {
+            let data = vec![i as u8; 64 * 1024];
+            let p = mnt.path().join(format!("f{i}"));
+            match fs::write(&p, &data) {
+                Ok(()) => written.push((p, data)),
+                Err(e) => {
+                    full = Some(e);
+                    let _ = fs::remove_file(&p);
+                    break;
+                }
             }
         }
+        let e = full.expect("the 512 KiB SSD fills up");
+        assert_eq!(e.raw_os_error(), Some(28), "a full SSD answers ENOSPC, not something vaguer: {e}");
+        for (p, data) in &written {
+            assert_eq!(&fs::read(p).unwrap(), data, "{} survived the full SSD", p.display());
+        }
+        // The admin sees why: degraded, the SSD tier's writes failing, counted (passthrough writes
+        // are the kernel's: the daemon never sees them fail).
+        if data_path == "--no-passthrough" {
+            let status =
+                String::from_utf8_lossy(&tierwise(&["status", mnt.path().to_str().unwrap()]).stdout).into_owned();
+            assert!(status.contains("health        DEGRADED: SSD tier writes fail"), "{status}");
+            let stats: serde_json::Value =
+                serde_json::from_slice(&tierwise(&["stats", "--json", mnt.path().to_str().unwrap()]).stdout).unwrap();
+            assert!(
+                stats["io_errors"][0][1].as_u64().unwrap_or(0) > 0,
+                "SSD write errors counted: {}",
+                stats["io_errors"]
+            );
+        }
+        umount(mnt.path());
     }
-    let e = full.expect("the 512 KiB SSD fills up");
-    assert_eq!(e.raw_os_error(), Some(28), "a full SSD answers ENOSPC, not something vaguer: {e}");
-    for (p, data) in &written {
-        assert_eq!(&fs::read(p).unwrap(), data, "{} survived the full SSD", p.display());
-    }
-    umount(mnt.path());
     // Moves up into a full SSD fail and roll back: every file stays readable on the HDD.
     let ssd = Tmpfs::new("256k");
     let (hdd, mnt) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());

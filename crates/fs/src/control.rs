@@ -253,6 +253,15 @@ pub struct Snapshot {
     /// Their files answer EIO, and nothing is created there, until the root is back.
     #[serde(default)]
     pub lost_tiers: Vec<String>,
+    /// `ok`, `degraded` (a tier is gone, or erred in the last 30 s) or `failed` (both gone).
+    #[serde(default)]
+    pub health: String,
+    /// Why the mount is not ok, in words.
+    #[serde(default)]
+    pub health_reason: Option<String>,
+    /// I/O errors per tier (ssd, hdd) and operation (read, write, sync).
+    #[serde(default)]
+    pub io_errors: [[u64; 3]; 2],
     /// Seconds since mounting.
     pub uptime_s: f64,
     /// The daemon's process id (`tierwise umount` waits for it to exit).
@@ -325,6 +334,25 @@ impl Snapshot {
             "gauge",
             "1 while a tier's root is gone (its files answer EIO).",
             &[("tier=\"ssd\"", lost("ssd")), ("tier=\"hdd\"", lost("hdd"))],
+        );
+        let mut errors = Vec::new();
+        for (t, tier) in ["ssd", "hdd"].iter().enumerate() {
+            for (o, op) in ["read", "write", "sync"].iter().enumerate() {
+                errors.push((format!("tier=\"{tier}\",op=\"{op}\""), f(self.io_errors[t][o])));
+            }
+        }
+        let errors: Vec<(&str, f64)> = errors.iter().map(|(l, v)| (l.as_str(), *v)).collect();
+        metric("io_errors_total", "counter", "I/O errors by tier and operation.", &errors);
+        let state = |s: &str| f(u64::from(self.health == s));
+        metric(
+            "health",
+            "gauge",
+            "1 for the mount's state: ok, degraded (a tier is gone or erred lately), failed (both tiers gone).",
+            &[
+                ("state=\"ok\"", state("ok")),
+                ("state=\"degraded\"", state("degraded")),
+                ("state=\"failed\"", state("failed")),
+            ],
         );
         metric("ssd_quota_bytes", "gauge", "SSD bytes tierwise may use.", &[("", f(self.ssd_quota))]);
         metric("ssd_used_bytes", "gauge", "SSD bytes the policy holds.", &[("", f(self.ssd_used))]);

@@ -321,6 +321,7 @@ impl HybridFs {
             dirty_marked: Mutex::new(HashSet::new()),
             killpriv: AtomicBool::new(false),
             lost: [AtomicBool::new(false), AtomicBool::new(false)],
+            tier_errors: health::TierErrors::default(),
             privs_clear: Mutex::new(HashSet::new()),
             progress: mover::Progress::default(),
             move_rate: AtomicU64::new(cfg.move_rate),

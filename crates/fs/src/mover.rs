@@ -180,7 +180,13 @@ impl Shared {
                             plan.run(&mut self.pace(ino, from))
                         }
                     })
-                    .map_err(|e| crate::shared::errno(&e))
+                    .map_err(|e| {
+                        // A move reads its source and writes the other tier: an error is the
+                        // destination's unless the source's tier is gone.
+                        let tier = if self.tiers.root_intact(from) { from.other() } else { from };
+                        self.tier_errors.record(tier, crate::health::IoOp::Write, &e);
+                        crate::shared::errno(&e)
+                    })
                 })
             }
         };

@@ -177,6 +177,9 @@ impl Shared {
                 .filter(|t| self.lost[t.index()].load(Ordering::Relaxed))
                 .map(|t| if t == Tier::Fast { "ssd" } else { "hdd" }.to_string())
                 .collect(),
+            health: self.health_state().0.to_string(),
+            health_reason: self.health_state().1,
+            io_errors: self.tier_errors.counts(),
             uptime_s: self.started.elapsed().as_secs_f64(),
             pid: std::process::id(),
             latency: self.latency.snapshot(),

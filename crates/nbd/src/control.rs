@@ -24,6 +24,7 @@ pub fn answer(dev: &HybridDevice, line: &str) -> String {
                 "emulated_devices": crate::emulated_stats(),
                 "movers": dev.movers(),
                 "device": dev.stats(),
+                "health": dev.health(),
                 "engine": engine,
                 "arch": arch.into_iter().collect::<std::collections::BTreeMap<_, _>>(),
             })
@@ -146,6 +147,31 @@ pub fn prometheus(dev: &HybridDevice) -> String {
     metric("slots", "SSD slots.", "gauge", &[("", s.slots)]);
     metric("dirty_bytes", "Bytes on the SSD newer than the HDD.", "gauge", &[("", s.dirty_bytes)]);
     metric("invalidations_total", "SSD copies dropped.", "counter", &[("", e.issued[4])]);
+    let h = dev.health();
+    let ops = ["read", "write", "sync"];
+    let errors: Vec<(String, u64)> = [("ssd", h.errors.ssd), ("hdd", h.errors.hdd)]
+        .iter()
+        .flat_map(|(d, counts)| ops.iter().zip(counts).map(move |(o, n)| (format!("device=\"{d}\",op=\"{o}\""), *n)))
+        .collect();
+    let errors: Vec<(&str, u64)> = errors.iter().map(|(l, n)| (l.as_str(), *n)).collect();
+    metric("io_errors_total", "I/O errors by image and operation.", "counter", &errors);
+    metric(
+        "health",
+        "1 for the device's state: ok, degraded (an image errs, or the SSD was detached), failed (the SSD failed holding dirty blocks).",
+        "gauge",
+        &[
+            ("state=\"ok\"", u64::from(h.state == "ok")),
+            ("state=\"degraded\"", u64::from(h.state == "degraded")),
+            ("state=\"failed\"", u64::from(h.state == "failed")),
+        ],
+    );
+    metric("backed_off_total", "Failed background work retried after a pause.", "counter", &[("", h.backed_off)]);
+    metric(
+        "retired_slots_total",
+        "SSD slots taken out of use after a read error.",
+        "counter",
+        &[("", h.retired_slots)],
+    );
     out
 }
 

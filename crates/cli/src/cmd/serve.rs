@@ -458,6 +458,16 @@ pub(crate) fn cmd_status(control: &Path) -> Result<()> {
         n(&d["dirty_bytes"])
     );
     println!("queue      {} moves queued or running", n(&d["queued"]));
+    let h = &v["health"];
+    match h["reason"].as_str() {
+        Some(why) => println!("health     {}: {why}", h["state"].as_str().unwrap_or("?").to_uppercase()),
+        None => println!("health     {}", h["state"].as_str().unwrap_or("?")),
+    }
+    let errs = |d: &str| h["errors"][d].as_array().map(|a| a.iter().map(n).collect::<Vec<_>>()).unwrap_or_default();
+    let (ssd, hdd) = (errs("ssd"), errs("hdd"));
+    if ssd.iter().chain(&hdd).any(|&x| x > 0) {
+        println!("io errors  ssd read/write/sync {ssd:?}  hdd {hdd:?}  retried after back-off {}", n(&h["backed_off"]));
+    }
     if n(&d["anomalies"]) > 0 {
         println!("anomalies  {} (answers the device could not act on; please report)", n(&d["anomalies"]));
     }

@@ -155,6 +155,14 @@ pub fn cmd_status(mountpoint: &Path) -> Result<()> {
             "  LOST          the {t} tier's root is gone (unmounted or removed): its files answer EIO until it is back"
         );
     }
+    match &s.health_reason {
+        Some(why) => println!("  health        {}: {why}", s.health.to_uppercase()),
+        None if !s.health.is_empty() => println!("  health        {}", s.health),
+        None => {}
+    }
+    if s.io_errors.iter().flatten().any(|&n| n > 0) {
+        println!("  io errors     ssd read/write/sync {:?}  hdd {:?}", s.io_errors[0], s.io_errors[1]);
+    }
     if s.emulation.is_empty() {
         println!("  emulation     none (tiers run at the speed of their directories)");
     }

@@ -6,6 +6,7 @@ use fuser::Errno;
 use tierwise_core::driver::still_valid;
 use tierwise_core::{Level, ObjectId, Op, Placement, Request, Served, Tier, WorkId};
 
+use crate::health::IoOp;
 use crate::inodes::Node;
 use crate::shared::{Shared, errno, lock};
 use crate::tiers;
@@ -113,7 +114,10 @@ pub(crate) fn read(s: &Shared, ino: u64, offset: u64, size: u32) -> Result<Vec<u
                 (tier, s.fd(ino, tier, false)?)
             }
         };
-        let data = tiers::read_at_file(&f, offset, size as usize).map_err(|e| errno(&e))?;
+        let data = tiers::read_at_file(&f, offset, size as usize).map_err(|e| {
+            s.tier_errors.record(tier, IoOp::Read, &e);
+            errno(&e)
+        })?;
         if let Some(e) = &s.emulate[tier.index()] {
             e.delay(false, ino, offset, data.len() as u64);
         }
@@ -157,7 +161,10 @@ pub(crate) fn write(s: &Shared, ino: u64, offset: u64, data: &[u8], kill_setid: 
                 s.with_rel(ino, |rel| s.tiers.recreate(*t, rel))?;
             }
             let f = s.fd(ino, *t, true)?;
-            calls::on_fd(Call::Write, &*f, || f.write_all_at(data, offset)).map_err(|e| errno(&e))?;
+            calls::on_fd(Call::Write, &*f, || f.write_all_at(data, offset)).map_err(|e| {
+                s.tier_errors.record(*t, IoOp::Write, &e);
+                errno(&e)
+            })?;
             if let Some(e) = &s.emulate[t.index()] {
                 e.delay(true, ino, offset, data.len() as u64);
             }
@@ -188,7 +195,10 @@ pub(crate) fn truncate(s: &Shared, ino: u64, size: u64, kill_setid: bool) -> Res
         };
         for &t in &copies {
             let f = s.at(ino, t)?.open(tiers::Access::ReadWrite).map_err(|e| errno(&e))?;
-            calls::on_fd(Call::SetLen, &f, || f.set_len(size)).map_err(|e| errno(&e))?;
+            calls::on_fd(Call::SetLen, &f, || f.set_len(size)).map_err(|e| {
+                s.tier_errors.record(t, IoOp::Write, &e);
+                errno(&e)
+            })?;
         }
         s.kill_privs(ino, &copies, kill_setid).map_err(|e| errno(&e))
     })?;
@@ -200,7 +210,10 @@ pub(crate) fn truncate(s: &Shared, ino: u64, size: u64, kill_setid: bool) -> Res
 pub(crate) fn fsync(s: &Shared, ino: u64) -> Result<(), Errno> {
     for t in s.copies(ino) {
         let f = s.fd(ino, t, false)?;
-        calls::on_fd(Call::SyncFile, &*f, || f.sync_all()).map_err(|e| errno(&e))?;
+        calls::on_fd(Call::SyncFile, &*f, || f.sync_all()).map_err(|e| {
+            s.tier_errors.record(t, IoOp::Sync, &e);
+            errno(&e)
+        })?;
     }
     // The file's dirty mark becomes durable with its data, and the renames that gave it its
     // name are done with.
