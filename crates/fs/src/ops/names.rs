@@ -232,6 +232,8 @@ impl Shared {
             write_lock(&self.linked).remove(&ino);
         }
         let auth = self.copies_at(ino, rel).first().copied();
+        // Two copies that differ: the SSD's is the file (write-back dirty).
+        let differ = lock(&self.engine).placement(ObjectId(ino)).dirty;
         if self.leave_policy(ino, rel)? {
             self.store.forget(rel).map_err(|_| Errno::EIO)?;
         }
@@ -244,7 +246,7 @@ impl Shared {
             // counted itself first (and the file is hidden instead) or finds no file. Before,
             // an open could count itself in between and succeed on a file about to go, whose
             // reads then failed with ENOENT.
-            let removed = self.remove_everywhere_at(rel, false);
+            let removed = self.remove_file_copies(rel, auth, differ);
             drop(counts);
             return removed;
         };
@@ -390,6 +392,34 @@ impl Shared {
             self.tell(&Request::op(ObjectId(ino), Op::Delete).with_class(class));
             write_lock(&self.linked).insert(ino, tier);
         }
+    }
+
+    /// Removes file `rel` from both tiers, the copy that is the file (`auth`) last, and the
+    /// other one's removal synced first when the two `differ`: a crash in between then leaves
+    /// the file as it was, never its stale copy (a write-back file's older HDD copy came back after
+    /// a kill between the two removals, found by the crash enumeration).
+    fn remove_file_copies(&self, rel: &Path, auth: Option<Tier>, differ: bool) -> Result<(), Errno> {
+        let Some(auth) = auth else { return self.remove_everywhere_at(rel, false) };
+        let mut found = false;
+        for t in [auth.other(), auth] {
+            let at = match self.tiers.at(t, rel) {
+                Ok(at) => at,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(errno(&e)),
+            };
+            match at.unlink() {
+                Ok(()) => {
+                    found = true;
+                    if t != auth && differ {
+                        at.sync_dir().map_err(|e| errno(&e))?;
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(errno(&e)),
+            }
+        }
+        lock(&self.inodes).forget_path(rel);
+        if found { Ok(()) } else { Err(Errno::ENOENT) }
     }
 
     /// Removes `rel` (a directory when `dir`) from both tiers and forgets its path; ENOENT

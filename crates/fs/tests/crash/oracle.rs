@@ -105,8 +105,7 @@ fn sane(view: &View, hist: &History, done: usize, upto: usize, power: bool) -> R
     for (p, c) in view.contents() {
         // A write in flight may be torn; so may any write after a power cut that it was not
         // synced for (ext4 keeps what reached the disk of an unsynced write).
-        let torn_here =
-            if power { (0..upto).any(|j| torn(hist, j, p, c)) } else { upto > done && torn(hist, done, p, c) };
+        let torn_here = if power { (0..upto).any(|j| torn(hist, j, c)) } else { upto > done && torn(hist, done, c) };
         if !c.is_empty() && !history.contains(c) && !torn_here {
             return Err(format!("{} holds {} bytes it never held", p.display(), c.len()));
         }
@@ -128,15 +127,16 @@ fn write_range(op: Op, size: usize) -> Option<(&'static str, usize, usize)> {
 /// content with a prefix of the new bytes written. The kernel sends one write(2) as several
 /// FUSE requests (an append that starts mid-page: the rest of that page first), so a crash of
 /// the daemon between two of them tears the write, as a power cut can on any file system.
-fn torn(hist: &History, done: usize, p: &Path, c: &[u8]) -> bool {
+/// (Wherever the file is now: a later rename may have moved it, or its directory.)
+fn torn(hist: &History, done: usize, c: &[u8]) -> bool {
     let Some(&op) = hist.ops.get(done) else { return false };
-    let (Some(old), Some(new)) = (content(&hist.states[done], p), content(&hist.states[done + 1], p)) else {
+    let Some((f, _, _)) = write_range(op, 0) else { return false };
+    let (Some(old), Some(new)) =
+        (content(&hist.states[done], Path::new(f)), content(&hist.states[done + 1], Path::new(f)))
+    else {
         return false;
     };
-    let Some((f, off, len)) = write_range(op, old.len()) else { return false };
-    if Path::new(f) != p {
-        return false;
-    }
+    let Some((_, off, len)) = write_range(op, old.len()) else { return false };
     if c == old.as_slice() {
         return true;
     }
@@ -164,7 +164,7 @@ pub fn check_kill(view: &View, hist: &History, done: usize, in_flight: bool) -> 
         let mut v = view.clone();
         for (p, s) in v.names.iter_mut() {
             if let Seen::File { content, .. } = s
-                && torn(hist, done, p, content)
+                && torn(hist, done, content)
                 && let Some(new) = super::oracle::content(&hist.states[done + 1], p)
             {
                 *content = new;
