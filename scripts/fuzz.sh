@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs every trace-reader fuzz target for SECONDS each (default 60), seeded from the bundled
-# traces. Needs a nightly toolchain and cargo-fuzz (installed here if missing).
+# Runs every fuzz target for SECONDS each (default 60): the trace readers, seeded from the
+# bundled traces, and the block device's on-disk decoders (checkpoint, device_open). Needs a nightly toolchain and cargo-fuzz (installed here if missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-60}
@@ -24,7 +24,7 @@ start crates/sim/tests/fixtures/arc_oltp_head500.lis -n 30 | seed arc_lis
 start data/traces/msr_hm_0.excerpt1000.csv -n 20 | seed detect
 printf '# tierwise file trace v1\ntime_ns,op,path,offset,length,path2\n0,mkdir,/d,0,0,\n1,create,/d/f,0,0,\n2,write,/d/f,0,4096,\n3,rename,/d/f,0,0,/d/g\n' | seed file_trace
 cd fuzz
-targets=${FUZZ_TARGETS:-msr spc fiu blkparse vscsi oracle_general csv mqsim arc_lis systor detect file_trace}
+targets=${FUZZ_TARGETS:-msr spc fiu blkparse vscsi oracle_general csv mqsim arc_lis systor detect file_trace checkpoint device_open}
 for t in $targets; do
   echo "== $t ($secs s)"
   cargo +nightly fuzz run "$t" -- -max_total_time="$secs" -max_len=4096

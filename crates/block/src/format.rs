@@ -25,6 +25,8 @@ const META_MAGIC: &[u8; 8] = b"TWMETA01";
 const FORMAT_VERSION: u32 = 1;
 const MAX_SPEC: usize = 2048;
 const META_HEADER: usize = 48;
+/// The largest block size a device may have (64 MiB, as `--create` allows).
+const MAX_BLOCK: u64 = 64 << 20;
 
 /// Which image a superblock belongs to (so swapped images are recognised).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,21 +71,26 @@ pub struct Superblock {
 impl Superblock {
     /// Bytes of checkpoint copy space needed for `slots` slots of `block_size` bytes.
     pub fn meta_len_for(slots: u64, block_size: u64) -> u64 {
+        // Saturating: a damaged superblock's fields must give an error, not an overflow.
         let entry = 16 + 8 * words_per_slot(block_size) as u64;
-        (META_HEADER as u64 + slots * entry + 4).div_ceil(4096) * 4096
+        (META_HEADER as u64)
+            .saturating_add(slots.saturating_mul(entry))
+            .saturating_add(4)
+            .div_ceil(4096)
+            .saturating_mul(4096)
     }
     /// Where the SSD's slots start.
     pub fn ssd_data_start(&self) -> u64 {
-        let end = SUPER_LEN + 2 * self.meta_len;
-        end.div_ceil(self.block_size.max(4096)) * self.block_size.max(4096)
+        let end = SUPER_LEN.saturating_add(self.meta_len.saturating_mul(2));
+        end.div_ceil(self.block_size.max(4096)).saturating_mul(self.block_size.max(4096))
     }
     /// The SSD image's length.
     pub fn ssd_len(&self) -> u64 {
-        self.ssd_data_start() + self.slots * self.block_size
+        self.ssd_data_start().saturating_add(self.slots.saturating_mul(self.block_size))
     }
     /// The HDD image's length.
     pub fn hdd_len(&self) -> u64 {
-        self.hdd_data + 2 * self.meta_len + SUPER_LEN
+        self.hdd_data.saturating_add(self.meta_len.saturating_mul(2)).saturating_add(SUPER_LEN)
     }
     /// Where the superblock is on its image.
     pub fn offset(&self) -> u64 {
@@ -119,8 +126,12 @@ impl Superblock {
         for v in [self.block_size, self.slots, self.meta_len, self.hdd_data] {
             b.extend_from_slice(&v.to_le_bytes());
         }
-        let spec = self.spec.as_bytes();
-        let spec = &spec[..spec.len().min(MAX_SPEC)];
+        // At most MAX_SPEC bytes, cut at a character boundary (decoding checks it is UTF-8).
+        let mut end = self.spec.len().min(MAX_SPEC);
+        while !self.spec.is_char_boundary(end) {
+            end -= 1;
+        }
+        let spec = &self.spec.as_bytes()[..end];
         b.extend_from_slice(&(spec.len() as u32).to_le_bytes());
         b.extend_from_slice(spec);
         b.resize(SUPER_LEN as usize - 4, 0);
@@ -160,12 +171,21 @@ impl Superblock {
         if spec_len > MAX_SPEC {
             return Err(FormatError::Field("spec length", spec_len as u64));
         }
-        let spec = String::from_utf8_lossy(&b[68..68 + spec_len]).into_owned();
-        if block_size < SECTOR || !block_size.is_power_of_two() {
+        // Written from a Rust string: bytes that are not UTF-8 are damage.
+        let spec = String::from_utf8(b[68..68 + spec_len].to_vec())
+            .map_err(|_| FormatError::Field("spec", spec_len as u64))?;
+        if block_size < SECTOR || !block_size.is_power_of_two() || block_size > MAX_BLOCK {
             return Err(FormatError::Field("block size", block_size));
         }
-        if meta_len < Superblock::meta_len_for(slots, block_size) {
+        // A slot number is 32 bits in a checkpoint; sizes past 2^62 bytes are damage.
+        if slots > u64::from(u32::MAX) {
+            return Err(FormatError::Field("slots", slots));
+        }
+        if meta_len < Superblock::meta_len_for(slots, block_size) || meta_len > 1 << 40 {
             return Err(FormatError::Field("checkpoint length", meta_len));
+        }
+        if !hdd_data.is_multiple_of(block_size) || hdd_data > 1 << 62 {
+            return Err(FormatError::Field("HDD data length", hdd_data));
         }
         Ok(Superblock { role, layout, uuid, block_size, slots, meta_len, hdd_data, spec })
     }
