@@ -71,7 +71,7 @@ pub use tiers::{TierError, Tiers};
 use tierwise_core::arch::CostClass;
 use tierwise_core::arch::type_aware::{file_volumes, volume_archs};
 use tierwise_core::driver::Driver;
-use tierwise_core::{Clock, ConfigError, Engine, Nanos, Setup, build_arch};
+use tierwise_core::{Clock, ConfigError, Engine, Nanos, Setup, Tier, build_arch};
 
 /// Time since the file system started, for the engine (the engine never reads the OS clock).
 #[derive(Clone, Debug)]
@@ -321,6 +321,7 @@ impl HybridFs {
             dirty_marked: Mutex::new(HashSet::new()),
             killpriv: AtomicBool::new(false),
             lost: [AtomicBool::new(false), AtomicBool::new(false)],
+            unclean_start: AtomicBool::new(false),
             tier_errors: health::TierErrors::default(),
             privs_clear: Mutex::new(HashSet::new()),
             progress: mover::Progress::default(),
@@ -341,7 +342,14 @@ impl HybridFs {
             // The old policy's dirty files reach the HDD before the new one adopts anything.
             shared.write_back_dirty()?;
         }
+        // After a crash, two copies that look alike may not be (see `recovery::adopt_file`).
+        shared.unclean_start.store(!shared.store.was_clean()?, Ordering::Relaxed);
+        if !cfg.read_only {
+            // Mounted from now on: a crash before the next clean unmount is one.
+            shared.store.set_clean(false)?;
+        }
         shared.adopt()?;
+        shared.unclean_start.store(false, Ordering::Relaxed);
         if !cfg.read_only {
             shared.store.set_policy(&tierwise_core::full_spec(&cfg.policy)?)?;
         }
@@ -413,6 +421,15 @@ impl Drop for HybridFs {
         self.shared.end_renames();
         self.shared.save_heat(false);
         self.shared.save_counters(true);
+        if !self.shared.cfg.read_only {
+            // Last, once both tiers' file systems are synced (the store's own sync covers only
+            // the SSD's): every copy and mark is durable, and they agree. A failed sync leaves
+            // the volume marked unclean, which only costs a cautious adoption.
+            let synced = Tier::ALL.into_iter().all(|t| self.shared.tiers.sync_fs(t).is_ok());
+            if synced {
+                let _ = self.shared.store.set_clean(true);
+            }
+        }
     }
 }
 

@@ -295,7 +295,16 @@ impl Shared {
         let level = match *copies {
             [Some((size, _)), Some(_)] if ssd_newer => (Level::Fast, size, true),
             [Some((size, m_fast)), Some((hsize, m_slow))] => {
-                if size == hsize && m_fast == m_slow {
+                // After an unclean shutdown two copies of one size and time may still differ (a
+                // write to both was cut between them within one tick of the clock, or a dirty
+                // mark's lazy commit was lost with the process). The SSD copy is never older
+                // than the HDD copy (writes reach the SSD first, write-backs copy it down), so
+                // it is the file, dirty: written back later, never lost (as dm-cache counts
+                // every block dirty after a crash).
+                let unclean = self.unclean_start.load(std::sync::atomic::Ordering::Relaxed);
+                if size == hsize && m_fast == m_slow && unclean {
+                    (Level::Fast, size, true)
+                } else if size == hsize && m_fast == m_slow {
                     // A finished copy or an interrupted move: identical; keep both as a clean
                     // cached copy (a DST policy then treats the SSD one as the file).
                     (Level::Fast, size, false)

@@ -92,6 +92,8 @@ pub(crate) struct Shared {
     pub(crate) killpriv: AtomicBool,
     /// Tiers whose root is gone (fast, slow), as last checked.
     pub(crate) lost: [AtomicBool; 2],
+    /// While adopting after an unclean shutdown (`crate::recovery`).
+    pub(crate) unclean_start: AtomicBool,
     /// I/O errors per tier and operation (`crate::health`).
     pub(crate) tier_errors: crate::health::TierErrors,
     /// Files known to have no set-id bits and no capabilities (a write need not clear them);

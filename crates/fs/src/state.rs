@@ -319,6 +319,23 @@ impl StateStore {
         })
     }
 
+    /// Whether the volume was unmounted cleanly last time (a store that never said: no).
+    pub fn was_clean(&self) -> Result<bool, StateError> {
+        self.read(|tx| match tx.open_table(META) {
+            Ok(t) => Ok(t.get("clean")?.is_some_and(|v| v.value() == "1")),
+            Err(redb::TableError::TableDoesNotExist(_)) => Ok(false),
+            Err(e) => Err(e.into()),
+        })
+    }
+
+    /// Records whether the volume is cleanly unmounted (`false` while mounted), durably.
+    pub fn set_clean(&self, clean: bool) -> Result<(), StateError> {
+        self.write(Durability::Immediate, |tx| {
+            tx.open_table(META)?.insert("clean", if clean { "1" } else { "0" })?;
+            Ok(())
+        })
+    }
+
     /// The pinned files.
     pub fn pins(&self) -> Result<Vec<(PathBuf, Tier)>, StateError> {
         self.read(|tx| {
@@ -702,7 +719,7 @@ mod rename_journal_tests {
             s.set_dirty(Path::new("d/file"), true).unwrap();
             s.set_pin(Path::new("d/file"), Some(Tier::Slow)).unwrap();
             s.begin_rename(&rec).unwrap();
-            let done = s.begin_rename(&RenameRecord { from: "x".into(), ..rec.clone() }).unwrap();
+            let done = s.begin_rename(&RenameRecord { from: "x".into(), to: "y".into(), ..rec.clone() }).unwrap();
             s.end_renames(&[done]).unwrap();
             s.sync().unwrap();
         }

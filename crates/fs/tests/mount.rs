@@ -284,8 +284,9 @@ fn unlinked_and_replaced_files_live_on_while_open() {
         return;
     }
     use std::io::{Read, Seek, SeekFrom};
-    let [ssd, hdd, mnt] = temp_dirs();
     for policy in ["on-demand-caching", "file-write-back", "hycache"] {
+        // Tiers of their own: a volume keeps its policy.
+        let [ssd, hdd, mnt] = temp_dirs();
         let m = mount(ssd.path(), hdd.path(), mnt.path(), policy, 1 << 20);
         let p = m.mnt.join("f");
         fs::write(&p, b"first").unwrap();

@@ -152,6 +152,8 @@ pub(crate) fn write(s: &Shared, ino: u64, offset: u64, data: &[u8], kill_setid: 
         if targets.is_empty() {
             return Err(Errno::ENOENT);
         }
+        // The SSD first (the engine's order, fastest first): the SSD copy is never older than
+        // the HDD copy, which recovery after an unclean shutdown relies on.
         for t in &targets {
             let had = before.is_some_and(|b| if *t == Tier::Fast { b.on_fast } else { b.on_slow });
             if p.tracked && !had && !served.blocked {

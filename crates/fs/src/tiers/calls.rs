@@ -41,6 +41,8 @@ pub enum Call {
     SyncFile,
     /// Synced a directory's entries.
     SyncDir,
+    /// Synced a whole tier file system (`syncfs`).
+    SyncFs,
     /// Committed the state store without syncing it.
     Commit,
     /// Committed the state store durably.
@@ -52,7 +54,7 @@ impl Call {
     /// (the model the enumeration uses: a sync commits the file system's journal, as ext4's
     /// does for metadata).
     pub fn is_barrier(self) -> bool {
-        matches!(self, Call::SyncFile | Call::SyncDir | Call::DurableCommit)
+        matches!(self, Call::SyncFile | Call::SyncDir | Call::SyncFs | Call::DurableCommit)
     }
 }
 

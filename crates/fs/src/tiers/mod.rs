@@ -389,6 +389,14 @@ impl Tiers {
         }
     }
 
+    /// Makes everything written to `tier`'s file system durable (`syncfs`).
+    pub fn sync_fs(&self, tier: Tier) -> io::Result<()> {
+        let root = self.checked_root(tier)?;
+        calls::on_fd(calls::Call::SyncFs, root, || {
+            nix::unistd::syncfs(root).map_err(|e| io::Error::from_raw_os_error(e as i32))
+        })
+    }
+
     /// Statistics of `tier`'s file system.
     pub fn statvfs(&self, tier: Tier) -> io::Result<nix::sys::statvfs::Statvfs> {
         let root = self.checked_root(tier)?;
