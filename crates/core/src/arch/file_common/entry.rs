@@ -101,6 +101,7 @@ impl FileCore {
             Op::Stat => Served::metadata(),
         };
         let t = Self::background_touch(cx);
+        self.last_access = cx.now;
         self.after_access(cx, &t, Some(req.obj));
         served
     }
@@ -119,16 +120,27 @@ impl FileCore {
                 self.next_clean = self.next_clean.saturating_add(self.cleaner_period);
             }
         }
+        if let Some(due) = self.idle_writeback_due()
+            && cx.now >= due
+        {
+            // Idle: the dirty files above the low watermark go to the HDD, as dm-cache writes
+            // back when the device is idle.
+            self.draining = true;
+            self.write_back_some(cx, self.dirty_low, None);
+        }
+    }
+
+    /// When dirty bytes above `dirty-low` are written back for want of accesses.
+    fn idle_writeback_due(&self) -> Option<Nanos> {
+        (self.writeback_idle.0 > 0 && self.dirty_bytes > self.dirty_low && !self.draining)
+            .then(|| self.last_access.saturating_add(self.writeback_idle))
     }
 
     /// [`crate::arch::Architecture::next_tick`].
     pub fn next_tick(&self) -> Option<Nanos> {
         let interval = self.modes.iter().any(|m| m.promote == Promote::OnInterval).then_some(self.next_interval);
         let clean = self.cleaner_active.then_some(self.next_clean);
-        match (interval, clean) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [interval, clean, self.idle_writeback_due()].into_iter().flatten().min()
     }
 
     /// [`crate::arch::Architecture::flush`]: writes back every dirty file.

@@ -53,7 +53,7 @@ pub(crate) use arch::{file_policy_arch, merge_sort};
 use mode::*;
 pub use mode::{
     CLEANER_CAP, CLEANER_PERIOD, DIRTY_HIGH, DIRTY_LOW, FILE_PARAMS, FileMeta, FilePolicy, INTERVAL, MAX_FILE_SIZE,
-    MAX_VOLUMES, MAX_WRITEBACKS, Promote, SIEVE, Space, THRESHOLD, Writes,
+    MAX_VOLUMES, MAX_WRITEBACKS, Promote, SIEVE, Space, THRESHOLD, WRITEBACK_IDLE, Writes,
 };
 
 /// How many promotions wait for space at most; older requests are dropped (they are hints).
@@ -76,6 +76,13 @@ pub struct FileCore {
     cleaner_active: bool,
     dirty_high: u64,
     dirty_low: u64,
+    /// Dirty bytes passed `dirty_high` and have not yet fallen to `dirty_low`: write-backs go
+    /// on (from completions too) until they do.
+    draining: bool,
+    /// After this long without an access, write back down to `dirty_low` (0: never).
+    writeback_idle: Nanos,
+    /// When the last access was.
+    last_access: Nanos,
     max_writebacks: usize,
     table: ObjectTable<FileMeta>,
     collector: AnyCollector,
@@ -150,6 +157,11 @@ impl FileCore {
         } else {
             (pct(&DIRTY_HIGH), pct(&DIRTY_LOW))
         };
+        let writeback_idle = if uses(&WRITEBACK_IDLE) {
+            p.duration(WRITEBACK_IDLE.name, Nanos(0), max_t)?
+        } else {
+            crate::params::parse_duration(default_of(&WRITEBACK_IDLE)).unwrap_or(Nanos(0))
+        };
         let max_writebacks = if uses(&MAX_WRITEBACKS) {
             p.u64(MAX_WRITEBACKS.name, 1, 65_536)?
         } else {
@@ -180,6 +192,9 @@ impl FileCore {
             cleaner_active: false,
             dirty_high: (cap as f64 * high) as u64,
             dirty_low: (cap as f64 * low) as u64,
+            draining: false,
+            writeback_idle,
+            last_access: Nanos(0),
             max_writebacks,
             table: ObjectTable::new(),
             collector,
@@ -747,7 +762,15 @@ impl FileCore {
             self.evict(cx, v, t);
             self.counters.threshold_evictions += 1;
         }
+        // Above the high watermark, write-backs start and go on down to the low one (a
+        // watermark pair, as bcache's and dm-writecache's): before, they stopped as soon as dirty
+        // bytes were under the high one again, and 19 MiB stayed dirty between the two.
         if self.dirty_bytes > self.dirty_high {
+            self.draining = true;
+        } else if self.dirty_bytes <= self.dirty_low {
+            self.draining = false;
+        }
+        if self.draining {
             self.write_back_some(cx, self.dirty_low, except);
         }
         if !self.pending.is_empty() {

@@ -197,6 +197,12 @@ pub const DIRTY_HIGH: ParamSpec =
 /// Write-back: the low watermark.
 pub const DIRTY_LOW: ParamSpec =
     ParamSpec { name: "dirty-low", default: "25%", help: "stop writing back below this share dirty" };
+/// Write-back: idle write-back.
+pub const WRITEBACK_IDLE: ParamSpec = ParamSpec {
+    name: "writeback-idle",
+    default: "5s",
+    help: "after this long without an access, write back down to dirty-low (0s: only above dirty-high)",
+};
 /// Write-back: concurrency.
 pub const MAX_WRITEBACKS: ParamSpec =
     ParamSpec { name: "max-writebacks", default: "16", help: "write-backs in flight at most" };
@@ -204,4 +210,4 @@ pub const MAX_WRITEBACKS: ParamSpec =
 /// Every shared knob of the file-level architectures (a per-volume policy takes those of every
 /// mode a volume may have, which excludes HyCache's).
 pub const FILE_PARAMS: &[ParamSpec] =
-    &[SIEVE, INTERVAL, CLEANER_PERIOD, CLEANER_CAP, DIRTY_HIGH, DIRTY_LOW, MAX_WRITEBACKS];
+    &[SIEVE, INTERVAL, CLEANER_PERIOD, CLEANER_CAP, DIRTY_HIGH, DIRTY_LOW, WRITEBACK_IDLE, MAX_WRITEBACKS];
