@@ -73,6 +73,10 @@ impl CopyPlan {
                 _ => {}
             }
             let b = &*self.backend;
+            // The source's name first: a copy made durable under a name its source tier may
+            // still lose (a rename not yet synced) would come back after a power cut as a second
+            // file beside the old name (found by the crash enumeration).
+            b.sync_dir(&self.src)?;
             let out = b.create_temp(&self.tmp)?;
             if let Ok(m) = out.metadata() {
                 let _ = self.made.set((m.dev(), m.ino()));

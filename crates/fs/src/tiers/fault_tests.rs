@@ -65,9 +65,10 @@ fn a_failed_step_leaves_the_one_copy_the_move_started_from() {
             assert_eq!(holders(&dirs), [Tier::Slow], "a failed {step:?} must leave the source alone");
         }
     }
-    // The source's directory sync after its removal failing: the move stands.
+    // The source's directory sync after its removal failing (the third: the source's before
+    // the copy, the destination's after the rename): the move stands.
     let dirs = setup();
-    let (t, _) = tiers(&dirs, [Fault::Fail { step: Step::SyncDir, nth: 2, errno: EIO }]);
+    let (t, _) = tiers(&dirs, [Fault::Fail { step: Step::SyncDir, nth: 3, errno: EIO }]);
     assert_eq!(move_to_ssd(&t).unwrap(), data().len() as u64);
     assert_eq!(holders(&dirs), [Tier::Fast]);
 }
@@ -94,16 +95,18 @@ fn short_writes_are_continued_not_taken_for_the_whole() {
 fn a_crash_at_any_step_leaves_what_the_next_scan_resolves() {
     // (step, which run of it, the tiers holding the file after the scan's tidy-up).
     let cases = [
-        (Step::CreateTemp, 1, &[Tier::Slow][..]),
+        // The source's directory synced first (its name durable before the copy's).
+        (Step::SyncDir, 1, &[Tier::Slow][..]),
+        (Step::CreateTemp, 1, &[Tier::Slow]),
         (Step::Write, 2, &[Tier::Slow]),
         (Step::SyncFile, 1, &[Tier::Slow]),
         (Step::Rename, 1, &[Tier::Slow]),
         // Renamed into place, not yet durable, or durable and the source not yet removed: two
         // identical copies, which adoption resolves (the journal, else the dirty set and
         // modification times).
-        (Step::SyncDir, 1, &[Tier::Fast, Tier::Slow]),
+        (Step::SyncDir, 2, &[Tier::Fast, Tier::Slow]),
         (Step::Unlink, 1, &[Tier::Fast, Tier::Slow]),
-        (Step::SyncDir, 2, &[Tier::Fast]),
+        (Step::SyncDir, 3, &[Tier::Fast]),
     ];
     for (step, nth, want) in cases {
         let dirs = setup();
@@ -127,11 +130,11 @@ fn a_crash_at_any_step_leaves_what_the_next_scan_resolves() {
 fn a_failed_move_over_a_cached_copy_keeps_both_copies() {
     // A cached file: the same bytes on both tiers. A move (a pin) replaces the SSD copy, then
     // removing the HDD source fails: the new SSD copy is the file's SSD copy now and stays.
-    for step in [Step::SyncDir, Step::Unlink] {
+    for (step, nth) in [(Step::SyncDir, 2), (Step::Unlink, 1)] {
         let dirs = setup();
         fs::create_dir_all(dirs[0].path().join("d/e")).unwrap();
         fs::write(dirs[0].path().join(REL), data()).unwrap();
-        let (t, _) = tiers(&dirs, [Fault::Fail { step, nth: 1, errno: EIO }]);
+        let (t, _) = tiers(&dirs, [Fault::Fail { step, nth, errno: EIO }]);
         assert!(move_to_ssd(&t).is_err(), "{step:?}");
         assert_eq!(holders(&dirs), [Tier::Fast, Tier::Slow], "a failed {step:?} lost a copy");
     }

@@ -201,6 +201,18 @@ pub fn run(case: &Case, all: bool, threads: usize) -> Found {
             });
         }
     });
-    violations.extend(found.into_inner().expect("found"));
+    let found = found.into_inner().expect("found");
+    if !found.is_empty() && std::env::var_os("TIERWISE_CRASH_VERBOSE").is_some() {
+        // The calls of the recording, to read a finding against.
+        for (k, p) in points.iter().enumerate() {
+            eprintln!(
+                "  call {k}: {:?} (ops done {}{})",
+                p.call,
+                p.done,
+                if p.in_flight { ", one in flight" } else { "" }
+            );
+        }
+    }
+    violations.extend(found);
     Found { points: points.len(), states: states.len(), violations }
 }
