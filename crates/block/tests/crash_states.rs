@@ -158,10 +158,9 @@ fn apply(dev: &HybridDevice, op: Op, n: u64, current: &mut [u8]) -> (Vec<(usize,
         }
         Op::Zeroes(b) => {
             dev.write_zeroes(b * BS, 2 * BS, false).unwrap_or_else(|e| panic!("zeroes: {e}"));
-            for i in (b * BS) as usize..((b + 2) * BS) as usize {
-                current[i] = 0;
-                changed.push((i, 0));
-            }
+            let range = (b * BS) as usize..((b + 2) * BS) as usize;
+            current[range.clone()].fill(0);
+            changed.extend(range.map(|i| (i, 0)));
         }
         Op::Read(b) => {
             for _ in 0..2 {

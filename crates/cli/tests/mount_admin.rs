@@ -5,7 +5,7 @@
 //! written is an error and no dead mount, fstab's `noexec` is honoured, `df` counts one file
 //! system once, and the mount table names the tiers absolutely.
 
-#![expect(clippy::unwrap_used, reason = "a failing setup should stop the test loudly")]
+#![allow(clippy::unwrap_used, reason = "a failing setup should stop the test loudly")]
 
 mod mount_common;
 

@@ -22,6 +22,9 @@ use std::time::{Duration, Instant};
 
 use mount_common::mounted;
 
+/// One writer's saves: the last version acknowledged and the one being saved.
+type Saves = (u64, Option<u64>);
+
 fn start(root: &Path, mnt: &Path, policy: &str, passthrough: bool) -> Child {
     let child = Command::new(env!("CARGO_BIN_EXE_tierwise"))
         .args(["mount", "--foreground", "--ssd-quota", "96KiB", "--pin-reserve", "16KiB", "--policy", policy])
@@ -71,7 +74,7 @@ fn trial(policy: &str, passthrough: bool, seed: u64) -> (usize, Vec<String>) {
         save(&dir, w, &version(w, 0)).unwrap();
     }
     // Per writer: the last version saved (acknowledged) and the one being saved.
-    let state: Arc<Mutex<Vec<(u64, Option<u64>)>>> = Arc::new(Mutex::new(vec![(0, None); 3]));
+    let state: Arc<Mutex<Vec<Saves>>> = Arc::new(Mutex::new(vec![(0, None); 3]));
     let killed = Arc::new(AtomicBool::new(false));
     let writers: Vec<_> = (0..3)
         .map(|w| {

@@ -32,7 +32,9 @@ const DIRTY: TableDefinition<&[u8], u8> = TableDefinition::new("dirty");
 const JOURNAL: TableDefinition<u64, (u8, u8, u64, u64, &[u8])> = TableDefinition::new("journal");
 /// Renames that change more than one name on the tiers, journalled before the first change:
 /// id → (from, to, what each tier held at both names; see [`RenameRecord`]).
-const RENAMES: TableDefinition<u64, (&[u8], &[u8], u8, [u64; 16])> = TableDefinition::new("renames");
+const RENAMES: TableDefinition<u64, RenameRow> = TableDefinition::new("renames");
+/// One row of [`RENAMES`]: from, to, flags, and the ids (inode, size, mtime) each tier held.
+type RenameRow<'a> = (&'a [u8], &'a [u8], u8, [u64; 16]);
 /// What the volume is: `policy` → the full spec of the policy it runs (every knob), kept with
 /// the data as bcache, lvm and Open-CAS keep their cache mode in their metadata.
 const META: TableDefinition<&str, &str> = TableDefinition::new("meta");

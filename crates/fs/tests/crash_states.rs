@@ -5,7 +5,7 @@
 //! checked against POSIX guarantees. See `crash/mod.rs`; `scripts/crash-enumerate.sh` runs the
 //! full enumeration.
 
-#![expect(clippy::unwrap_used, reason = "a failing setup should stop the test loudly")]
+#![allow(clippy::unwrap_used, reason = "a failing setup should stop the test loudly")]
 
 mod common;
 mod crash;

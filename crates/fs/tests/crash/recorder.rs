@@ -82,7 +82,7 @@ impl Recorder {
         install();
         let ssd = ssd.canonicalize().expect("ssd path");
         let hdd = hdd.canonicalize().expect("hdd path");
-        let r = calls::exclusive(|| {
+        calls::exclusive(|| {
             let first = Point {
                 call: None,
                 ssd: Arc::new(Tree::take(&ssd)),
@@ -97,8 +97,7 @@ impl Recorder {
             });
             *ACTIVE.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Arc::clone(&r));
             r
-        });
-        r
+        })
     }
 
     fn after(&self, call: Call, on: &Path) {
