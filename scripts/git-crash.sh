@@ -3,12 +3,15 @@
 # times (default 50), rotating over the policy families; after the same mount command brings
 # the mount back, `git fsck --full` must pass, `.git/index` must be there and `git status` must
 # work. git is asked to fsync what it writes (core.fsync=all), as a careful user would.
-# Usage: ./scripts/git-crash.sh [TRIALS]   (root, /dev/fuse; TIERWISE_GIT_TRIALS also sets it)
+# Usage: ./scripts/git-crash.sh [TRIALS]   (root, /dev/fuse; TIERWISE_GIT_TRIALS also sets it;
+# TIERWISE_BIN=path runs another build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 trials=${1:-${TIERWISE_GIT_TRIALS:-50}}
 cargo build --release --locked --quiet -p tierwise
-tw=$PWD/target/release/tierwise
+# TIERWISE_BIN: another build (a baseline in the same run); the dead mount is detached here
+# too, since builds before issue 34 did not detach it themselves.
+tw=${TIERWISE_BIN:-$PWD/target/release/tierwise}
 policies=(on-demand-caching dynamic-hot-dst:sieve=0 file-write-back:sieve=0 hycache)
 broken=0
 for t in $(seq 1 "$trials"); do
@@ -31,7 +34,8 @@ for t in $(seq 1 "$trials"); do
   sleep "0.$((RANDOM % 9 + 1))"
   kill -9 "$pid"
   wait "$loop" 2>/dev/null || true
-  # The same mount command again: it detaches the dead mount itself.
+  # The same mount command again (it detaches the dead mount itself).
+  if [ -n "${TIERWISE_BIN:-}" ]; then umount -l "$work/mnt" 2>/dev/null || true; fi
   $tw mount "$work/root" "$work/mnt" --policy "$policy" --ssd-quota 256KiB --pin-reserve 32KiB >/dev/null
   ok=1
   (cd "$work/mnt/repo" && git fsck --full >/dev/null 2>&1) || ok=0

@@ -4,7 +4,8 @@
 # (default 200) for each policy family (caching, DST, write-back, HyCache) with passthrough on
 # and off; then a `git commit` loop killed -9 GIT_TRIALS times (default 50), each repository
 # checked with `git fsck`. Prints lost targets and broken repositories (both must be 0).
-# Usage: ./scripts/rename-crash.sh [TRIALS] [GIT_TRIALS]   (root, /dev/fuse)
+# Usage: ./scripts/rename-crash.sh [TRIALS] [GIT_TRIALS]   (root, /dev/fuse; TIERWISE_BIN=path:
+# the same trials against another build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --locked --quiet -p tierwise

@@ -173,9 +173,7 @@ fn sigterm_unmounts_cleanly_during_a_move() {
     }
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGTERM).unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
-    while Path::new(&format!("/proc/{pid}")).exists()
-        && !fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z"))
-    {
+    while !tierwise_testkit::exited(pid) {
         assert!(Instant::now() < deadline, "the daemon did not exit on SIGTERM");
         std::thread::sleep(Duration::from_millis(20));
     }

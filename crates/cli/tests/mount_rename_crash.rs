@@ -26,7 +26,9 @@ use mount_common::mounted;
 type Saves = (u64, Option<u64>);
 
 fn start(root: &Path, mnt: &Path, policy: &str, passthrough: bool) -> Child {
-    let child = Command::new(env!("CARGO_BIN_EXE_tierwise"))
+    // TIERWISE_BIN: the same trials against another build (a baseline measured in the same run).
+    let bin = std::env::var_os("TIERWISE_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_tierwise").into());
+    let child = Command::new(bin)
         .args(["mount", "--foreground", "--ssd-quota", "96KiB", "--pin-reserve", "16KiB", "--policy", policy])
         .arg(if passthrough { "--passthrough" } else { "--no-passthrough" })
         .arg(root)

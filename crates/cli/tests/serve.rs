@@ -245,10 +245,22 @@ fn bad_images_are_refused_and_left_unchanged() {
     let (b1, b2) = (sum(&copy), sum(&damaged_hdd));
     refused(serve(&copy, &damaged_hdd), "no valid metadata checkpoint");
     assert!(sum(&copy) == b1 && sum(&damaged_hdd) == b2, "a refused start changed an image");
-    // In use by another server.
+    // In use by another server: its pid file names it; started on another socket (so another
+    // pid file), the images' lock refuses it.
     let out = s.start();
     assert!(out.status.success());
-    refused(serve(&ssd, &hdd), "in use");
+    refused(serve(&ssd, &hdd), "already running");
+    let other_socket = s.dir.path().join("other.sock");
+    let out = tierwise(&[
+        "serve",
+        "--ssd",
+        ssd.to_str().unwrap(),
+        "--hdd",
+        hdd.to_str().unwrap(),
+        "--socket",
+        other_socket.to_str().unwrap(),
+    ]);
+    refused(out, "in use");
 }
 
 #[test]

@@ -64,13 +64,10 @@ pub fn daemon_pid(mnt: &Path) -> i32 {
     v["pid"].as_i64().unwrap() as i32
 }
 
-/// Waits until process `pid` is gone (or a zombie).
+/// Waits until process `pid` has exited (`tierwise_testkit::exited`).
 pub fn wait_gone(pid: i32) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    let gone = || {
-        !Path::new(&format!("/proc/{pid}")).exists()
-            || fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z"))
-    };
+    let gone = || tierwise_testkit::exited(pid);
     while !gone() {
         assert!(std::time::Instant::now() < deadline, "process {pid} did not exit");
         std::thread::sleep(std::time::Duration::from_millis(10));

@@ -113,14 +113,11 @@ impl Served {
     }
 }
 
-/// Signals a server and waits until it has exited (a zombie counts: its files, and so its image
-/// locks, are closed). Its final checkpoint can take a while on a loaded CI machine.
+/// Signals a server and waits until it has exited (`tierwise_testkit::exited`: every thread gone,
+/// so its files and image locks are closed). Its final checkpoint can take a while on a loaded CI machine.
 pub fn stop_server(pid: i32, sig: &str, what: &str) {
     let _ = Command::new("kill").arg(sig).arg(pid.to_string()).status();
-    let gone = || {
-        !Path::new(&format!("/proc/{pid}")).exists()
-            || std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z"))
-    };
+    let gone = || tierwise_testkit::exited(pid);
     let deadline = Instant::now() + Duration::from_secs(60);
     while !gone() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
