@@ -86,6 +86,16 @@ pub fn serve() -> bool {
     require(&[Need::Tool("nbdkit", "nbdkit"), Need::Tool("qemu-io", "qemu-utils")])
 }
 
+/// Whether process `pid` has exited: gone, or a zombie none of whose threads still runs. A
+/// thread group leader shows as a zombie as soon as it exits, while the process's other threads
+/// may still be tearing down, holding its files (and so its locks): a server restarted at
+/// that moment found its images still locked on a loaded machine.
+pub fn exited(pid: i32) -> bool {
+    let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z"));
+    let threads = std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, |d| d.count());
+    !std::path::Path::new(&format!("/proc/{pid}")).exists() || (zombie && threads <= 1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -103,14 +113,4 @@ mod tests {
             assert!(msg.contains("no-such-tool-tierwise") && msg.contains("TIERWISE_ALLOW_SKIP"), "{msg}");
         }
     }
-}
-
-/// Whether process `pid` has exited: gone, or a zombie none of whose threads still runs. A
-/// thread group leader shows as a zombie as soon as it exits, while the process's other threads
-/// may still be tearing down, holding its files (and so its locks): a server restarted at
-/// that moment found its images still locked on a loaded machine.
-pub fn exited(pid: i32) -> bool {
-    let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z"));
-    let threads = std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, |d| d.count());
-    !std::path::Path::new(&format!("/proc/{pid}")).exists() || (zombie && threads <= 1)
 }
