@@ -365,7 +365,7 @@ fn failing_work_backs_off_and_unmount_leaves_no_daemon() {
     let start = std::time::Instant::now();
     umount(mnt.path());
     assert!(start.elapsed() < std::time::Duration::from_secs(10), "unmount waited {:?}", start.elapsed());
-    assert!(tierwise_testkit::exited(pid), "the daemon exited");
+    assert!(tierwise_testkit::exited(i32::try_from(pid).unwrap()), "the daemon exited");
     // The dirty data is still on the (real) SSD and known dirty: nothing was lost.
     assert_eq!(fs::read(real_ssd.path().join("f3")).unwrap(), vec![3u8; 50_000]);
 }
