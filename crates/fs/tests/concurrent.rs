@@ -16,7 +16,7 @@
 //! - a file rewritten in place (`open(O_TRUNC)` and one write) while others read it: a reader
 //!   may see the old bytes, none or the new ones, and (almost) never zeros. Before the
 //!   daemon held reads back around a size change (`truncation.rs`), ~4 % of such reads
-//!   returned zeros; a residue of ~1 in 50,000 is left (DESIGN.md).
+//!   returned zeros; a residue is left (1 in 50,000 to 1 in 200 on this machine; DESIGN.md).
 //!
 //! Skipped, with a message, where `/dev/fuse` cannot be opened.
 
@@ -312,6 +312,9 @@ fn a_file_rewritten_in_place_is_almost_never_read_as_zeros() {
     let Some((rewrites, results)) = race(rewrite, read, |_| ()) else { return };
     let (reads, zeros) = results.into_iter().fold((0, 0), |(r, z), (n, k)| (r + n, z + k));
     assert!(reads > 1000 && rewrites > 100, "{reads} reads, {rewrites} rewrites");
-    // Without the fence ~4 % (thousands here); with it, a rare residue.
-    assert!(zeros * 1000 < reads, "{zeros} of {reads} reads saw zeros");
+    eprintln!("{zeros} of {reads} reads saw zeros ({rewrites} rewrites)");
+    // Without the fence ~4 % (thousands here); with it, a residue that depends on how soon
+    // the kernel's SETATTR caller runs: 0.002 % once, 0.01-0.56 % on 2026-11-27 with the same
+    // code (DESIGN.md, "Rewriting a file in place"). The bound catches a fence that is gone.
+    assert!(zeros * 100 < reads, "{zeros} of {reads} reads saw zeros");
 }
