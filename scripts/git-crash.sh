@@ -20,9 +20,15 @@ for t in $(seq 1 "$trials"); do
   mkdir -p "$work/root/ssd" "$work/root/hdd" "$work/mnt"
   $tw mount "$work/root" "$work/mnt" --policy "$policy" --ssd-quota 256KiB --pin-reserve 32KiB >/dev/null
   pid=$($tw stats --json "$work/mnt" | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])')
+  # The repository is made before the clock starts: a kill inside `git init` is git's own
+  # half-made directory, not what the file system kept.
   (
     cd "$work/mnt" && git init -q repo && cd repo
     git config user.email t@example.invalid && git config user.name t && git config core.fsync all
+  ) >/dev/null
+  sync "$work/mnt/repo/.git/config"
+  (
+    cd "$work/mnt/repo"
     i=0
     while :; do
       i=$((i + 1))
@@ -37,14 +43,16 @@ for t in $(seq 1 "$trials"); do
   # The same mount command again (it detaches the dead mount itself).
   if [ -n "${TIERWISE_BIN:-}" ]; then umount -l "$work/mnt" 2>/dev/null || true; fi
   $tw mount "$work/root" "$work/mnt" --policy "$policy" --ssd-quota 256KiB --pin-reserve 32KiB >/dev/null
-  ok=1
-  (cd "$work/mnt/repo" && git fsck --full >/dev/null 2>&1) || ok=0
-  [ -f "$work/mnt/repo/.git/index" ] || ok=0
-  (cd "$work/mnt/repo" && git status >/dev/null 2>&1) || ok=0
+  why=""
+  fsck=$(cd "$work/mnt/repo" && git fsck --full 2>&1) || why="$why; git fsck: $(echo "$fsck" | head -3 | tr '\n' ' ')"
   commits=$(cd "$work/mnt/repo" && git rev-list --count HEAD 2>/dev/null || echo 0)
-  if [ "$ok" = 0 ]; then
+  # The index exists once anything was added; before the first commit a kill may precede it.
+  if [ "$commits" -gt 0 ] && [ ! -f "$work/mnt/repo/.git/index" ]; then why="$why; .git/index is gone"; fi
+  status=$(cd "$work/mnt/repo" && git status 2>&1) || why="$why; git status: $(echo "$status" | head -3 | tr '\n' ' ')"
+  if [ -n "$why" ]; then
     broken=$((broken + 1))
-    echo "trial $t ($policy): BROKEN repository after $commits commits"
+    echo "trial $t ($policy): BROKEN repository after $commits commits${why}"
+    ls -la "$work/mnt/repo/.git" | head -30
   fi
   $tw umount "$work/mnt" >/dev/null 2>&1 || umount -l "$work/mnt" 2>/dev/null || true
   rm -rf "$work"
