@@ -207,18 +207,24 @@ mod tests {
     #[test]
     fn idle_class_requests_wait_for_normal_ones() {
         let d = disk(Scheduler::MqDeadline);
-        // A normal reader keeps the disk busy; an idle-class request submitted meanwhile ends
-        // only after the normal ones stop arriving.
+        // Two normal readers keep the disk busy; an idle-class request submitted meanwhile ends
+        // only after the normal ones stop arriving. (Two, so that one reader's thread not
+        // being scheduled for the idle time on a loaded machine does not leave the disk idle:
+        // with one, this failed under a parallel test run.)
         let normal_done = Mutex::new(None);
         let idle_done = Mutex::new(None);
         let t = Instant::now();
         std::thread::scope(|s| {
-            s.spawn(|| {
-                for i in 0..20u64 {
-                    d.wait(DevOp::Read, (i * 7_919 % 97) << 30, 4096);
-                }
-                *normal_done.lock().unwrap_or_else(PoisonError::into_inner) = Some(t.elapsed());
-            });
+            for r in 0..2u64 {
+                let (d, normal_done) = (&d, &normal_done);
+                s.spawn(move || {
+                    for i in 0..10u64 {
+                        d.wait(DevOp::Read, ((r * 10 + i) * 7_919 % 97) << 30, 4096);
+                    }
+                    let mut done = normal_done.lock().unwrap_or_else(PoisonError::into_inner);
+                    *done = (*done).max(Some(t.elapsed()));
+                });
+            }
             s.spawn(|| {
                 std::thread::sleep(Duration::from_millis(5));
                 with_class(Class::Idle { after: Nanos::from_millis(10) }, || d.wait(DevOp::Write, 200 << 30, 4096));
