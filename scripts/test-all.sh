@@ -106,4 +106,7 @@ else
   echo "SKIPPED (TIERWISE_ALLOW_SKIP=1): /dev/fuse is missing"
 fi
 
+say "a served write-back device whose HDD fills up: back-off, DEGRADED with the reason, reads served, write-back resumes"
+./scripts/serve-faults.sh
+
 say "all tests passed"
