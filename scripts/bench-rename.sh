@@ -42,7 +42,7 @@ for i in range(n):
 creates = n / (time.perf_counter() - t0)
 print(f"{saves:.0f} {creates:.0f}")
 PY
-  $tw umount "$work/mnt" >/dev/null 2>&1 || umount -l "$work/mnt"
+  $tw umount "$work/mnt" >/dev/null 2>&1 || umount -l "$work/mnt" 2>/dev/null || true
 }
 
 printf '%-26s %-9s %10s %10s\n' policy build saves/s creates/s

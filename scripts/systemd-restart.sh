@@ -13,8 +13,10 @@ cargo build --release --locked --quiet -p tierwise
 tw=$PWD/target/release/tierwise
 systemd=/usr/lib/systemd/systemd
 [ -x "$systemd" ] || { echo "error: $systemd is missing (apt-get install systemd)" >&2; exit 1; }
-log=$(mktemp)
-unit_dir=$(mktemp -d)
+mkdir -p target
+# Outside /tmp: the namespace mounts its own /tmp over the host's.
+log=$(mktemp -p "$PWD/target")
+unit_dir=$(mktemp -d -p "$PWD/target")
 cat > "$unit_dir/tierwise-test.service" <<UNIT
 [Unit]
 Description=tierwise test mount
@@ -46,7 +48,7 @@ ushare=$!
 cleanup() {
   [ -n "${pid1:-}" ] && kill -9 "$pid1" 2>/dev/null || true
   kill "$ushare" 2>/dev/null || true
-  rm -rf "$unit_dir"
+  rm -rf "$unit_dir" "$log"
 }
 trap cleanup EXIT
 pid1=""
