@@ -40,6 +40,11 @@ fn holds(at: &At, want: Option<NameId>) -> bool {
     }
 }
 
+/// Whether `at` holds the file or directory `want` names, whatever its size and time now.
+fn same_inode(at: &At, want: NameId) -> bool {
+    at.metadata().is_ok_and(|m| (m.dev(), m.ino()) == (want.dev, want.ino))
+}
+
 /// Removes what tierwise leaves inside a directory (temporary copies, hidden names), so that
 /// a rename may replace it or rmdir remove it: to users it is empty.
 pub(crate) fn clear_reserved(dir: &At) {
@@ -117,7 +122,16 @@ impl Tiers {
                 Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
                 Err(e) => return Err(e),
             };
-            if !holds(&dst, Some(replaced)) {
+            // The replaced file may have lost unsynced changes to a power cut (its size and time
+            // differ from the record's, its inode does not): once the rename is done where the
+            // source is, it is still the file the rename replaced, and must go, or adoption would
+            // take this older file for a newer copy of the renamed one and drop that.
+            let replaced_here = holds(&dst, Some(replaced))
+                || (same_inode(&dst, replaced)
+                    && Tier::ALL.into_iter().any(|s| {
+                        rec.source[s.index()].is_some_and(|id| self.at(s, &rec.to).is_ok_and(|a| holds(&a, Some(id))))
+                    }));
+            if !replaced_here {
                 continue;
             }
             if dst.is_dir() {

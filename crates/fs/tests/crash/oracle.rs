@@ -250,9 +250,19 @@ pub fn check_power(view: &View, hist: &History, done: usize, in_flight: bool) ->
                         b.display()
                     ));
                 }
+                // The target's own last content need not have been durable: after a power cut
+                // it may hold what an earlier unsynced write of it left (torn) or an earlier
+                // content, as the checks of every file allow — its old content, as far as the
+                // disk had it, never a third file's.
+                let unsynced_old = |got: &Vec<u8>| {
+                    !durable(b)
+                        && ((0..j).any(|k| torn(hist, k, got))
+                            || hist.states[..=j].iter().any(|s| content(s, b).as_ref() == Some(got)))
+                };
                 if let Some(got) = &at_b
                     && Some(got) != old.as_ref()
                     && *got != src
+                    && !unsynced_old(got)
                 {
                     return Err(format!("rename {} -> {}: the target holds neither file", a.display(), b.display()));
                 }

@@ -68,6 +68,9 @@ pub const SAVES: &[&[Op]] = &[
     &[Op::Create("d1/T"), Op::Append("d1/T"), Op::Fsync("d1/T"), Op::Rename("d1/T", "d1/C"), Op::Fsyncdir("d1")],
     // No fsync: after a crash the target holds the old content or the new, never nothing.
     &[Op::Create("d0/T"), Op::Append("d0/T"), Op::Rename("d0/T", "d0/B")],
+    // A cached or promoted file renamed over one whose last write was not synced: a power cut
+    // takes that write back, and the journal must still replace it (found by the full run).
+    &[Op::Overwrite("d0/B"), Op::Rename("d0/A", "d0/B"), Op::Fsyncdir("d0")],
 ];
 
 /// Where the files are when the recorded operations start.
