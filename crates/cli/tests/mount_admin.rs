@@ -20,9 +20,7 @@ fn the_policy_is_kept_with_the_data_and_changed_only_on_purpose() {
     if !tierwise_testkit::fuse_and_root() {
         return;
     }
-    let [root, mnt] = temp_dirs();
-    fs::create_dir(root.path().join("ssd")).unwrap();
-    fs::create_dir(root.path().join("hdd")).unwrap();
+    let [root, mnt] = root_and_mountpoint();
     let (r, m) = (root.path().to_str().unwrap(), mnt.path().to_str().unwrap());
     {
         let _u = mount(&[r, m, "--policy", "file-write-back:dirty-high=90%"], mnt.path());
@@ -59,9 +57,7 @@ fn a_mount_whose_daemon_was_killed_mounts_again_with_the_same_command() {
     if !tierwise_testkit::fuse_and_root() {
         return;
     }
-    let [root, mnt] = temp_dirs();
-    fs::create_dir(root.path().join("ssd")).unwrap();
-    fs::create_dir(root.path().join("hdd")).unwrap();
+    let [root, mnt] = root_and_mountpoint();
     let (r, m) = (root.path().to_str().unwrap(), mnt.path().to_str().unwrap());
     let _u = mount(&[r, m, "--policy", "dynamic-hot-dst"], mnt.path());
     fs::write(mnt.path().join("kept"), b"still here").unwrap();
@@ -88,9 +84,7 @@ fn a_log_that_cannot_be_written_is_an_error_and_leaves_no_mount() {
     if !tierwise_testkit::fuse_and_root() {
         return;
     }
-    let [root, mnt] = temp_dirs();
-    fs::create_dir(root.path().join("ssd")).unwrap();
-    fs::create_dir(root.path().join("hdd")).unwrap();
+    let [root, mnt] = root_and_mountpoint();
     let (r, m) = (root.path().to_str().unwrap(), mnt.path().to_str().unwrap());
     let bad = root.path().join("no/such/dir/tierwise.log");
     let o = tierwise(&["mount", r, m, "--log", bad.to_str().unwrap()]);
@@ -106,9 +100,7 @@ fn noexec_is_honoured_df_counts_one_file_system_once_and_the_source_is_absolute(
     if !tierwise_testkit::fuse_and_root() {
         return;
     }
-    let [root, mnt] = temp_dirs();
-    fs::create_dir(root.path().join("ssd")).unwrap();
-    fs::create_dir(root.path().join("hdd")).unwrap();
+    let [root, mnt] = root_and_mountpoint();
     let m = mnt.path().to_str().unwrap();
     // Relative tier paths, as a user types them.
     let o = Command::new(env!("CARGO_BIN_EXE_tierwise"))
@@ -163,9 +155,7 @@ fn file_write_back_writes_back_new_files_below_the_low_watermark() {
     if !tierwise_testkit::fuse_and_root() {
         return;
     }
-    let [root, mnt] = temp_dirs();
-    fs::create_dir(root.path().join("ssd")).unwrap();
-    fs::create_dir(root.path().join("hdd")).unwrap();
+    let [root, mnt] = root_and_mountpoint();
     let (r, m) = (root.path().to_str().unwrap(), mnt.path().to_str().unwrap());
     let quota: u64 = 256 << 20;
     let _u = mount(

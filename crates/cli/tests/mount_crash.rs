@@ -9,42 +9,25 @@
 //! and every other trial rate-limits moves so that kills land inside journalled moves.
 //! `TIERWISE_CRASH_TRIALS` runs more. Skipped where `/dev/fuse` cannot be opened.
 
-#![expect(clippy::unwrap_used, reason = "a failing setup should stop the test loudly")]
+#![allow(clippy::unwrap_used, reason = "a failing setup should stop the test loudly")]
+
+mod mount_common;
 
 use std::collections::BTreeMap;
 use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-fn is_mounted(mnt: &Path) -> bool {
-    let canon = fs::canonicalize(mnt).unwrap();
-    fs::read_to_string("/proc/self/mountinfo")
-        .unwrap()
-        .lines()
-        .any(|l| l.split(' ').nth(4).is_some_and(|m| Path::new(m) == canon) && l.contains(" - fuse"))
-}
+use mount_common::{root_and_mountpoint, start_foreground};
 
 fn start(root: &Path, mnt: &Path, policy: &str, extra: &[&str], move_rate: &str) -> Child {
-    let child = Command::new(env!("CARGO_BIN_EXE_tierwise"))
-        .args(["mount", "--foreground", "--ssd-quota", "128KiB", "--pin-reserve", "32KiB", "--policy", policy])
-        .args(["--move-rate", move_rate])
-        .args(extra)
-        .arg(root)
-        .arg(mnt)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !is_mounted(mnt) {
-        assert!(Instant::now() < deadline, "the mount did not come up");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    child
+    let args =
+        [&["--ssd-quota", "128KiB", "--pin-reserve", "32KiB", "--policy", policy, "--move-rate", move_rate], extra];
+    start_foreground(&args.concat(), root, mnt)
 }
 
 /// Detaches a mount whose daemon is gone (or unmounts a live one).
@@ -75,10 +58,7 @@ fn kill_9_during_migrations_and_writes_loses_no_acknowledged_data() {
     let mut interrupted_moves = 0;
     for trial in 0..trials {
         let (policy, extra) = configs[(trial % configs.len() as u64) as usize];
-        let root = tempfile::tempdir().unwrap();
-        let mnt = tempfile::tempdir().unwrap();
-        fs::create_dir(root.path().join("ssd")).unwrap();
-        fs::create_dir(root.path().join("hdd")).unwrap();
+        let [root, mnt] = root_and_mountpoint();
         // Every other trial moves at 2 MB/s, so a kill often lands inside a journalled move.
         let rate = if trial % 2 == 1 { "2" } else { "0" };
         let mut child = start(root.path(), mnt.path(), policy, extra, rate);

@@ -15,34 +15,19 @@ mod mount_common;
 use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use mount_common::mounted;
+use mount_common::{root_and_mountpoint, start_foreground};
 
 /// One writer's saves: the last version acknowledged and the one being saved.
 type Saves = (u64, Option<u64>);
 
 fn start(root: &Path, mnt: &Path, policy: &str, passthrough: bool) -> Child {
-    // TIERWISE_BIN: the same trials against another build (a baseline measured in the same run).
-    let bin = std::env::var_os("TIERWISE_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_tierwise").into());
-    let child = Command::new(bin)
-        .args(["mount", "--foreground", "--ssd-quota", "96KiB", "--pin-reserve", "16KiB", "--policy", policy])
-        .arg(if passthrough { "--passthrough" } else { "--no-passthrough" })
-        .arg(root)
-        .arg(mnt)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while mounted(mnt).is_none_or(|(_, t)| t != "fuse.tierwise") || fs::read_dir(mnt).is_err() {
-        assert!(Instant::now() < deadline, "the mount did not come up");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    child
+    let data_path = if passthrough { "--passthrough" } else { "--no-passthrough" };
+    start_foreground(&["--ssd-quota", "96KiB", "--pin-reserve", "16KiB", "--policy", policy, data_path], root, mnt)
 }
 
 fn version(writer: usize, n: u64) -> Vec<u8> {
@@ -65,10 +50,7 @@ fn save(dir: &Path, writer: usize, data: &[u8]) -> std::io::Result<()> {
 /// One trial: returns the targets lost and the targets holding a version neither saved nor
 /// being saved.
 fn trial(policy: &str, passthrough: bool, seed: u64) -> (usize, Vec<String>) {
-    let root = tempfile::tempdir().unwrap();
-    let mnt = tempfile::tempdir().unwrap();
-    fs::create_dir(root.path().join("ssd")).unwrap();
-    fs::create_dir(root.path().join("hdd")).unwrap();
+    let [root, mnt] = root_and_mountpoint();
     let mut child = start(root.path(), mnt.path(), policy, passthrough);
     let dir = mnt.path().join("d");
     fs::create_dir(&dir).unwrap();

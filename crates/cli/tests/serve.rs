@@ -187,17 +187,10 @@ fn bad_images_are_refused_and_left_unchanged() {
     let ssd = s.ssd();
     let hdd = s.hdd();
     let sum = |p: &Path| std::fs::read(p).unwrap();
-    let serve = |ssd: &Path, hdd: &Path| {
-        tierwise(&[
-            "serve",
-            "--ssd",
-            ssd.to_str().unwrap(),
-            "--hdd",
-            hdd.to_str().unwrap(),
-            "--policy",
-            "cache:mode=write-back",
-        ])
+    let serve_with = |ssd: &Path, hdd: &Path, extra: &[&str]| {
+        tierwise(&[&["serve", "--ssd", ssd.to_str().unwrap(), "--hdd", hdd.to_str().unwrap()], extra].concat())
     };
+    let serve = |ssd: &Path, hdd: &Path| serve_with(ssd, hdd, &["--policy", "cache:mode=write-back"]);
     let refused = |out: Output, want: &str| {
         let err = String::from_utf8_lossy(&out.stderr).to_string();
         assert!(!out.status.success() && err.contains(want), "expected a refusal naming {want:?}, got: {err}");
@@ -251,16 +244,7 @@ fn bad_images_are_refused_and_left_unchanged() {
     assert!(out.status.success());
     refused(serve(&ssd, &hdd), "already running");
     let other_socket = s.dir.path().join("other.sock");
-    let out = tierwise(&[
-        "serve",
-        "--ssd",
-        ssd.to_str().unwrap(),
-        "--hdd",
-        hdd.to_str().unwrap(),
-        "--socket",
-        other_socket.to_str().unwrap(),
-    ]);
-    refused(out, "in use");
+    refused(serve_with(&ssd, &hdd, &["--socket", other_socket.to_str().unwrap()]), "in use");
 }
 
 #[test]

@@ -6,7 +6,8 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 pub fn tierwise(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_tierwise")).args(args).output().unwrap()
@@ -23,6 +24,36 @@ pub fn stdout(o: &Output) -> String {
 /// `N` fresh temporary directories.
 pub fn temp_dirs<const N: usize>() -> [tempfile::TempDir; N] {
     std::array::from_fn(|_| tempfile::tempdir().unwrap())
+}
+
+/// A tier root holding `ssd/` and `hdd/`, and a mountpoint.
+pub fn root_and_mountpoint() -> [tempfile::TempDir; 2] {
+    let [root, mnt] = temp_dirs();
+    for tier in ["ssd", "hdd"] {
+        fs::create_dir(root.path().join(tier)).unwrap();
+    }
+    [root, mnt]
+}
+
+/// Starts `tierwise mount --foreground ARGS ROOT MNT` and waits until the mount is up.
+/// `TIERWISE_BIN` runs another build instead (a baseline measured in the same run).
+pub fn start_foreground(args: &[&str], root: &Path, mnt: &Path) -> Child {
+    let bin = std::env::var_os("TIERWISE_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_tierwise").into());
+    let child = Command::new(bin)
+        .args(["mount", "--foreground"])
+        .args(args)
+        .arg(root)
+        .arg(mnt)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while mounted(mnt).is_none_or(|(_, t)| t != "fuse.tierwise") || fs::read_dir(mnt).is_err() {
+        assert!(Instant::now() < deadline, "the mount did not come up");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child
 }
 
 /// The mount table's entry for `mnt` (resolved without touching it: it may be a dead mount):
