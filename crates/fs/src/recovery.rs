@@ -301,13 +301,11 @@ impl Shared {
                 // than the HDD copy (writes reach the SSD first, write-backs copy it down), so
                 // it is the file, dirty: written back later, never lost (as dm-cache counts
                 // every block dirty after a crash).
-                let unclean = self.unclean_start.load(std::sync::atomic::Ordering::Relaxed);
-                if size == hsize && m_fast == m_slow && unclean {
-                    (Level::Fast, size, true)
-                } else if size == hsize && m_fast == m_slow {
-                    // A finished copy or an interrupted move: identical; keep both as a clean
-                    // cached copy (a DST policy then treats the SSD one as the file).
-                    (Level::Fast, size, false)
+                // After a clean unmount they are a finished copy or an interrupted move:
+                // identical, kept as a clean cached copy (a DST policy then treats the SSD one
+                // as the file).
+                if size == hsize && m_fast == m_slow {
+                    (Level::Fast, size, self.unclean_start.load(std::sync::atomic::Ordering::Relaxed))
                 } else if m_fast >= m_slow {
                     (Level::Fast, size, true)
                 } else {
