@@ -367,6 +367,24 @@ pub(crate) enum TraceCommand {
         #[arg(long, default_value = "requests")]
         objects: String,
     },
+    /// Merge block traces into one multi-tenant trace (SPC format): each source one volume,
+    /// requests interleaved by time, each source's clock starting at 0.
+    Merge {
+        /// The source traces (block traces with timestamps).
+        #[arg(required = true, num_args = 1..)]
+        traces: Vec<PathBuf>,
+        /// Output file (SPC: `ASU,LBA,Size,Opcode,Timestamp`).
+        #[arg(long, short)]
+        output: PathBuf,
+        /// Volume numbers of the sources, comma-separated (default 0, 1, 2, ...).
+        #[arg(long, value_delimiter = ',')]
+        volumes: Vec<u32>,
+        /// Take the first N requests of each source (default: all).
+        #[arg(long)]
+        head: Option<u64>,
+        #[command(flatten)]
+        trace_opts: TraceOpts,
+    },
     /// Generate a seeded Zipf block workload (oracleGeneral, or MQSim ascii with timestamps).
     Gen {
         /// Output file (`.oracleGeneral` or `.mqsim`).

@@ -9,6 +9,39 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct ObjectId(pub u64);
 
+impl ObjectId {
+    /// Bits of a block id left for the block number; the volume is in the bits above
+    /// (`volume << 48 | block`). Block front ends serve one volume (0).
+    pub const VOLUME_SHIFT: u32 = 48;
+    /// Mask of the block number.
+    pub const BLOCK_MASK: u64 = (1 << Self::VOLUME_SHIFT) - 1;
+
+    /// The block `block` of volume `volume`.
+    pub const fn block_of(volume: u64, block: u64) -> ObjectId {
+        ObjectId(volume << Self::VOLUME_SHIFT | (block & Self::BLOCK_MASK))
+    }
+    /// The volume of a block id.
+    pub const fn volume(self) -> u64 {
+        self.0 >> Self::VOLUME_SHIFT
+    }
+    /// The block number within its volume.
+    pub const fn block(self) -> u64 {
+        self.0 & Self::BLOCK_MASK
+    }
+    /// The volume architectures use for slow-tier space outside every volume (spare extents);
+    /// the simulator lays it out after the last volume.
+    pub const SPARE_VOLUME: u64 = 0xFFFF;
+
+    /// The logical slow-tier address of a block of `object_size` bytes: its volume in the top
+    /// 16 bits, its byte offset (at most 2^48 - 1) below. The simulator maps logical addresses
+    /// to the disk's by its volume layout; a served device has one volume.
+    pub const fn logical_addr(self, object_size: u64) -> u64 {
+        let bytes = self.block().saturating_mul(object_size);
+        let bytes = if bytes > Self::BLOCK_MASK { Self::BLOCK_MASK } else { bytes };
+        self.volume() << Self::VOLUME_SHIFT | bytes
+    }
+}
+
 /// Time in nanoseconds since an arbitrary epoch chosen by the [`crate::Clock`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Nanos(pub u64);

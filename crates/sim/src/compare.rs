@@ -11,7 +11,7 @@ use tierwise_core::params::parse_size;
 
 use crate::metrics::SimReport;
 use crate::objects::ObjectMode;
-use crate::sim::{Progress, SimConfig, SimError, footprint, simulate};
+use crate::sim::{Progress, SimConfig, SimError, footprint_and_layout, simulate};
 use crate::trace::{OpenOptions, TraceError, open_trace};
 
 /// An SSD size: absolute, or a fraction of the trace's footprint.
@@ -176,7 +176,8 @@ pub fn compare(
     let mut t = open_trace(path, open)?;
     let object_trace = t.info().object_trace;
     let mode = crate::objects::Mapper::new(base.objects, object_trace).mode();
-    let (objects, fp) = footprint(&mut t, mode)?;
+    let (objects, fp, volumes) = footprint_and_layout(&mut t, mode)?;
+    base.volumes = volumes;
     if fp == 0 {
         return Err(CompareError::Input(format!("{}: the trace has no requests with data", path.display())));
     }

@@ -306,8 +306,9 @@ pub fn run_sim(job: &SimJob, progress: &mut dyn Progress) -> Result<SimOutcome, 
     // The footprint costs a pass over the trace: needed for a relative size and for the cost
     // figures of timed runs.
     let fp = if matches!(size, SsdSize::Fraction(_)) || cfg.timing != Timing::None {
-        let (_, fp) = footprint(&mut t, mode)?;
+        let (_, fp, volumes) = crate::sim::footprint_and_layout(&mut t, mode)?;
         cfg.footprint_bytes = Some(fp);
+        cfg.volumes = volumes;
         fp
     } else {
         0

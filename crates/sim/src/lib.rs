@@ -9,6 +9,7 @@ pub mod filesim;
 pub mod filetrace;
 pub mod html;
 pub mod jobs;
+pub mod layout;
 pub mod metrics;
 pub mod mrc;
 pub mod objects;

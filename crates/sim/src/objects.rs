@@ -18,9 +18,12 @@ use tierwise_core::{ObjectId, Request};
 use crate::trace::{IoOp, TraceRecord};
 
 /// Bits of the object id left for the block number in block mode.
-pub const VOLUME_SHIFT: u32 = 48;
-/// Spacing of volumes on the simulated HDD (they share one disk).
-pub const VOLUME_STRIDE: u64 = 1 << 40;
+pub const VOLUME_SHIFT: u32 = tierwise_core::ObjectId::VOLUME_SHIFT;
+/// Spacing of volumes in logical HDD addresses (`volume << 48 | offset`); the simulator's
+/// [`crate::layout::VolumeLayout`] places them on the disk.
+pub const VOLUME_STRIDE: u64 = 1 << VOLUME_SHIFT;
+/// Volume numbers are kept to 16 bits in object ids and addresses.
+const VOLUME_MASK: u64 = 0xFFFF;
 
 /// Where block boundaries fall.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -169,7 +172,7 @@ impl Mapper {
             ObjectMode::Blocks { .. } => {
                 let volume = obj.0 >> VOLUME_SHIFT;
                 let block = obj.0 & ((1 << VOLUME_SHIFT) - 1);
-                volume.wrapping_mul(VOLUME_STRIDE).wrapping_add((block << self.shift).saturating_sub(self.bias))
+                volume << VOLUME_SHIFT | ((block << self.shift).saturating_sub(self.bias) & (VOLUME_STRIDE - 1))
             }
             // Object ids carry no address: spread objects over the disk deterministically.
             _ => tierwise_core::object_table::hash_id(obj) >> 16 << 12,
@@ -181,7 +184,7 @@ impl Mapper {
     pub fn first_object(&self, rec: &TraceRecord) -> ObjectId {
         match self.mode {
             ObjectMode::Blocks { .. } => ObjectId(
-                u64::from(rec.volume) << VOLUME_SHIFT
+                (u64::from(rec.volume) & VOLUME_MASK) << VOLUME_SHIFT
                     | ((rec.offset.saturating_add(self.bias) >> self.shift) & ((1 << VOLUME_SHIFT) - 1)),
             ),
             _ => ObjectId(rec.key),
@@ -200,14 +203,14 @@ impl Mapper {
                 if rec.len == 0 {
                     return 0;
                 }
-                let vol_base = u64::from(rec.volume).wrapping_mul(VOLUME_STRIDE);
+                let vol_base = (u64::from(rec.volume) & VOLUME_MASK) << VOLUME_SHIFT;
                 // Virtual coordinates: byte offsets shifted so that anchored boundaries are
                 // multiples of the block size.
                 let vstart = rec.offset.saturating_add(self.bias);
                 let vstop = vstart.saturating_add(rec.len);
                 let first = vstart >> self.shift;
                 let last = (vstop - 1) >> self.shift;
-                let vol_tag = u64::from(rec.volume) << VOLUME_SHIFT;
+                let vol_tag = (u64::from(rec.volume) & VOLUME_MASK) << VOLUME_SHIFT;
                 let mut n = 0;
                 for b in first..=last {
                     let start = (b << self.shift).max(vstart);
@@ -215,7 +218,7 @@ impl Mapper {
                     let obj = ObjectId(vol_tag | (b & ((1 << VOLUME_SHIFT) - 1)));
                     f(Piece {
                         req: make(obj, write, start - (b << self.shift), end - start),
-                        addr: vol_base.wrapping_add(start - self.bias),
+                        addr: vol_base | ((start - self.bias) & (VOLUME_STRIDE - 1)),
                     });
                     n += 1;
                     if n == u32::MAX || size == 0 {

@@ -19,6 +19,7 @@ use tierwise_core::{
 };
 
 use crate::device::{DeviceSet, QueueConfig};
+use crate::layout::VolumeLayout;
 use crate::metrics::{Cost, Endurance, HcaMetrics, HitRatios, SimReport};
 use crate::objects::{Mapper, ObjectMode};
 use crate::trace::{IoOp, Trace, TraceError, TraceRecord};
@@ -118,6 +119,9 @@ pub struct SimConfig {
     /// round trip and the client's wake-up of a served device (`replay --nbd`). Zero: none, as
     /// the papers' simulations assume.
     pub front_end: Nanos,
+    /// Where the trace's volumes sit on the HDD ([`footprint_and_layout`] finds it; empty:
+    /// volume 0 at 0, others 1 TiB apart).
+    pub volumes: VolumeLayout,
 }
 
 impl SimConfig {
@@ -139,6 +143,7 @@ impl SimConfig {
             footprint_bytes: None,
             movers: 0,
             front_end: Nanos::ZERO,
+            volumes: VolumeLayout::default(),
         }
     }
 }
@@ -275,6 +280,21 @@ pub fn simulate(trace: &mut Trace, cfg: &SimConfig, progress: &mut dyn Progress)
     if matches!(timing, Timing::Open { .. }) && !trace.info().has_time {
         timing = Timing::Closed { depth: 1 };
         notes.push("the trace has no timestamps: replayed closed-loop with 1 outstanding request".into());
+    }
+    if timing != Timing::None && cfg.volumes.volumes() > 1 {
+        let hdd = cfg.devices.hdd.validate().unwrap_or(u64::MAX);
+        let mut note = format!(
+            "{} volumes laid out one after another on the HDD ({})",
+            cfg.volumes.volumes(),
+            tierwise_core::Bytes(cfg.volumes.bytes())
+        );
+        if cfg.volumes.bytes() > hdd {
+            note += &format!(
+                ", more than the HDD model's {}: addresses past it wrap around (a larger `--devices` HDD avoids it)",
+                tierwise_core::Bytes(hdd)
+            );
+        }
+        notes.push(note);
     }
     let mut report = match timing {
         Timing::None => {
@@ -483,16 +503,27 @@ pub(crate) fn hca(
 /// Reads a trace once and counts its distinct objects and their bytes under `mode` (the
 /// working set a "fraction of the footprint" SSD size refers to).
 pub fn footprint(trace: &mut Trace, mode: ObjectMode) -> Result<(u64, u64), TraceError> {
+    footprint_and_layout(trace, mode).map(|(objects, bytes, _)| (objects, bytes))
+}
+
+/// [`footprint`], and where the trace's volumes sit on the HDD (block mode; empty otherwise).
+pub fn footprint_and_layout(trace: &mut Trace, mode: ObjectMode) -> Result<(u64, u64, VolumeLayout), TraceError> {
     let mapper = Mapper::new(mode, trace.info().object_trace);
     let mut seen: hashbrown::HashMap<u64, u64, FoldHash> = hashbrown::HashMap::with_hasher(FoldHash);
     let fixed = mapper.mode().object_size();
+    let mut high: hashbrown::HashMap<u64, u64, FoldHash> = hashbrown::HashMap::with_hasher(FoldHash);
     trace.for_each(u64::MAX, |rec| -> Result<(), TraceError> {
-        mapper.split(rec, |p| {
+        let n = mapper.split(rec, |p| {
             seen.entry(p.req.obj.0).or_insert(if fixed != 0 { fixed } else { p.req.len });
         });
+        if fixed != 0 && n > 0 {
+            let end = high.entry(u64::from(rec.volume)).or_insert(0);
+            *end = (*end).max(rec.offset.saturating_add(rec.len));
+        }
         Ok(())
     })?;
-    Ok((seen.len() as u64, seen.values().sum()))
+    let layout = VolumeLayout::from_extents(high);
+    Ok((seen.len() as u64, seen.values().sum(), layout))
 }
 
 /// A cheap hasher for ids (they are mixed by `hash_id`).

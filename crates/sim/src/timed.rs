@@ -115,6 +115,7 @@ pub(crate) struct Timed {
     deferred: std::collections::VecDeque<Work>,
     /// `SimConfig::front_end`.
     front_end: Nanos,
+    volumes: crate::layout::VolumeLayout,
 }
 
 pub(crate) fn class_of(p: Priority) -> Class {
@@ -155,6 +156,7 @@ impl Timed {
             moving: 0,
             deferred: std::collections::VecDeque::new(),
             front_end: cfg.front_end,
+            volumes: cfg.volumes.clone(),
         })
     }
 
@@ -170,6 +172,8 @@ impl Timed {
     /// Starts one device I/O for `waiter`.
     fn io(&mut self, now: Nanos, level: Level, (op, addr, len): (DevOp, u64, u64), class: Class, waiter: u32) {
         self.waiters[waiter].outstanding += 1;
+        // Logical HDD addresses carry the volume; the layout places volumes on the disk.
+        let addr = if level == Level::Slow { self.volumes.physical(addr) } else { addr };
         match self.dev.submit(now, level, (op, addr, len), class, u64::from(waiter)) {
             Submitted::At(done) => self.push_event(done, EventKind::IoDone, waiter),
             Submitted::Disk(e) => self.disk_event(e),

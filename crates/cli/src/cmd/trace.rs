@@ -68,6 +68,9 @@ pub(crate) fn cmd_trace(t: TraceCommand, bars: &Bars) -> Result<()> {
             }
             Ok(())
         }
+        TraceCommand::Merge { traces, output, volumes, head, trace_opts } => {
+            merge(&traces, &output, &volumes, head, &trace_opts)
+        }
         TraceCommand::Convert { trace, output, trace_opts, objects } => {
             let mode = ObjectMode::parse(&objects).map_err(anyhow::Error::msg).context("--objects")?;
             let mut tr = trace_opts.open(&trace)?;
@@ -192,5 +195,43 @@ pub(crate) fn write_standin(name: &str, scale: f64, seed: u64, limit: u64, outpu
     }
     out.flush()?;
     println!("wrote {n} requests of {} to {}\n{}", s.name, output.display(), s.description);
+    Ok(())
+}
+
+fn merge(
+    traces: &[std::path::PathBuf],
+    output: &Path,
+    volumes: &[u32],
+    head: Option<u64>,
+    opts: &TraceOpts,
+) -> Result<()> {
+    let volumes: Vec<u32> = if volumes.is_empty() { (0..traces.len() as u32).collect() } else { volumes.to_vec() };
+    if volumes.len() != traces.len() {
+        bail!("--volumes names {} volumes for {} traces: give one per trace", volumes.len(), traces.len());
+    }
+    if let Some(v) = volumes.iter().find(|&&v| v >= 0xFFFF) {
+        bail!("--volumes {v}: volume numbers go from 0 to 65534 (65535 is the simulator's spare volume)");
+    }
+    let mut distinct = volumes.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    if distinct.len() != volumes.len() {
+        bail!("--volumes repeats a number: each trace needs its own volume");
+    }
+    let mut sources = traces.iter().map(|t| opts.open(t)).collect::<Result<Vec<_>>>()?;
+    let f = fs::File::create(output).with_context(|| format!("creating {}", output.display()))?;
+    let mut w = BufWriter::new(f);
+    let s = tierwise_sim::trace::merge::merge_to_spc(&mut sources, &volumes, head.unwrap_or(u64::MAX), &mut w)?;
+    w.flush().with_context(|| format!("writing {}", output.display()))?;
+    for ((t, v), n) in traces.iter().zip(&volumes).zip(&s.per_source) {
+        println!("volume {v:>5}  {n:>9} requests  {}", t.display());
+    }
+    println!("wrote {} requests over {:.3} s to {}", s.per_source.iter().sum::<u64>(), s.duration_s, output.display());
+    if s.unaligned > 0 {
+        println!(
+            "note: {} requests started inside a 512-byte sector; SPC counts sectors, so they start at the sector",
+            s.unaligned
+        );
+    }
     Ok(())
 }

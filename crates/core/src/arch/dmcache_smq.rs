@@ -128,8 +128,9 @@ impl ArchBuild for DmCacheSmq {
 impl DmCacheSmq {
     /// Counts a hit for the hot spot of `req`; returns its hit count.
     fn hit_hotspot(&mut self, req: &Request) -> u32 {
-        let (_, pos) = stream_position(self.block, req);
-        let tag = pos / self.hotspot_bytes + 1;
+        // Hot spots of different volumes are different hot spots.
+        let (volume, pos) = stream_position(self.block, req);
+        let tag = ObjectId::block_of(volume, pos / self.hotspot_bytes).0 + 1;
         let i = (hash_id(ObjectId(tag)) as usize) & (self.hotspots.len() - 1);
         let h = &mut self.hotspots[i];
         if h.tag == tag {

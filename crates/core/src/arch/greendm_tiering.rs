@@ -44,11 +44,12 @@ const DEMOTING: u8 = 8;
 const STALE: u8 = 16;
 const REFERENCED: u8 = 32;
 const TOUCHED: u8 = 64;
-/// The extent's home on the HDD (`v - scanned_below`) is free: a demotion goes back there.
+/// The extent's home on the HDD (`home(v)`) is free: a demotion goes back there.
 const HOME_FREE: u8 = 128;
 
-/// HDD extents from here on are the reserved spares (past any address a trace uses).
-const SPARE_BASE: u64 = 1 << 40;
+/// HDD extents from here on are the reserved spares: the extents of the spare volume, which
+/// the simulator lays out after the trace's volumes.
+const SPARE_BASE: u64 = ObjectId::block_of(ObjectId::SPARE_VOLUME, 0).0;
 
 /// One mapping-table entry (8 bytes).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -78,7 +79,7 @@ pub struct GreenDmTiering {
     owner: Vec<u64>,
     ssd: SsdBitmap,
     /// Free HDD extents, last freed first. An entry below [`SPARE_BASE`] is the home of
-    /// extent `h + scanned_below` and is free only while that extent has [`HOME_FREE`] (a
+    /// extent `owner_of_home(h)` and is free only while that extent has [`HOME_FREE`] (a
     /// demotion back home takes it without searching this list).
     hdd_free: Vec<u64>,
     /// Virtual extents below this start on the SSD (the scanned start); 0 when empty.
@@ -169,7 +170,7 @@ impl ArchBuild for GreenDmTiering {
             scanned_below: if scanned { u64::from(ssd_extents) } else { 0 },
             relocated: Vec::new(),
             relocated_free: Vec::new(),
-            // Reserved spares sit past any address a trace uses (the HDD model wraps addresses).
+            // Reserved spares sit past every volume of the trace.
             reserved_next: SPARE_BASE,
             reserved_left: reserved,
             moves: 0,
@@ -264,9 +265,27 @@ fn secs(now: Nanos) -> u16 {
 }
 
 impl GreenDmTiering {
+    /// The logical HDD byte address of HDD extent `h` (its volume kept; see
+    /// [`ObjectId::logical_addr`]): extent ids carry their volume, so `h * es` would not do.
+    fn hdd_addr(&self, h: u64) -> u64 {
+        ObjectId(h).logical_addr(self.es)
+    }
+
+    /// The HDD extent that is home to virtual extent `v` (`v >= scanned_below`): a scanned
+    /// start shifts volume 0's homes down by the extents it put on the SSD (the paper's
+    /// concatenated start); other volumes keep their ids.
+    fn home(&self, v: u64) -> u64 {
+        if ObjectId(v).volume() == 0 { v - self.scanned_below } else { v }
+    }
+
+    /// The virtual extent whose home is HDD extent `h` (below [`SPARE_BASE`]).
+    fn owner_of_home(&self, h: u64) -> u64 {
+        if ObjectId(h).volume() == 0 { h + self.scanned_below } else { h }
+    }
+
     /// The HDD logical extent of a virtual extent that is on the HDD.
     fn hdd_le(&self, v: u64, e: &Ve) -> u64 {
-        if e.flags & RELOCATED != 0 { self.relocated[e.le as usize] } else { v - self.scanned_below }
+        if e.flags & RELOCATED != 0 { self.relocated[e.le as usize] } else { self.home(v) }
     }
 
     fn entry(&self, v: u64) -> Ve {
@@ -305,13 +324,13 @@ impl GreenDmTiering {
     fn alloc_hdd(&mut self, v: u64) -> Option<u64> {
         if v >= self.scanned_below && self.entry(v).flags & HOME_FREE != 0 {
             self.entry_mut(v).flags &= !HOME_FREE;
-            return Some(v - self.scanned_below);
+            return Some(self.home(v));
         }
         while let Some(h) = self.hdd_free.pop() {
             if h >= SPARE_BASE {
                 return Some(h);
             }
-            let owner = h + self.scanned_below;
+            let owner = self.owner_of_home(h);
             if self.entry(owner).flags & HOME_FREE != 0 {
                 self.entry_mut(owner).flags &= !HOME_FREE;
                 return Some(h);
@@ -330,7 +349,7 @@ impl GreenDmTiering {
     fn release_hdd(&mut self, h: u64) {
         self.hdd_free.push(h);
         if h < SPARE_BASE {
-            let owner = h + self.scanned_below;
+            let owner = self.owner_of_home(h);
             self.entry_mut(owner).flags |= HOME_FREE;
         }
     }
@@ -367,7 +386,7 @@ impl GreenDmTiering {
         ent.flags &= !STALE;
         self.moves += 1;
         let w = Work::new(WorkKind::Promote, ObjectId(v), Level::Slow, Level::Fast, es)
-            .at(hdd * es, u64::from(le) * es)
+            .at(self.hdd_addr(hdd), u64::from(le) * es)
             .with_tag(u64::from(le));
         cx.issue(w);
     }
@@ -421,7 +440,7 @@ impl GreenDmTiering {
             self.moves += 1;
             self.demotions_in_flight += 1;
             let w = Work::new(WorkKind::Demote, ObjectId(v), Level::Fast, Level::Slow, es)
-                .at(hdd * es, u64::from(le) * es)
+                .at(self.hdd_addr(hdd), u64::from(le) * es)
                 .with_tag(hdd);
             cx.issue(w);
         }
@@ -431,7 +450,7 @@ impl GreenDmTiering {
     }
 
     fn set_hdd_home(&mut self, v: u64, hdd: u64) {
-        let reloc = if v >= self.scanned_below && hdd == v - self.scanned_below {
+        let reloc = if v >= self.scanned_below && hdd == self.home(v) {
             None
         } else {
             Some(match self.relocated_free.pop() {
@@ -495,7 +514,7 @@ impl Architecture for GreenDmTiering {
         if count >= self.pt {
             self.try_promote(cx, v);
         }
-        Served::by(Level::Slow).at_slow(hdd * self.es)
+        Served::by(Level::Slow).at_slow(self.hdd_addr(hdd))
     }
 
     fn complete(&mut self, cx: &mut Ctx<'_>, work: &Work, outcome: Outcome) {
@@ -662,7 +681,7 @@ impl Architecture for GreenDmTiering {
             }
         }
         for (v, e) in self.map.iter() {
-            if e.flags & HOME_FREE != 0 && (v < self.scanned_below || homes.contains(&(v - self.scanned_below))) {
+            if e.flags & HOME_FREE != 0 && (v < self.scanned_below || homes.contains(&self.home(v))) {
                 return Err(format!("{v:#x}'s home is marked free but holds an extent (or it has none)"));
             }
         }

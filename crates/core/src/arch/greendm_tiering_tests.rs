@@ -122,3 +122,27 @@ fn adopted_extents_are_on_the_ssd_and_demote_as_promoted_ones() {
     h.engine.check_invariants().unwrap_or_else(|e| panic!("{e}"));
     assert!(h.engine.stats().done(WorkKind::Demote) > 0);
 }
+
+/// Extent ids carry their volume: an extent of volume 20 is read from its own logical address
+/// (`id × es` overflowed and wrapped), and spares are extents of the spare volume, past every
+/// volume (they lay below volume 1's ids).
+#[test]
+fn hdd_addresses_keep_the_volume_and_spares_are_past_every_volume() {
+    let high = ObjectId::block_of(20, 3);
+    let mut h = Harness::new("greendm-tiering:pt=1,lt=2,ht=5,mcml=8,md-flush=0,reserved=16,scanned=true", 8, false);
+    let served = h.engine.access(&Request::read(high, 0, OBJ));
+    assert_eq!(served.slow_addr, (20 << 48) | 3 * OBJ);
+    h.step(&Step::Tick).unwrap();
+    let spares: Vec<u64> = h.queued.iter().filter(|w| w.kind == WorkKind::Demote).map(|w| w.slow_addr).collect();
+    assert_eq!(spares.len(), 5, "the scanned extents have no free home: spares");
+    for (i, a) in spares.iter().enumerate() {
+        assert_eq!(*a, (ObjectId::SPARE_VOLUME << 48) | i as u64 * OBJ);
+    }
+    h.drain();
+    h.settle().unwrap();
+    // A relocated extent is read from the spare it was demoted to.
+    let moved = (0..8).find(|&v| !h.engine.placement(ObjectId(v)).on_fast).expect("a demoted extent");
+    let served = h.engine.access(&Request::read(ObjectId(moved), 0, OBJ));
+    assert_eq!(served.slow_addr >> 48, ObjectId::SPARE_VOLUME);
+    h.settle().unwrap();
+}

@@ -36,8 +36,10 @@ impl ArchBuild for Linear {
 }
 
 impl Linear {
+    /// The object's logical address (its volume in the top bits). The SSD is the start of
+    /// volume 0; other volumes of a multi-volume trace are wholly on the HDD.
     fn addr(&self, obj: ObjectId) -> u64 {
-        obj.0.saturating_mul(self.object_size)
+        obj.logical_addr(self.object_size)
     }
 }
 
@@ -50,8 +52,10 @@ impl Architecture for Linear {
         let a = self.addr(req.obj);
         if a < self.capacity {
             Served::by(Level::Fast).at_fast(a)
-        } else {
+        } else if req.obj.volume() == 0 {
             Served::by(Level::Slow).at_slow(a - self.capacity)
+        } else {
+            Served::by(Level::Slow).at_slow(a)
         }
     }
     fn complete(&mut self, _cx: &mut Ctx<'_>, _work: &Work, _outcome: Outcome) {}

@@ -11,6 +11,7 @@ pub mod blkparse;
 pub mod csv;
 pub mod fiu;
 pub mod memory;
+pub mod merge;
 pub mod mqsim;
 pub mod msr;
 pub mod open;
