@@ -145,6 +145,12 @@ pub trait TraceReader: Send {
         }
         Ok(true)
     }
+
+    /// Non-empty text lines read so far (0 for binary formats): a text file whose lines
+    /// yield no request at all is in another format.
+    fn lines_read(&self) -> u64 {
+        0
+    }
 }
 
 /// Static facts about a format.
@@ -328,12 +334,13 @@ pub trait LineFormat: Send {
 pub struct LineReader<F> {
     lines: Lines,
     format: F,
+    nonblank: u64,
 }
 
 impl<F: LineFormat> LineReader<F> {
     /// Reads `lines` as `format`.
     pub fn new(lines: Lines, format: F) -> LineReader<F> {
-        LineReader { lines, format }
+        LineReader { lines, format, nonblank: 0 }
     }
 }
 
@@ -343,12 +350,17 @@ impl<F: LineFormat> TraceReader for LineReader<F> {
             if self.lines.is_blank() {
                 continue;
             }
+            self.nonblank += 1;
             if let Some(r) = self.format.parse(&self.lines)? {
                 *rec = r;
                 return Ok(true);
             }
         }
         Ok(false)
+    }
+
+    fn lines_read(&self) -> u64 {
+        self.nonblank
     }
 }
 
@@ -399,7 +411,7 @@ impl Trace {
                     self.records += 1;
                     return Ok(true);
                 }
-                Ok(false) => return Ok(false),
+                Ok(false) => return self.at_end().map(|()| false),
                 Err(e) if self.skip_bad && e.is_skippable() => {
                     self.skipped += 1;
                     if self.first_error.is_none() {
@@ -432,7 +444,39 @@ impl Trace {
             }
         }
         self.records += out.len() as u64;
+        if out.is_empty() {
+            self.at_end()?;
+        }
         Ok(!out.is_empty())
+    }
+
+    /// At the end of the input: text lines that gave not one request mean the file is in
+    /// another format (or every line was malformed); say so rather than report 0 requests.
+    fn at_end(&self) -> Result<(), TraceError> {
+        let lines = self.reader.lines_read();
+        if self.records > 0 || lines == 0 {
+            return Ok(());
+        }
+        let why = if self.skipped > 0 {
+            format!(
+                "all {} records were malformed and skipped (first: {})",
+                self.skipped,
+                self.first_error.as_deref().unwrap_or("?")
+            )
+        } else {
+            format!(
+                "{lines} non-empty line{} and not one {} request among them: the file is in another format",
+                if lines == 1 { "" } else { "s" },
+                self.info.name
+            )
+        };
+        Err(TraceError::Format {
+            path: self.path.clone(),
+            reason: format!(
+                "{why}; name the format with --format, one of: {}",
+                FORMATS.iter().map(|f| f.name).collect::<Vec<_>>().join(", ")
+            ),
+        })
     }
 
     /// Calls `f` with every record (at most `limit`), reading in batches; returns how many.

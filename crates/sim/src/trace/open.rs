@@ -131,7 +131,11 @@ fn detect_text(head: &[u8]) -> Option<String> {
         return Some("spc".into());
     }
     let words: Vec<&[u8]> = Words::new(line).collect();
-    if words.first().is_some_and(|w| w.contains(&b',') && w.iter().all(|&b| b.is_ascii_digit() || b == b',')) {
+    // blkparse: `8,0  3  1  0.000000000  697  Q  W 223490 + 8 [fio]`; a comma-separated line of
+    // numbers is one word too, so ask for the device's one comma and the fields after it.
+    let device =
+        |w: &&[u8]| w.iter().filter(|&&b| b == b',').count() == 1 && w.iter().all(|&b| b.is_ascii_digit() || b == b',');
+    if words.len() >= 7 && words.first().is_some_and(device) {
         return Some("blkparse".into());
     }
     if words.len() >= 8 && matches!(words[5], [b'R' | b'r' | b'W' | b'w']) {

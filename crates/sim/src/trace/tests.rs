@@ -312,3 +312,25 @@ mod no_panics {
         }
     }
 }
+
+/// A comma-separated trace whose first field is all digits was taken for blkparse and read as
+/// 0 requests, silently: detection now needs blkparse's device field and its columns, and a
+/// text file that yields no request is an error naming the format and the formats allowed.
+#[test]
+fn numeric_csv_is_not_blkparse_and_no_requests_is_an_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let csv = write_file(&dir, "numbers.csv", b"1,2,3,4\n5,6,7,8\n");
+    let e = read_all(&csv, None).err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(e.contains("cannot tell the format") && e.contains("blkparse, vscsi"), "{e}");
+    let e = read_all(&csv, Some("blkparse")).err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(e.contains("2 non-empty lines and not one blkparse request") && e.contains("--format"), "{e}");
+    let blk = write_file(&dir, "t.blkparse.txt", b"8,0 3 1 0.000000001 697 Q W 223490 + 8 [fio]\n");
+    assert_eq!(read_all(&blk, None).expect("blkparse").0.len(), 1);
+    // Every line malformed and skipped: an error too, with the first problem.
+    let mut t = open_trace(&csv, &OpenOptions { format: Some("msr".into()), skip_bad_lines: true }).expect("opens");
+    let e = t.for_each(u64::MAX, |_| -> Result<(), TraceError> { Ok(()) }).expect_err("nothing read").to_string();
+    assert!(e.contains("all 2 records were malformed"), "{e}");
+    // An empty file is still an empty trace.
+    let empty = write_file(&dir, "empty.csv", b"");
+    assert!(read_all(&empty, Some("msr")).is_ok_and(|(r, _)| r.is_empty()));
+}
