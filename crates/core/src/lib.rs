@@ -24,8 +24,8 @@ pub mod temp_buffer;
 mod types;
 
 pub use arch::{
-    ARCHITECTURES, AnyArch, Architecture, Placement, Setup, Usage, arch_info, build_arch, extent_size_of, full_spec,
-    same_policy,
+    ARCHITECTURES, AnyArch, ArchSpec, Architecture, Placement, Setup, Usage, arch_info, build_arch, extent_size_of,
+    full_spec, same_policy,
 };
 pub use clock::{Clock, ManualClock};
 pub use decision::{LOGICAL_ADDR, Outcome, Priority, Served, Work, WorkKind};

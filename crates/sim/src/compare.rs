@@ -154,8 +154,12 @@ fn validate_archs(cfg: &CompareConfig, object_size: u64, ssd: u64) -> Result<(),
         return Err(CompareError::Input("no architectures to compare".into()));
     }
     for a in &cfg.archs {
+        // Validated as `sim` runs it: an architecture with its own extent size (`es`,
+        // `sub-lun`) has requests split at its extents.
         let setup = Setup { fast_capacity: ssd.max(object_size).max(1), slow_capacity: 0, object_size };
-        tierwise_core::build_arch(a, &setup).map_err(|e| CompareError::Input(format!("architecture `{a}`: {e}")))?;
+        tierwise_core::ArchSpec::parse(a)
+            .and_then(|spec| spec.build(&setup).map(drop))
+            .map_err(|e| CompareError::Input(format!("architecture `{a}`: {e}")))?;
     }
     Ok(())
 }
@@ -275,5 +279,24 @@ mod tests {
             "below one extent: kept, refused by the architecture"
         );
         assert_eq!(SsdSize::Bytes(5000).resolve(0, 4096), 4096);
+    }
+
+    /// `compare` accepts every spec `sim` accepts: an architecture with its own extent size
+    /// is validated with requests split at it (it was validated with 4 KiB objects and refused).
+    #[test]
+    fn specs_with_their_own_extent_size_are_accepted() {
+        let mut base = SimConfig::new("hdd-only", 0);
+        base.timing = crate::Timing::Closed { depth: 4 };
+        let cfg = CompareConfig {
+            archs: vec!["greendm-tiering:es=16KiB".into(), "otf-ast:sub-lun=1MiB".into(), "static-tiering".into()],
+            sizes: vec![SsdSize::Fraction(0.25)],
+            base,
+            threads: 1,
+            allow_oversize: false,
+        };
+        assert!(validate_archs(&cfg, 4096, 64 << 20).is_ok());
+        let bad = CompareConfig { archs: vec!["greendm-tiering:es=5000".into()], ..cfg };
+        let e = validate_archs(&bad, 4096, 64 << 20).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.contains("multiple of 4 KiB"), "{e}");
     }
 }

@@ -442,10 +442,10 @@ pub fn run_compare(job: &CompareJob, progress: &dyn ProgressFactory) -> Result<C
     let archs: Vec<String> = if job.archs.is_empty() {
         let probe = open_trace(&job.trace, &open)?;
         let fixed = Mapper::new(base.objects, probe.info().object_trace).mode().object_size() != 0;
-        // Linear and GreenDM map fixed-size extents: not for object traces.
+        // Architectures that map fixed-size blocks or extents are not for object traces.
         DEFAULT_ARCHS
             .iter()
-            .filter(|s| fixed || !matches!(**s, "linear" | "greendm-tiering"))
+            .filter(|s| fixed || tierwise_core::ArchSpec::parse(s).is_ok_and(|a| a.info.caps.takes_variable_objects()))
             .map(|s| s.to_string())
             .collect()
     } else {
@@ -700,7 +700,9 @@ pub fn check_sim_job(job: &SimJob) -> Result<(), JobError> {
         return Ok(file_arch_allowed(&job.arch)?);
     }
     let setup = tierwise_core::Setup { fast_capacity: ssd, slow_capacity: 0, object_size };
-    tierwise_core::build_arch(&job.arch, &setup)
+    // As `sim` runs it: an architecture with its own extent size has requests split at it.
+    tierwise_core::ArchSpec::parse(&job.arch)
+        .and_then(|a| a.build(&setup).map(drop))
         .map_err(|e| JobError::Input(format!("architecture `{}`: {e}", job.arch)))?;
     Ok(())
 }

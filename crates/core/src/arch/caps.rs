@@ -67,6 +67,18 @@ pub enum RamLevel {
     WriteBuffer,
 }
 
+/// Which object sizes an architecture can place.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ObjectSizes {
+    /// Any: fixed-size blocks, or variable-size objects (files, libCacheSim-style requests).
+    Any,
+    /// Fixed-size blocks only (it maps addresses or slots of one size).
+    Fixed,
+    /// Fixed-size extents whose size this knob sets (with a size as its default): front ends
+    /// split requests at that size.
+    Extent(&'static str),
+}
+
 /// An architecture's capabilities.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Capabilities {
@@ -87,6 +99,8 @@ pub struct Capabilities {
     pub ram_level: RamLevel,
     /// Where a block front end puts the bytes.
     pub addressing: Addressing,
+    /// Which object sizes it can place.
+    pub objects: ObjectSizes,
 }
 
 impl Capabilities {
@@ -99,6 +113,7 @@ impl Capabilities {
         cost: CostClass::Hybrid,
         ram_level: RamLevel::None,
         addressing: Addressing::FrontEnd,
+        objects: ObjectSizes::Any,
     };
     /// A block-level cache.
     pub const BLOCK_CACHING: Capabilities = Capabilities { copies: Copies::SsdCopies, ..Capabilities::BLOCK_TIERING };
@@ -112,6 +127,7 @@ impl Capabilities {
         cost: CostClass::Hybrid,
         ram_level: RamLevel::None,
         addressing: Addressing::FrontEnd,
+        objects: ObjectSizes::Any,
     };
     /// A file-level read cache (writes go to the HDD copy, and through or around the SSD
     /// copy): told at open and close, so a mount may pass data through, read-only to a cached
@@ -141,6 +157,7 @@ impl Capabilities {
             cost,
             ram_level: RamLevel::None,
             addressing: Addressing::FrontEnd,
+            objects: ObjectSizes::Any,
         }
     }
 
@@ -152,6 +169,16 @@ impl Capabilities {
     /// Whether it runs on block traces and the block front end.
     pub const fn runs_on_blocks(&self) -> bool {
         matches!(self.granularity, Granularity::Block | Granularity::Device)
+    }
+
+    /// Placing only the object sizes given.
+    pub const fn with_objects(self, objects: ObjectSizes) -> Capabilities {
+        Capabilities { objects, ..self }
+    }
+
+    /// Whether it runs with variable-size objects.
+    pub const fn takes_variable_objects(&self) -> bool {
+        matches!(self.objects, ObjectSizes::Any)
     }
 
     /// With a RAM level the front end must hold.

@@ -74,7 +74,8 @@ const PARAMS: &[ParamSpec] = &[
 
 impl ArchBuild for DmCacheSmq {
     const NAME: &'static str = "dm-cache-smq-like";
-    const CAPS: crate::arch::Capabilities = crate::arch::Capabilities::BLOCK_CACHING;
+    const CAPS: crate::arch::Capabilities =
+        crate::arch::Capabilities::BLOCK_CACHING.with_objects(crate::arch::ObjectSizes::Fixed);
     const VERSION: u32 = 1;
     const HELP: &'static str = "dm-cache smq-like: hot-spot promotion, migration threshold, clean-when-idle write-back";
     const PARAMS: &'static [ParamSpec] = PARAMS;

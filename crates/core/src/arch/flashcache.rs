@@ -81,7 +81,8 @@ const PARAMS: &[ParamSpec] = &[
 
 impl ArchBuild for Flashcache {
     const NAME: &'static str = "flashcache-like";
-    const CAPS: crate::arch::Capabilities = crate::arch::Capabilities::BLOCK_CACHING;
+    const CAPS: crate::arch::Capabilities =
+        crate::arch::Capabilities::BLOCK_CACHING.with_objects(crate::arch::ObjectSizes::Fixed);
     const VERSION: u32 = 1;
     const HELP: &'static str =
         "Flashcache-like: set-associative write-back SSD cache, LRU per set, per-set dirty threshold";

@@ -109,8 +109,9 @@ const PARAMS: &[ParamSpec] = &[
 
 impl ArchBuild for GreenDmCaching {
     const NAME: &'static str = "greendm-caching";
-    const CAPS: crate::arch::Capabilities =
-        crate::arch::Capabilities::BLOCK_CACHING.with_ram_level(crate::arch::RamLevel::MoveCopies);
+    const CAPS: crate::arch::Capabilities = crate::arch::Capabilities::BLOCK_CACHING
+        .with_ram_level(crate::arch::RamLevel::MoveCopies)
+        .with_objects(crate::arch::ObjectSizes::Extent("es"));
     const VERSION: u32 = 1;
     const HELP: &'static str = "GreenDM caching: prefetch on windowed misses, write-back queue with duplicate removal and a cap, LT/HT eviction";
     const PARAMS: &'static [ParamSpec] = PARAMS;

@@ -139,8 +139,9 @@ const PARAMS: &[ParamSpec] = &[
 
 impl ArchBuild for GreenDmTiering {
     const NAME: &'static str = "greendm-tiering";
-    const CAPS: crate::arch::Capabilities =
-        crate::arch::Capabilities::BLOCK_TIERING.with_ram_level(crate::arch::RamLevel::MoveCopies);
+    const CAPS: crate::arch::Capabilities = crate::arch::Capabilities::BLOCK_TIERING
+        .with_ram_level(crate::arch::RamLevel::MoveCopies)
+        .with_objects(crate::arch::ObjectSizes::Extent("es"));
     const VERSION: u32 = 1;
     const HELP: &'static str =
         "GreenDM tiering: extents move on windowed misses (PT, TW), MCML, LT/HT background demotion by WSClock";

@@ -131,12 +131,12 @@ fn hdd_addresses_keep_the_volume_and_spares_are_past_every_volume() {
     let high = ObjectId::block_of(20, 3);
     let mut h = Harness::new("greendm-tiering:pt=1,lt=2,ht=5,mcml=8,md-flush=0,reserved=16,scanned=true", 8, false);
     let served = h.engine.access(&Request::read(high, 0, OBJ));
-    assert_eq!(served.slow_addr, (20 << 48) | 3 * OBJ);
+    assert_eq!(served.slow_addr, (20 << 48) | (3 * OBJ));
     h.step(&Step::Tick).unwrap();
     let spares: Vec<u64> = h.queued.iter().filter(|w| w.kind == WorkKind::Demote).map(|w| w.slow_addr).collect();
     assert_eq!(spares.len(), 5, "the scanned extents have no free home: spares");
     for (i, a) in spares.iter().enumerate() {
-        assert_eq!(*a, (ObjectId::SPARE_VOLUME << 48) | i as u64 * OBJ);
+        assert_eq!(*a, (ObjectId::SPARE_VOLUME << 48) | (i as u64 * OBJ));
     }
     h.drain();
     h.settle().unwrap();

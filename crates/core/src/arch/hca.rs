@@ -77,8 +77,9 @@ const PARAMS: &[ParamSpec] = &[
 
 impl ArchBuild for Hca {
     const NAME: &'static str = "hca";
-    const CAPS: crate::arch::Capabilities =
-        crate::arch::Capabilities::BLOCK_CACHING.with_ram_level(crate::arch::RamLevel::Cache);
+    const CAPS: crate::arch::Capabilities = crate::arch::Capabilities::BLOCK_CACHING
+        .with_ram_level(crate::arch::RamLevel::Cache)
+        .with_objects(crate::arch::ObjectSizes::Fixed);
     const VERSION: u32 = 1;
     const HELP: &'static str = "HCA: RAM L1 (LFU) + transient buffer + exclusive SSD L2 fed in locality-sorted batches";
     const PARAMS: &'static [ParamSpec] = PARAMS;

@@ -90,8 +90,9 @@ const PARAMS: &[ParamSpec] = &[
 
 impl ArchBuild for L2Arc {
     const NAME: &'static str = "zfs-l2arc-like";
-    const CAPS: crate::arch::Capabilities =
-        crate::arch::Capabilities::BLOCK_CACHING.with_ram_level(crate::arch::RamLevel::Cache);
+    const CAPS: crate::arch::Capabilities = crate::arch::Capabilities::BLOCK_CACHING
+        .with_ram_level(crate::arch::RamLevel::Cache)
+        .with_objects(crate::arch::ObjectSizes::Fixed);
     const VERSION: u32 = 1;
     const HELP: &'static str =
         "ZFS-L2ARC-like: RAM ARC + inclusive SSD L2 fed from the ARC tails every 200 ms, throttled";

@@ -18,6 +18,7 @@ impl ArchBuild for Linear {
     const NAME: &'static str = "linear";
     const CAPS: crate::arch::Capabilities = crate::arch::Capabilities {
         addressing: crate::arch::Addressing::Concatenated,
+        objects: crate::arch::ObjectSizes::Fixed,
         ..crate::arch::Capabilities::BLOCK_TIERING
     };
     const VERSION: u32 = 1;

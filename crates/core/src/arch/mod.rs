@@ -47,7 +47,7 @@ pub mod ssd_only;
 pub mod static_tiering;
 pub mod type_aware;
 
-pub use caps::{Addressing, Capabilities, Copies, CostClass, Granularity, RamLevel};
+pub use caps::{Addressing, Capabilities, Copies, CostClass, Granularity, ObjectSizes, RamLevel};
 use serde::{Deserialize, Serialize};
 
 use crate::collector::{COLLECTORS, collector_info};
@@ -323,14 +323,60 @@ pub fn arch_info(name: &str) -> Result<&'static ArchInfo, ConfigError> {
 /// tiering) knob, or the default that knob documents as a size; front ends split requests at
 /// this size.
 pub fn extent_size_of(spec: &str) -> Option<u64> {
-    let (name, params) = Params::parse(spec).ok()?;
-    let knobs = ["es", "sub-lun"];
-    if let Some(v) = knobs.iter().find_map(|k| params.peek(k)) {
-        return crate::params::parse_size(v).ok();
+    ArchSpec::parse(spec).ok()?.extent_size()
+}
+
+/// An architecture spec parsed once: the registry entry it names and its knobs (their values
+/// are checked when it is built for a setup).
+#[derive(Clone)]
+pub struct ArchSpec {
+    /// The registry entry.
+    pub info: &'static ArchInfo,
+    /// The spec as given.
+    pub text: String,
+    params: Params,
+}
+
+impl std::fmt::Debug for ArchSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ArchSpec").field("name", &self.info.name).field("text", &self.text).finish()
     }
-    // Not given: the architecture's own default, where it names a size.
-    let info = arch_info(&name).ok()?;
-    info.params.iter().filter(|p| knobs.contains(&p.name)).find_map(|p| crate::params::parse_size(p.default).ok())
+}
+
+impl ArchSpec {
+    /// Parses `spec` (`name[:knob=value,...]`), naming the architectures allowed when the name is
+    /// unknown.
+    pub fn parse(spec: &str) -> Result<ArchSpec, ConfigError> {
+        let (name, params) = Params::parse(spec)?;
+        Ok(ArchSpec { info: arch_info(&name)?, text: spec.to_string(), params })
+    }
+
+    /// The extent size its extent knob asks for (given, else the knob's default), when it
+    /// places extents of a size it chooses ([`ObjectSizes::Extent`]).
+    pub fn extent_size(&self) -> Option<u64> {
+        let ObjectSizes::Extent(knob) = self.info.caps.objects else { return None };
+        if let Some(v) = self.params.peek(knob) {
+            return crate::params::parse_size(v).ok();
+        }
+        self.info
+            .params
+            .iter()
+            .chain(self.info.extra_params)
+            .find(|p| p.name == knob)
+            .and_then(|p| crate::params::parse_size(p.default).ok())
+    }
+
+    /// The object size to build it for when requests are split into `block`-byte blocks
+    /// (0 = variable-size objects): its own extent size, if it has one and blocks are fixed.
+    pub fn object_size_for(&self, block: u64) -> u64 {
+        if block == 0 { 0 } else { self.extent_size().unwrap_or(block) }
+    }
+
+    /// Builds it for `setup`, the object size adjusted by [`ArchSpec::object_size_for`].
+    pub fn build(&self, setup: &Setup) -> Result<AnyArch, ConfigError> {
+        let setup = Setup { object_size: self.object_size_for(setup.object_size), ..*setup };
+        build_arch(&self.text, &setup)
+    }
 }
 
 /// `spec` with every knob its architecture (and its collector) documents a value for, given or

@@ -414,8 +414,9 @@ const PARAMS: &[ParamSpec] = &[
 
 impl ArchBuild for OtfAst {
     const NAME: &'static str = "otf-ast";
-    const CAPS: crate::arch::Capabilities =
-        crate::arch::Capabilities::BLOCK_TIERING.with_ram_level(crate::arch::RamLevel::WriteBuffer);
+    const CAPS: crate::arch::Capabilities = crate::arch::Capabilities::BLOCK_TIERING
+        .with_ram_level(crate::arch::RamLevel::WriteBuffer)
+        .with_objects(crate::arch::ObjectSizes::Extent("sub-lun"));
     const VERSION: u32 = 1;
     const HELP: &'static str =
         "OTF-AST: sub-LUN tiering by interval concentration (t, i, n, c, o) with a temporary write buffer";

@@ -157,3 +157,34 @@ fn full_specs_name_every_knob_and_build_the_same() {
     assert!(!super::same_policy("cache:mode=write-back", "cache:mode=write-through"));
     assert!(super::full_spec("file-write-back").unwrap().contains("dirty-high="));
 }
+
+/// Each architecture declares which object sizes it places; an extent knob's size is read
+/// through the declaration, not a list of knob names, and every architecture that refuses
+/// variable-size objects says so in its capabilities.
+#[test]
+fn object_sizes_are_declared_and_extent_sizes_read_from_them() {
+    use super::{ArchSpec, ObjectSizes};
+    let es = |s: &str| ArchSpec::parse(s).ok().and_then(|a| a.extent_size());
+    assert_eq!(es("greendm-tiering"), Some(64 << 10));
+    assert_eq!(es("greendm-caching:es=16KiB"), Some(16 << 10));
+    assert_eq!(es("otf-ast:sub-lun=1MiB"), Some(1 << 20));
+    assert_eq!(es("bcache-like"), None);
+    assert_eq!(ArchSpec::parse("greendm-tiering:es=16KiB").map(|a| a.object_size_for(4096)).ok(), Some(16 << 10));
+    assert!(ArchSpec::parse("nope").is_err_and(|e| e.to_string().contains("bcache-like")));
+    let file_setup = Setup { fast_capacity: 1 << 30, slow_capacity: 0, object_size: 0 };
+    for a in super::ARCHITECTURES {
+        let variable_ok = build_arch(a.name, &file_setup).is_ok();
+        let block_setup = Setup { object_size: super::extent_size_of(a.name).unwrap_or(4096), ..file_setup };
+        if !variable_ok && build_arch(a.name, &block_setup).is_err() {
+            continue; // needs knobs to build at all (type-aware's volumes)
+        }
+        assert_eq!(variable_ok, a.caps.takes_variable_objects(), "{}: builds with variable objects", a.name);
+        if let ObjectSizes::Extent(knob) = a.caps.objects {
+            assert!(
+                a.params.iter().chain(a.extra_params).any(|p| p.name == knob),
+                "{}: documents its extent knob {knob}",
+                a.name
+            );
+        }
+    }
+}

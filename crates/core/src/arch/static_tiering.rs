@@ -39,8 +39,9 @@ const PARAMS: &[ParamSpec] = &[
 
 impl ArchBuild for StaticTiering {
     const NAME: &'static str = "static-tiering";
-    const CAPS: crate::arch::Capabilities =
-        crate::arch::Capabilities::BLOCK_TIERING.with_ram_level(crate::arch::RamLevel::WriteBuffer);
+    const CAPS: crate::arch::Capabilities = crate::arch::Capabilities::BLOCK_TIERING
+        .with_ram_level(crate::arch::RamLevel::WriteBuffer)
+        .with_objects(crate::arch::ObjectSizes::Extent("sub-lun"));
     const VERSION: u32 = 1;
     const HELP: &'static str = "static tiering: every period, the top-K sub-LUNs of the last m minutes go to the SSD";
     const PARAMS: &'static [ParamSpec] = PARAMS;
