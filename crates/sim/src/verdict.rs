@@ -38,13 +38,16 @@ pub fn busiest(trace: &mut Trace, mode: ObjectMode) -> Result<Burst, TraceError>
     let mut recent: VecDeque<u64> = VecDeque::new();
     let mut minute: Option<u64> = None;
     let mut seen: hashbrown::HashMap<u64, u64, FoldHash> = hashbrown::HashMap::with_hasher(FoldHash);
+    let (mut first, mut last, mut peak_count) = (None::<u64>, 0u64, 0usize);
     trace.for_each(u64::MAX, |rec| -> Result<(), TraceError> {
         let t = rec.time_ns;
+        first.get_or_insert(t);
+        last = last.max(t);
         recent.push_back(t);
         while recent.front().is_some_and(|&f| f + RATE_WINDOW_NS <= t) {
             recent.pop_front();
         }
-        b.peak_iops = b.peak_iops.max(recent.len() as f64 / (RATE_WINDOW_NS as f64 / 1e9));
+        peak_count = peak_count.max(recent.len());
         let m = t / BURST_WINDOW_NS;
         if minute != Some(m) {
             b.minute_bytes = b.minute_bytes.max(seen.values().sum());
@@ -57,6 +60,10 @@ pub fn busiest(trace: &mut Trace, mode: ObjectMode) -> Result<Burst, TraceError>
         Ok(())
     })?;
     b.minute_bytes = b.minute_bytes.max(seen.values().sum());
+    // A trace shorter than the window offers its requests in its own span, not in 10 s (a 1 s
+    // trace was taken for a tenth of its rate).
+    let span_ns = last.saturating_sub(first.unwrap_or(0)).clamp(1_000_000, RATE_WINDOW_NS);
+    b.peak_iops = peak_count as f64 / (span_ns as f64 / 1e9);
     Ok(b)
 }
 
@@ -66,8 +73,11 @@ pub fn unsaturated_speedup(burst: &Burst, hdd_only_iops: f64) -> f64 {
     if burst.peak_iops <= 0.0 || hdd_only_iops <= 0.0 {
         return 1.0;
     }
-    let s = (TARGET_LOAD * hdd_only_iops / burst.peak_iops).min(1.0);
-    // Two significant digits: a speed a person can type back.
+    two_digits((TARGET_LOAD * hdd_only_iops / burst.peak_iops).min(1.0))
+}
+
+/// Two significant digits, rounded down: a speed a person can type back.
+pub fn two_digits(s: f64) -> f64 {
     let digits = 10f64.powi(1 - s.log10().floor() as i32);
     ((s * digits).floor() / digits).max(1e-6)
 }
@@ -164,5 +174,25 @@ mod tests {
         let b = Burst { peak_iops: 888.0, minute_bytes: 0, timed: true };
         assert_eq!(unsaturated_speedup(&b, 867.0), 0.68);
         assert_eq!(unsaturated_speedup(&Burst { peak_iops: 10.0, ..b }, 867.0), 1.0);
+    }
+
+    /// A trace shorter than the 10 s window offers its requests within its own span: 1,000
+    /// requests over 1 s are 1,000 requests/s, not 100.
+    #[test]
+    fn a_short_trace_is_rated_over_its_own_span() {
+        use std::sync::Arc;
+        let recs: Vec<crate::trace::TraceRecord> = (0..1000u64)
+            .map(|i| crate::trace::TraceRecord {
+                time_ns: i * 1_000_000,
+                op: crate::trace::IoOp::Read,
+                volume: 0,
+                offset: i * 4096,
+                len: 4096,
+                key: i,
+            })
+            .collect();
+        let mut t = crate::trace::memory::memory_trace(Arc::new(recs), "short", true);
+        let b = busiest(&mut t, ObjectMode::blocks(4096)).expect("read");
+        assert!((b.peak_iops - 1000.0 / 0.999).abs() < 1.0, "{}", b.peak_iops);
     }
 }
