@@ -2,8 +2,6 @@
 //! not only estimated. The bundled TPC-C trace lasts 0.136 s; it was rated as if its requests
 //! came over 10 s and replayed 7x overloaded (HDD-only mean 135 s under "not saturated").
 
-#![expect(clippy::unwrap_used, reason = "a failing setup should stop the test loudly")]
-
 use std::path::Path;
 
 use tierwise_sim::compare::ProgressFactory;
