@@ -287,43 +287,34 @@ pub(crate) fn read(sh: &Shared, buf: &mut [u8], offset: u64) -> Result<(), Devic
     Ok(())
 }
 
-/// Executes read routes, merging consecutive plain HDD reads into one; the pieces of blocks
-/// in `whole` read their whole block.
+/// Executes read routes, merging pieces next to each other on one image into one read. A
+/// partial piece of a block in `whole` (a copy the engine issued waits for its bytes) widens
+/// the read to the block's edge and hands the block over (`crate::fills`): a multi-block miss
+/// is one HDD read, not one per block fed (issue 35).
 fn run_reads(sh: &Shared, buf: &mut [u8], routes: &[(Piece, ReadRoute)], whole: &[u64]) -> Result<(), DeviceError> {
     let mut i = 0;
     while i < routes.len() {
         let (p, r) = routes[i];
-        if whole.contains(&p.block) {
-            crate::fills::read_whole(sh, buf, &p)?;
-            i += 1;
-            continue;
-        }
-        let mut j = i + 1;
         // Pieces next to each other on the same image (HDD blocks, or SSD slots allocated in
         // a row) are read with one call.
-        if r.overlay.is_none() && !r.ram {
-            while j < routes.len() {
-                let (q, s) = routes[j];
-                let (last, lr) = routes[j - 1];
-                if s.dev == r.dev
-                    && !whole.contains(&q.block)
+        let j = if r.overlay.is_none() && !r.ram {
+            run_end(routes, i, |(q, s), (last, lr)| {
+                s.dev == r.dev
                     && !s.ram
                     && s.overlay.is_none()
                     && s.off == lr.off + last.len
                     && q.at == last.at + last.len as usize
-                {
-                    j += 1;
-                } else {
-                    break;
-                }
-            }
-        }
-        if j > i + 1 {
+            })
+        } else {
+            i + 1
+        };
+        let run = &routes[i..j];
+        if run.iter().any(|(q, _)| whole.contains(&q.block)) {
+            crate::fills::read_widened(sh, buf, run, whole)?;
+        } else {
             let (last, _) = routes[j - 1];
             let merged = Piece { block: p.block, inner: p.inner, len: (last.at - p.at) as u64 + last.len, at: p.at };
             execute_read(sh, buf, &merged, &r)?;
-        } else {
-            execute_read(sh, buf, &p, &r)?;
         }
         i = j;
     }
@@ -481,42 +472,80 @@ fn buffer_moving(sh: &Shared, buf: &[u8], routes: &[(Piece, WriteRoute)]) {
 /// other on both their images into one call per image. Returns how many routes were written.
 fn run_writes(sh: &Shared, buf: &[u8], routes: &[(Piece, WriteRoute)]) -> (Result<(), DeviceError>, usize) {
     let aligned = |p: &Piece| p.inner.is_multiple_of(SECTOR) && p.len.is_multiple_of(SECTOR);
-    // Where a piece's bytes start on the SSD image.
+    // The HDD's bytes first, one write per run of pieces adjacent in the request and on the
+    // HDD, whatever slots the SSD gave them: a real stack passes the client's range to the
+    // backing device as one request (bcache passes the bio through). Merging only where the
+    // SSD slots were adjacent too made a 64 KiB write-through write 16 HDD writes, each losing
+    // a rotation (issue 35). Pieces moving through RAM write their own way, in order.
+    let hdd_of = |r: &WriteRoute| if r.ram { None } else { r.hdd };
+    let mut i = 0;
+    while i < routes.len() {
+        let (p, r) = routes[i];
+        if r.ram {
+            if let Err(e) = execute_write(sh, buf, &p, &r) {
+                return (Err(e), 0);
+            }
+            i += 1;
+            continue;
+        }
+        let Some(off) = r.hdd else {
+            i += 1;
+            continue;
+        };
+        let j = run_end(routes, i, |(q, s), (last, ls)| {
+            q.at == last.at + last.len as usize
+                && matches!((hdd_of(ls), hdd_of(s)), (Some(a), Some(b)) if b == a + last.len)
+        });
+        let (last, _) = routes[j - 1];
+        let data = &buf[p.at..last.at + last.len as usize];
+        if let Err(e) = sh.backend.write(Dev::Hdd, data, off) {
+            return (Err(DeviceError::io("writing the HDD image", e)), 0);
+        }
+        i = j;
+    }
+    // Then the SSD's, merged where slots (or the concatenated layout's addresses) follow each
+    // other and the pieces are whole sectors.
     let ssd_at = |p: &Piece, r: &WriteRoute| r.ssd.map(|w| sh.slot_offset(w.slot) + p.inner).or(r.ssd_at);
     let mut i = 0;
     while i < routes.len() {
         let (p, r) = routes[i];
-        let mut j = i + 1;
-        if aligned(&p) && !r.ram {
-            while j < routes.len() {
-                let (q, s) = routes[j];
-                let (last, lr) = routes[j - 1];
-                let follows = |a: Option<u64>, b: Option<u64>| match (a, b) {
-                    (None, None) => true,
-                    (Some(a), Some(b)) => b == a + last.len,
-                    _ => false,
-                };
-                if aligned(&q)
+        if r.ram || (r.ssd.is_none() && r.ssd_at.is_none()) {
+            i += 1;
+            continue;
+        }
+        let j = if aligned(&p) {
+            run_end(routes, i, |(q, s), (last, ls)| {
+                aligned(q)
                     && !s.ram
                     && q.at == last.at + last.len as usize
-                    && lr.ssd.is_some() == s.ssd.is_some()
-                    && follows(lr.hdd, s.hdd)
-                    && follows(ssd_at(&last, &lr), ssd_at(&q, &s))
-                {
-                    j += 1;
-                } else {
-                    break;
-                }
-            }
-        }
+                    && ls.ssd.is_some() == s.ssd.is_some()
+                    && matches!((ssd_at(last, ls), ssd_at(q, s)), (Some(a), Some(b)) if b == a + last.len)
+            })
+        } else {
+            i + 1
+        };
         let (last, _) = routes[j - 1];
         let merged = Piece { block: p.block, inner: p.inner, len: (last.at - p.at) as u64 + last.len, at: p.at };
-        if let Err(e) = execute_write(sh, buf, &merged, &r) {
+        if let Err(e) = execute_write(sh, buf, &merged, &WriteRoute { hdd: None, ..r }) {
             return (Err(e), i);
         }
         i = j;
     }
     (Ok(()), routes.len())
+}
+
+/// The end (exclusive) of the run of routes from `i` on in which each route `follows` the one
+/// before it.
+pub(crate) fn run_end<T: Copy>(
+    routes: &[(Piece, T)],
+    i: usize,
+    follows: impl Fn(&(Piece, T), &(Piece, T)) -> bool,
+) -> usize {
+    let mut j = i + 1;
+    while j < routes.len() && follows(&routes[j], &routes[j - 1]) {
+        j += 1;
+    }
+    j
 }
 
 /// Once the bytes of the first `written` routes are in: marks the sectors they wrote valid,
