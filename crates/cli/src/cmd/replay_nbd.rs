@@ -89,30 +89,61 @@ struct Report {
     predicted: Option<tierwise_sim::metrics::SimReport>,
 }
 
+/// Wrapping keeps offsets' alignment to this many bytes (a power of two).
+const WRAP_UNIT: u64 = 1 << 20;
+
 fn load(trace: &Path, size: u64, max: Option<usize>) -> Result<(Vec<Req>, u64)> {
     let mut t = open_trace(trace, &OpenOptions::default())?;
     let mut rec = TraceRecord::default();
-    let mut out = Vec::new();
-    let mut wrapped = 0;
+    let mut recs = Vec::new();
     while t.next(&mut rec)? {
         if rec.len == 0 {
             continue;
         }
-        let len = rec.len.min(size).min(32 << 20);
-        // Volumes side by side, then wrapped into the device, sector-aligned.
-        let at = rec.offset.wrapping_add(u64::from(rec.volume) << 40);
-        let span = size - len + 1;
-        let mut offset = at % span;
-        if offset != at {
-            wrapped += 1;
-        }
-        offset = offset / 512 * 512;
-        out.push(Req { write: rec.op == IoOp::Write, offset, len });
-        if max.is_some_and(|m| out.len() >= m) {
+        recs.push(rec);
+        if max.is_some_and(|m| recs.len() >= m) {
             break;
         }
     }
+    // Volumes one after another, as the simulator lays them out.
+    let layout = tierwise_sim::layout::VolumeLayout::from_extents(
+        recs.iter().map(|r| (u64::from(r.volume), r.offset.saturating_add(r.len))),
+    );
+    let mut wrapped = 0;
+    let out = recs
+        .iter()
+        .map(|r| {
+            let len = r.len.min(size).min(32 << 20);
+            let logical = tierwise_core::ObjectId::block_of(u64::from(r.volume), 0).0
+                | (r.offset & tierwise_core::ObjectId::BLOCK_MASK);
+            let at = layout.physical(logical) / 512 * 512;
+            let offset = wrap(at, len, size);
+            if offset != at {
+                wrapped += 1;
+            }
+            Req { write: r.op == IoOp::Write, offset, len }
+        })
+        .collect();
     Ok((out, wrapped))
+}
+
+/// `at` moved into a device of `size` bytes by whole [`WRAP_UNIT`]s, so that a request keeps
+/// its alignment (a modulus that depended on the request's length once left 9,972 of 10,000
+/// requests of a cloud trace misaligned); one that still overhangs the end moves down by whole
+/// units, or to 0 when the device is smaller than a unit.
+fn wrap(at: u64, len: u64, size: u64) -> u64 {
+    let span = size / WRAP_UNIT * WRAP_UNIT;
+    if at + len <= size {
+        return at;
+    }
+    if span == 0 {
+        return (size - len) / 512 * 512;
+    }
+    let mut off = at % span;
+    if off + len > size {
+        off = off.saturating_sub((off + len - size).div_ceil(WRAP_UNIT) * WRAP_UNIT);
+    }
+    off
 }
 
 /// The same requests as an MSR trace, for the simulator (one volume, the device's addresses).
@@ -368,5 +399,21 @@ mod tests {
         assert_eq!(hdd_queue_of(&label("none")), Scheduler::None);
         assert_eq!(hdd_queue_of(&["hdd wd5000aaks (emulated: WD Caviar Blue)".to_string()]), Scheduler::Fifo);
         assert_eq!(hdd_queue_of(&[]), Scheduler::Fifo);
+    }
+
+    /// Offsets past the device wrap by whole MiB: 4 KiB-aligned requests stay aligned, and
+    /// every request fits.
+    #[test]
+    fn wrapping_keeps_alignment_and_fits() {
+        let size = 100 << 20;
+        assert_eq!(wrap(8192, 4096, size), 8192, "inside: unchanged");
+        for (at, len) in
+            [(3 << 30, 4096), ((5 << 30) + 12_288, 65_536), ((1 << 40) + 4096 * 7, 16_384), (size - 4096, 8192)]
+        {
+            let off = wrap(at, len, size);
+            assert!(off + len <= size, "{at}+{len} -> {off}");
+            assert_eq!(off % 4096, at % 4096, "{at}: alignment kept");
+        }
+        assert_eq!(wrap(10 << 20, 4096, 512 << 10), (512 << 10) - 4096, "a device smaller than a unit");
     }
 }
