@@ -227,6 +227,9 @@ fn merge(
         println!("volume {v:>5}  {n:>9} requests  {}", t.display());
     }
     println!("wrote {} requests over {:.3} s to {}", s.per_source.iter().sum::<u64>(), s.duration_s, output.display());
+    if s.spaced {
+        println!("note: the trace has no timestamps: its requests are 1 ms apart in the output (for closed-loop replays)");
+    }
     if s.unaligned > 0 {
         println!(
             "note: {} requests started inside a 512-byte sector; SPC counts sectors, so they start at the sector",

@@ -17,10 +17,13 @@ pub struct MergeSummary {
     pub unaligned: u64,
     /// Seconds from the first request to the last.
     pub duration_s: f64,
+    /// The source had no timestamps: its requests were spaced 1 ms apart.
+    pub spaced: bool,
 }
 
 /// Merges the first `head` requests of each source (all with `u64::MAX`), source `i` as volume
-/// `volumes[i]`. Sources must carry timestamps and be block traces.
+/// `volumes[i]`. Sources must be block traces with timestamps, but for one source alone (a
+/// slice), whose requests are then spaced 1 ms apart if it has none.
 pub fn merge_to_spc(
     sources: &mut [Trace],
     volumes: &[u32],
@@ -31,19 +34,29 @@ pub fn merge_to_spc(
     let mut summary = MergeSummary::default();
     for (t, &volume) in sources.iter_mut().zip(volumes) {
         let name = t.path().to_string();
-        if t.info().object_trace || !t.info().has_time {
+        if t.info().object_trace {
+            return Err(TraceError::Format {
+                path: name,
+                reason: format!("a merged trace needs block traces ({} holds objects, not addresses)", t.info().name),
+            });
+        }
+        // Without timestamps there is nothing to interleave by: one such source alone is
+        // sliced with its requests 1 ms apart (said in the summary), several are refused.
+        let untimed = !t.info().has_time;
+        if untimed && volumes.len() > 1 {
             return Err(TraceError::Format {
                 path: name,
                 reason: format!(
-                    "a merged trace needs block traces with timestamps ({} has {})",
-                    t.info().name,
-                    if t.info().object_trace { "objects, not addresses" } else { "no timestamps" }
+                    "a merged trace interleaves its sources by time and {} has no timestamps (merge it alone to slice it)",
+                    t.info().name
                 ),
             });
         }
+        summary.spaced |= untimed;
         let start = all.len();
         t.for_each(head, |r| -> Result<(), TraceError> {
-            all.push(TraceRecord { volume, ..*r });
+            let time_ns = if untimed { (all.len() - start) as u64 * 1_000_000 } else { r.time_ns };
+            all.push(TraceRecord { volume, time_ns, ..*r });
             Ok(())
         })?;
         let t0 = all[start..].iter().map(|r| r.time_ns).min().unwrap_or(0);
@@ -109,9 +122,16 @@ mod tests {
     }
 
     #[test]
-    fn a_source_without_timestamps_is_refused() {
+    fn a_source_without_timestamps_is_refused_unless_alone() {
         let a = memory_trace(Arc::new(vec![rec(0, 0, false)]), "untimed", false);
-        let e = merge_to_spc(&mut [a], &[0], 10, &mut Vec::new()).expect_err("refused");
+        let b = memory_trace(Arc::new(vec![rec(0, 0, false)]), "timed", true);
+        let e = merge_to_spc(&mut [a, b], &[0, 1], 10, &mut Vec::new()).expect_err("refused");
         assert!(e.to_string().contains("untimed") && e.to_string().contains("no timestamps"), "{e}");
+        // Alone, it is sliced, its requests 1 ms apart.
+        let a = memory_trace(Arc::new(vec![rec(0, 0, false), rec(0, 4096, false)]), "untimed", false);
+        let mut out = Vec::new();
+        let s = merge_to_spc(&mut [a], &[0], 10, &mut out).expect("a slice");
+        assert!(s.spaced);
+        assert_eq!(String::from_utf8(out).expect("utf-8"), "0,0,4096,r,0.000000000\n0,8,4096,r,0.001000000\n");
     }
 }
