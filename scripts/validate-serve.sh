@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Does the simulator predict the served device? For each bundled real block trace (a slice of
+# HEAD requests) and each architecture: `tierwise serve` on emulated devices (wd5000aaks HDD
+# behind mq-deadline, vertex3 SSD; images in /dev/shm), the SSD at 25 % of the slice's
+# footprint, `tierwise replay --nbd` with 4 workers beside the simulator's prediction of the
+# same requests. Prints, per run: IOPS measured/predicted, SSD share of reads, and the HDD's
+# commands and bytes as the emulated disk counted them against the prediction's; then the
+# ranking per trace. The emulated HDD is the simulator's own model, so this tests the device's
+# I/O pattern and the simulator's account of it, not the model (docs/PERFORMANCE.md).
+#
+# TIERWISE_BIN runs another build (a baseline) for the serving, replay and prediction.
+# Usage: [TIERWISE_BIN=path] [HEAD=10000] [ARCHS="hdd-only cache:mode=write-back ..."]
+#        [TRACES="file ..."] [OUT=target/validate-serve.tsv] ./scripts/validate-serve.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ -z "${TIERWISE_BIN:-}" ]; then cargo build --release --locked --quiet -p tierwise -p tierwise-nbd; fi
+tw=${TIERWISE_BIN:-$PWD/target/release/tierwise}
+# Slices are cut by this build (`trace merge`), whichever build serves and predicts.
+slicer=$PWD/target/release/tierwise
+[ -x "$slicer" ] || cargo build --release --locked --quiet -p tierwise
+command -v nbdkit >/dev/null || { echo "error: nbdkit is missing (apt-get install nbdkit)" >&2; exit 1; }
+head_n=${HEAD:-10000}
+archs=${ARCHS:-"hdd-only cache:mode=write-back bcache-like dm-cache-smq-like open-cas-like greendm-tiering"}
+traces=${TRACES:-"data/traces/cloudphysics_libcachesim.sample.vscsi.gz data/traces/msr_hm_0.excerpt1000.csv data/traces/arc_OLTP.lis.zst data/traces/systor17_vdi.sample1000.csv.gz data/traces/umass_websearch.mqsim_ascii.trace.gz data/traces/tpcc_unverified.mqsim_ascii.trace"}
+out=${OUT:-$PWD/target/validate-serve.tsv}
+base=$(mktemp -d /dev/shm/tierwise-validate.XXXXXX)
+cleanup() {
+  for f in "$base"/*/*.pid; do [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null || true; done
+  sleep 0.3; rm -rf "$base"
+}
+trap cleanup EXIT
+printf 'trace\tarch\tmeasured_iops\tpredicted_iops\tmeasured_ssd_read\tpredicted_ssd_read\tmeasured_hdd_cmds\tpredicted_hdd_cmds\tmeasured_hdd_mb\tpredicted_hdd_mb\n' > "$out"
+for t in $traces; do
+  name=$(basename "$t"); name=${name%%.*}
+  slice=$base/$name.spc
+  "$slicer" trace merge -q "$t" --head "$head_n" -o "$slice" >/dev/null
+  fp=$("$slicer" trace stat "$slice" --json | python3 -c "import json,sys; print(json.load(sys.stdin)['footprint_bytes'])")
+  ssd_mib=$(( (fp / 4 + (1 << 20) - 1) >> 20 ))
+  [ "$ssd_mib" -ge 2 ] || ssd_mib=2
+  for a in $archs; do
+    d=$base/${a//[^a-zA-Z0-9-]/_}-$name
+    mkdir -p "$d"
+    "$tw" serve --create --ssd "$d/ssd.img" --hdd "$d/hdd.img" --ssd-size ${ssd_mib}MiB --hdd-size 8GiB --policy "$a" \
+      --emulate-hdd wd5000aaks --emulate-ssd vertex3 >/dev/null
+    ctl=$d/ssd.img.sock.control
+    "$tw" stats "$ctl" --json > "$d/before.json"
+    "$tw" replay -q --nbd "nbd+unix:///?socket=$d/ssd.img.sock" "$slice" --workers 4 --json "$d/replay.json" >/dev/null
+    "$tw" stats "$ctl" --json > "$d/after.json"
+    kill "$(cat "$ctl.pid")" 2>/dev/null || true
+    python3 - "$d" "$name" "$a" >> "$out" <<'PY'
+import json, sys
+d, name, arch = sys.argv[1:]
+r = json.load(open(f"{d}/replay.json"))
+b, a = json.load(open(f"{d}/before.json")), json.load(open(f"{d}/after.json"))
+def hdd(s):
+    e = next(x["stats"] for x in s["emulated_devices"] if x["label"].startswith("hdd"))
+    return e["reads"] + e["writes"], e["read_bytes"] + e["write_bytes"]
+(c0, b0), (c1, b1) = hdd(b), hdd(a)
+m, p = r["measured"], r["predicted"] or {}
+ph = p.get("hdd", {})
+print("\t".join(str(x) for x in [
+    name, arch, round(m["iops"], 1), round(p.get("iops", 0), 1),
+    round(m["ssd_read_share"] * 100, 1), round(p.get("read_hit", {}).get("ssd", 0) * 100, 1),
+    c1 - c0, ph.get("reads", 0) + ph.get("writes", 0),
+    round((b1 - b0) / 1e6, 1), round((ph.get("read_bytes", 0) + ph.get("write_bytes", 0)) / 1e6, 1)]))
+PY
+    tail -1 "$out"
+  done
+done
+python3 - "$out" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
+f = lambda r, k: float(r[k])
+print("\n| trace | architecture | IOPS measured | predicted | ratio | SSD read % meas/pred | HDD cmds meas/pred | HDD MB meas/pred |")
+print("|---|---|---|---|---|---|---|---|")
+for r in rows:
+    ratio = f(r, "measured_iops") / max(f(r, "predicted_iops"), 1e-9)
+    cmds = f(r, "measured_hdd_cmds") / max(f(r, "predicted_hdd_cmds"), 1)
+    mb = f(r, "measured_hdd_mb") / max(f(r, "predicted_hdd_mb"), 1e-9)
+    print(f"| {r['trace']} | {r['arch']} | {f(r,'measured_iops'):.0f} | {f(r,'predicted_iops'):.0f} | {ratio:.2f} | "
+          f"{f(r,'measured_ssd_read'):.1f} / {f(r,'predicted_ssd_read'):.1f} | {r['measured_hdd_cmds']} / {r['predicted_hdd_cmds']} ({cmds:.2f}) | "
+          f"{f(r,'measured_hdd_mb'):.1f} / {f(r,'predicted_hdd_mb'):.1f} ({mb:.2f}) |")
+print("\nranking by IOPS (measured | predicted):")
+for t in dict.fromkeys(r["trace"] for r in rows):
+    rs = [r for r in rows if r["trace"] == t]
+    meas = [r["arch"] for r in sorted(rs, key=lambda r: -f(r, "measured_iops"))]
+    pred = [r["arch"] for r in sorted(rs, key=lambda r: -f(r, "predicted_iops"))]
+    print(f"  {t}: {' > '.join(meas)} | {' > '.join(pred)}{'' if meas == pred else '   (differs)'}")
+PY
