@@ -228,7 +228,9 @@ fn merge(
     }
     println!("wrote {} requests over {:.3} s to {}", s.per_source.iter().sum::<u64>(), s.duration_s, output.display());
     if s.spaced {
-        println!("note: the trace has no timestamps: its requests are 1 ms apart in the output (for closed-loop replays)");
+        println!(
+            "note: the trace has no timestamps: its requests are 1 ms apart in the output (for closed-loop replays)"
+        );
     }
     if s.unaligned > 0 {
         println!(

@@ -250,7 +250,7 @@ td:first-child,th:first-child,td.l{text-align:left}
 table.kv td{text-align:left;white-space:normal}
 figure{margin:1em 0;overflow-x:auto}
 svg.chart{width:100%;height:auto;display:block;border:1px solid var(--line);border-radius:4px}
-.held{color:var(--ok);font-weight:bold}.not{color:var(--bad);font-weight:bold}
+.held{color:var(--ok);font-weight:bold}.dir{color:var(--warn,#b8860b);font-weight:bold}.not{color:var(--bad);font-weight:bold}
 a.dl{display:inline-block;margin:.3em 0;padding:2px 10px;border:1px solid var(--accent);border-radius:4px;color:var(--accent);text-decoration:none}
 details{margin:.5em 0}code{font-size:.92em;background:#f3f5f8;padding:0 3px;border-radius:3px}
 @media (max-width:640px){body{font-size:14px}nav ul{columns:1}main{padding:8px}svg.chart{min-width:600px}}

@@ -338,14 +338,27 @@ pub fn mrc(m: &Mrc, file: &str) -> String {
 
 /// A reproduction: the paper's numbers beside ours, held or not, tables, charts, CSV.
 pub fn reproduction(r: &Reproduction) -> String {
-    let held = r.findings.iter().filter(|f| f.held).count();
-    let mut o = format!("<p>{held} of {} claims held at scale {} (seed {}).</p>", r.findings.len(), r.scale, r.seed);
+    use crate::reproduce::Verdict;
+    let count = |v: Verdict| r.findings.iter().filter(|f| f.verdict == v).count();
+    let mut o = format!(
+        "<p>{} of {} claims held (same direction, effect within a factor of 2 of the paper's), {} in direction \
+         only, {} not held, at scale {} (seed {}).</p>",
+        count(Verdict::Held),
+        r.findings.len(),
+        count(Verdict::DirectionOnly),
+        count(Verdict::NotHeld),
+        r.scale,
+        r.seed
+    );
     let rows: Vec<Vec<String>> = r
         .findings
         .iter()
         .map(|f| {
-            let verdict =
-                if f.held { "<span class=\"held\">held</span>" } else { "<span class=\"not\">not held</span>" };
+            let verdict = match f.verdict {
+                Verdict::Held => "<span class=\"held\">held</span>",
+                Verdict::DirectionOnly => "<span class=\"dir\">direction only</span>",
+                Verdict::NotHeld => "<span class=\"not\">not held</span>",
+            };
             vec![format!("<span class=\"l\">{}</span>", esc(&f.claim)), esc(&f.paper), esc(&f.ours), verdict.into()]
         })
         .collect();

@@ -187,24 +187,24 @@ fn zfs_tables(out: &mut Reproduction, runs: &[RunRecord], workloads: &[Workload]
             ratio(p.6[0], p.6[1]),
         ]);
         out.tables.push(t);
-        out.findings.push(Finding {
-            claim: format!("ZFS {}: the L2ARC multiplies workload IOPS", p.0),
-            paper: format!("{:.2}x", p.1[1] / p.1[0]),
-            ours: format!("{:.2}x", h.iops / b.iops.max(1e-9)),
-            held: h.iops > b.iops * 1.5,
-        });
-        out.findings.push(Finding {
-            claim: format!("ZFS {}: the disk hit ratio drops sharply with the L2ARC", p.0),
-            paper: format!("{}% -> {}%", p.4[0], p.4[1]),
-            ours: format!("{}% -> {}%", pct(b.access_hit.hdd), pct(h.access_hit.hdd)),
-            held: h.access_hit.hdd < b.access_hit.hdd * 0.5,
-        });
-        out.findings.push(Finding {
-            claim: format!("ZFS {}: the ARC hit ratio is about the same with and without the L2ARC", p.0),
-            paper: format!("{}% vs {}%", p.2[0], p.2[1]),
-            ours: format!("{}% vs {}%", pct(b.access_hit.ram), pct(h.access_hit.ram)),
-            held: (h.access_hit.ram - b.access_hit.ram).abs() < 0.05,
-        });
+        out.findings.push(Finding::effect(
+            &format!("ZFS {}: the L2ARC multiplies workload IOPS", p.0),
+            &format!("{:.2}x", p.1[1] / p.1[0]),
+            format!("{:.2}x", h.iops / b.iops.max(1e-9)),
+            &[(p.1[1] / p.1[0] - 1.0, h.iops / b.iops.max(1e-9) - 1.0)],
+        ));
+        out.findings.push(Finding::order(
+            format!("ZFS {}: the disk hit ratio drops sharply with the L2ARC", p.0),
+            format!("{}% -> {}%", p.4[0], p.4[1]),
+            format!("{}% -> {}%", pct(b.access_hit.hdd), pct(h.access_hit.hdd)),
+            h.access_hit.hdd < b.access_hit.hdd * 0.5,
+        ));
+        out.findings.push(Finding::order(
+            format!("ZFS {}: the ARC hit ratio is about the same with and without the L2ARC", p.0),
+            format!("{}% vs {}%", p.2[0], p.2[1]),
+            format!("{}% vs {}%", pct(b.access_hit.ram), pct(h.access_hit.ram)),
+            (h.access_hit.ram - b.access_hit.ram).abs() < 0.05,
+        ));
     }
     if let (Some(r), Some(o)) = (
         find(runs, workloads[0].name(), "hybrid (ARC + L2ARC)"),
@@ -212,13 +212,12 @@ fn zfs_tables(out: &mut Reproduction, runs: &[RunRecord], workloads: &[Workload]
     ) {
         let gr = r.iops / find(runs, workloads[0].name(), "baseline (ARC only)").map_or(1.0, |b| b.iops.max(1e-9));
         let go = o.iops / find(runs, workloads[1].name(), "baseline (ARC only)").map_or(1.0, |b| b.iops.max(1e-9));
-        out.findings.push(Finding {
-            claim: "ZFS: pure random read gains more from the L2ARC than OLTP (whose writes invalidate L2 copies)"
-                .into(),
-            paper: "17.26x vs 2.77x".into(),
-            ours: format!("{gr:.2}x vs {go:.2}x"),
-            held: gr > go,
-        });
+        out.findings.push(Finding::order(
+            "ZFS: pure random read gains more from the L2ARC than OLTP (whose writes invalidate L2 copies)",
+            "17.26x vs 2.77x",
+            format!("{gr:.2}x vs {go:.2}x"),
+            gr > go,
+        ));
     }
 }
 
@@ -257,18 +256,18 @@ fn hca_tables(out: &mut Reproduction, runs: &[RunRecord], workloads: &[Workload]
         let base = find(runs, name, "RAM only");
         let hca8 = find(runs, name, "HCA SSD=8xRAM");
         if let (Some(b), Some(h)) = (base, hca8) {
-            out.findings.push(Finding {
-                claim: format!("{short}: the SSD L2 lowers the disk hit ratio"),
-                paper: "DHR falls as the RAM/SSD size ratio falls".into(),
-                ours: format!("{}% (RAM only) -> {}% (SSD = 8x RAM)", pct(b.access_hit.hdd), pct(h.access_hit.hdd)),
-                held: h.access_hit.hdd < b.access_hit.hdd - 0.001 && monotone_down(&pts),
-            });
-            out.findings.push(Finding {
-                claim: format!("{short}: the RAM hit ratio rises slightly (TB hits count as RAM hits)"),
-                paper: "slight increase".into(),
-                ours: format!("{}% -> {}%", pct(b.access_hit.ram), pct(h.access_hit.ram)),
-                held: h.access_hit.ram > b.access_hit.ram + 1e-4,
-            });
+            out.findings.push(Finding::order(
+                format!("{short}: the SSD L2 lowers the disk hit ratio"),
+                "DHR falls as the RAM/SSD size ratio falls",
+                format!("{}% (RAM only) -> {}% (SSD = 8x RAM)", pct(b.access_hit.hdd), pct(h.access_hit.hdd)),
+                h.access_hit.hdd < b.access_hit.hdd - 0.001 && monotone_down(&pts),
+            ));
+            out.findings.push(Finding::order(
+                format!("{short}: the RAM hit ratio rises slightly (TB hits count as RAM hits)"),
+                "slight increase",
+                format!("{}% -> {}%", pct(b.access_hit.ram), pct(h.access_hit.ram)),
+                h.access_hit.ram > b.access_hit.ram + 1e-4,
+            ));
         }
         out.notes.push(format!("{short}: footprint {} in 4 KiB pages, RAM L1 {}", Bytes(fp), Bytes(ram)));
         dhr_series.push((short, pts));
@@ -307,23 +306,23 @@ fn hca_tables(out: &mut Reproduction, runs: &[RunRecord], workloads: &[Workload]
         }
         let first = pts.first().map_or(0.0, |p| p.1);
         let last = pts.last().map_or(0.0, |p| p.1);
-        out.findings.push(Finding {
-            claim: format!("{short}: a larger transient buffer lowers XCIOPS"),
-            paper: "decreasing with TB size".into(),
-            ours: format!("{} (16 KiB) -> {} (1 MiB)", num(first), num(last)),
-            held: last < first,
-        });
+        out.findings.push(Finding::order(
+            format!("{short}: a larger transient buffer lowers XCIOPS"),
+            "decreasing with TB size",
+            format!("{} (16 KiB) -> {} (1 MiB)", num(first), num(last)),
+            last < first,
+        ));
         xciops_by_workload.push((short.clone(), find(runs, name, "HCA TB=64KiB").map_or(0.0, |r| r.hca.xciops)));
         tb_series.push((short, pts));
     }
     out.tables.push(tb);
     if let (Some(fin), Some(web)) = (xciops_by_workload.first(), xciops_by_workload.get(1)) {
-        out.findings.push(Finding {
-            claim: "the read-mostly web trace gets more XCIOPS than the write-heavy Financial trace".into(),
-            paper: "~14,000 vs ~3,000".into(),
-            ours: format!("{} vs {}", num(web.1), num(fin.1)),
-            held: web.1 > fin.1,
-        });
+        out.findings.push(Finding::effect(
+            "the read-mostly web trace gets more XCIOPS than the write-heavy Financial trace",
+            "~14,000 vs ~3,000",
+            format!("{} vs {}", num(web.1), num(fin.1)),
+            &[(14_000.0 / 3_000.0 - 1.0, gain(web.1, fin.1))],
+        ));
     }
     out.charts.push(
         Chart::new(
@@ -376,12 +375,12 @@ fn cost_table(out: &mut Reproduction, runs: &[RunRecord], workloads: &[Workload]
         if let (Some(b), Some(hc)) = (find(runs, name, "RAM only"), find(runs, name, "HCA SSD=4xRAM")) {
             let k = COST_RATIOS[COST_RATIOS.len() - 1];
             let (cb, ch) = (usd_per_iops(b, ram, k, &d), usd_per_iops(hc, ram, k, &d));
-            out.findings.push(Finding {
-                claim: format!("{short}: with dear RAM ({k}x SSD per GB) an SSD L2 lowers the cost per I/O"),
-                paper: "cost per I/O reduced ~33% (real system)".into(),
-                ours: format!("{} (SSD = 4x RAM)", super::change(gain(ch, cb))),
-                held: ch < cb,
-            });
+            out.findings.push(Finding::effect(
+                &format!("{short}: with dear RAM ({k}x SSD per GB) an SSD L2 lowers the cost per I/O"),
+                "cost per I/O reduced ~33% (real system)",
+                format!("{} (SSD = 4x RAM)", super::change(gain(ch, cb))),
+                &[(-0.33, gain(ch, cb))],
+            ));
         }
     }
     out.tables.push(t);

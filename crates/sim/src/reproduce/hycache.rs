@@ -160,28 +160,28 @@ pub(super) fn run(
         "speed-up over HDD-only (×)",
         vec![("LRU".into(), sweep_pts.clone())],
     ));
-    out.findings.push(Finding {
-        claim: "LRU and LFU perform almost the same on Postmark".into(),
-        paper: "difference < 2 %".into(),
-        ours: format!("largest difference in transaction time {:.2}%", max_gap * 100.0),
-        held: max_gap < 0.02,
-    });
+    out.findings.push(Finding::order(
+        "LRU and LFU perform almost the same on Postmark",
+        "difference < 2 %",
+        format!("largest difference in transaction time {:.2}%", max_gap * 100.0),
+        max_gap < 0.02,
+    ));
     let peak = lru_pts.iter().map(|p| p.1).fold(f64::MIN, f64::max);
     let at = |w: f64| lru_pts.iter().find(|p| p.0 == w).map_or(f64::NAN, |p| p.1);
-    out.findings.push(Finding {
-        claim: "The speed-up falls once the workload outgrows the 4 GB SSD".into(),
-        paper: "the ratio starts to go down at 6 GB".into(),
-        ours: format!("LRU speed-up 2/4/6/8 GB: {:.2}/{:.2}/{:.2}/{:.2}x", at(2.0), at(4.0), at(6.0), at(8.0)),
-        held: at(6.0) < peak && at(8.0) < at(4.0),
-    });
+    out.findings.push(Finding::order(
+        "The speed-up falls once the workload outgrows the 4 GB SSD",
+        "the ratio starts to go down at 6 GB",
+        format!("LRU speed-up 2/4/6/8 GB: {:.2}/{:.2}/{:.2}/{:.2}x", at(2.0), at(4.0), at(6.0), at(8.0)),
+        at(6.0) < peak && at(8.0) < at(4.0),
+    ));
     let first = sweep_pts.first().map_or(f64::NAN, |p| p.1);
     let last = sweep_pts.last().map_or(f64::NAN, |p| p.1);
-    out.findings.push(Finding {
-        claim: "A larger SSD cache gives a larger speed-up".into(),
-        paper: "1 GB to 8 GB: better, up to 18 % over the HHD".into(),
-        ours: format!("LRU speed-up {first:.2}x with 1 GB, {last:.2}x with 8 GB"),
-        held: last > first,
-    });
+    out.findings.push(Finding::order(
+        "A larger SSD cache gives a larger speed-up",
+        "1 GB to 8 GB: better, up to 18 % over the HHD",
+        format!("LRU speed-up {first:.2}x with 1 GB, {last:.2}x with 8 GB"),
+        last > first,
+    ));
     let _: &[RunRecord] = &runs;
     out.runs = runs;
     Ok(out)

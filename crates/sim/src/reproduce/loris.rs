@@ -256,7 +256,7 @@ fn faster_everywhere(runs: &[RunRecord], load: &str, a: &str, b: &str) -> (bool,
 
 fn findings(out: &mut Reproduction, runs: &[RunRecord], scale: f64) {
     let mut push = |claim: &str, paper: &str, (held, ours): (bool, String)| {
-        out.findings.push(Finding { claim: claim.into(), paper: paper.into(), ours, held });
+        out.findings.push(Finding::order(claim, paper, ours, held));
     };
     // 1. Locality: every hybrid beats HDD-only on the Zipf web server, even at 25 %.
     let hdd = get(runs, WEBZIPF, HDD, None).map_or(0.0, |r| speed(WEBZIPF, r));

@@ -253,8 +253,76 @@ pub struct Finding {
     pub paper: String,
     /// Ours.
     pub ours: String,
-    /// Whether our numbers show it.
+    /// Whether our numbers show it: [`Verdict::Held`].
     pub held: bool,
+    /// The effects compared, paper's and ours, as signed relative changes (+1.42 = +142 %),
+    /// where the claim is a size of effect; one pair per end of a range.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub effects: Vec<(f64, f64)>,
+    /// The verdict.
+    #[serde(default)]
+    pub verdict: Verdict,
+}
+
+/// How far our numbers show a claim.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    /// The same direction and, for a size of effect, within a factor of 2 of the paper's.
+    #[default]
+    Held,
+    /// The same direction, but an effect more than a factor of 2 from the paper's.
+    DirectionOnly,
+    /// Not the same direction (or order).
+    NotHeld,
+}
+
+impl Verdict {
+    /// The label printed beside a finding.
+    pub fn label(self) -> &'static str {
+        match self {
+            Verdict::Held => "held",
+            Verdict::DirectionOnly => "direction only",
+            Verdict::NotHeld => "NOT HELD",
+        }
+    }
+
+    /// The verdict on one effect: ours against the paper's.
+    pub fn of_effect(paper: f64, ours: f64) -> Verdict {
+        if !(paper.is_finite() && ours.is_finite()) || paper.signum() != ours.signum() || ours == 0.0 {
+            return Verdict::NotHeld;
+        }
+        let ratio = ours / paper;
+        if (0.5..=2.0).contains(&ratio) { Verdict::Held } else { Verdict::DirectionOnly }
+    }
+}
+
+impl Finding {
+    /// A claim of direction or order only (no size of effect to compare).
+    pub fn order(claim: impl Into<String>, paper: impl Into<String>, ours: impl Into<String>, held: bool) -> Finding {
+        let verdict = if held { Verdict::Held } else { Verdict::NotHeld };
+        Finding { claim: claim.into(), paper: paper.into(), ours: ours.into(), held, effects: Vec::new(), verdict }
+    }
+
+    /// A claim about the size of an effect: held when every (paper, ours) pair has the same
+    /// sign and ours is within a factor of 2 of the paper's; "direction only" when only the
+    /// signs agree. `ours` text gets the ratios appended.
+    pub fn effect(claim: &str, paper: &str, ours: String, effects: &[(f64, f64)]) -> Finding {
+        let verdict = effects.iter().map(|&(p, o)| Verdict::of_effect(p, o)).max().unwrap_or(Verdict::NotHeld);
+        let ratios: Vec<String> = effects
+            .iter()
+            .map(|&(p, o)| if p != 0.0 && o.is_finite() { format!("{:.2}", o / p) } else { "n/a".into() })
+            .collect();
+        let ours = format!("{ours} (ours / paper: {})", ratios.join(", "));
+        Finding {
+            claim: claim.into(),
+            paper: paper.into(),
+            ours,
+            held: verdict == Verdict::Held,
+            effects: effects.to_vec(),
+            verdict,
+        }
+    }
 }
 
 /// A line chart.
@@ -534,8 +602,8 @@ impl Reproduction {
             for f in &self.findings {
                 let _ = writeln!(
                     o,
-                    "[{}] {}\n         paper: {}\n         ours:  {}",
-                    if f.held { "held    " } else { "NOT HELD" },
+                    "[{:<14}] {}\n         paper: {}\n         ours:  {}",
+                    f.verdict.label(),
                     f.claim,
                     f.paper,
                     f.ours

@@ -230,24 +230,24 @@ pub(super) fn run(
     }
     out.tables.push(r);
     for v in 0..2 {
-        out.findings.push(Finding {
-            claim: format!("src1_{v}: OTF-AST serves more I/O from the SSD than static tiering"),
-            paper: format!("{}% vs {}%", paper[v][0], paper[v][2]),
-            ours: format!("{}% vs {}%", pct(ours[v][0]), pct(ours[v][2])),
-            held: ours[v][0] > ours[v][2],
-        });
-        out.findings.push(Finding {
-            claim: format!("src1_{v}: OTF-AST serves more I/O from the SSD than a cold Flashcache"),
-            paper: format!("{}% vs {}%", paper[v][0], paper[v][3]),
-            ours: format!("{}% vs {}%", pct(ours[v][0]), pct(ours[v][3])),
-            held: ours[v][0] > ours[v][3],
-        });
-        out.findings.push(Finding {
-            claim: format!("src1_{v}: OTF-AST's mean response time is lower than static tiering's"),
-            paper: "up to 11% better".into(),
-            ours: format!("{} vs {} µs", num(resp[v][0]), num(resp[v][1])),
-            held: resp[v][0] < resp[v][1],
-        });
+        out.findings.push(Finding::order(
+            format!("src1_{v}: OTF-AST serves more I/O from the SSD than static tiering"),
+            format!("{}% vs {}%", paper[v][0], paper[v][2]),
+            format!("{}% vs {}%", pct(ours[v][0]), pct(ours[v][2])),
+            ours[v][0] > ours[v][2],
+        ));
+        out.findings.push(Finding::order(
+            format!("src1_{v}: OTF-AST serves more I/O from the SSD than a cold Flashcache"),
+            format!("{}% vs {}%", paper[v][0], paper[v][3]),
+            format!("{}% vs {}%", pct(ours[v][0]), pct(ours[v][3])),
+            ours[v][0] > ours[v][3],
+        ));
+        out.findings.push(Finding::order(
+            format!("src1_{v}: OTF-AST's mean response time is lower than static tiering's"),
+            "up to 11% better",
+            format!("{} vs {} µs", num(resp[v][0]), num(resp[v][1])),
+            resp[v][0] < resp[v][1],
+        ));
     }
     let cp_otf = window(&runs, CP, "OTF-AST").unwrap_or_default();
     let cp_st = window(&runs, CP, "static").unwrap_or_default();
