@@ -59,7 +59,14 @@ def test_reproduce_equals_the_cli(cli: Path, tmp_path: Path) -> None:
     run_cli(cli, "reproduce", "hycache", "--scale", "0.05", "--out", str(tmp_path))
     r = tierwise.reproduce("hycache", scale=0.05, traces=TRACES)
     assert without_wall(r.raw) == without_wall(load(tmp_path / "reproduce-hycache.json"))
-    assert list(r.findings.columns) == ["claim", "paper", "ours", "held"]
+    assert list(r.findings.columns) == [
+        "claim", "paper", "ours", "held", "verdict", "paper_effect", "our_effect", "ratio"
+    ]
+    # A size-of-effect claim carries the paper's effect, ours and their ratio.
+    g = tierwise.reproduce("greendm", scale=0.02, traces=TRACES).findings
+    sized = g.dropna(subset=["ratio"])
+    assert len(sized) >= 6 and set(g["verdict"]) <= {"held", "direction-only", "not-held"}
+    assert (sized["ratio"] == sized["our_effect"] / sized["paper_effect"]).all()
     assert len(r.runs) == len(r.raw["runs"]) and r.tables
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any, Literal, Sequence
@@ -171,6 +172,29 @@ def trace_stat(
     return stats
 
 
+def _finding_row(f: dict[str, Any]) -> dict[str, Any]:
+    """One finding as a row: for a size-of-effect claim, the pair furthest from the paper's
+    (the one that decides the verdict) as numbers and their ratio; NaN for order claims."""
+    effects = f.get("effects") or []
+    nan = float("nan")
+
+    def distance(pair: list[float]) -> float:
+        p, o = pair
+        return abs(math.log(o / p)) if p and o / p > 0 else math.inf
+
+    p, o = max(effects, key=distance) if effects else (nan, nan)
+    return {
+        "claim": f["claim"],
+        "paper": f["paper"],
+        "ours": f["ours"],
+        "held": f["held"],
+        "verdict": f.get("verdict", "held" if f["held"] else "not-held"),
+        "paper_effect": p,
+        "our_effect": o,
+        "ratio": o / p if effects and p else nan,
+    }
+
+
 class Reproduction:
     """A seed paper's experiments beside its numbers (``tierwise reproduce``)."""
 
@@ -178,7 +202,10 @@ class Reproduction:
         self.raw = raw
         self.target: str = raw["target"]
         self.paper: str = raw["paper"]
-        self.findings = pd.DataFrame(raw["findings"], columns=["claim", "paper", "ours", "held"])
+        self.findings = pd.DataFrame(
+            [_finding_row(f) for f in raw["findings"]],
+            columns=["claim", "paper", "ours", "held", "verdict", "paper_effect", "our_effect", "ratio"],
+        )
         self.runs = pd.DataFrame(
             [report_row(r["report"], workload=r["workload"], label=r["label"], ssd_fraction=r["ssd_fraction"])
              for r in raw["runs"]]
