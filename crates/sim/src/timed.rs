@@ -417,13 +417,13 @@ impl Timed {
             let next_ev = self.events.peek().map(|Reverse(e)| e.time).filter(|&et| et < t);
             let next_tick = engine.next_deadline().filter(|&d| d <= t);
             match (next_ev, next_tick) {
-                (Some(e), Some(d)) if d < e => self.tick(engine, d),
+                (Some(e), Some(d)) if d < e => self.tick(engine, d)?,
                 (Some(_), _) => {
                     if let Some(Reverse(ev)) = self.events.pop() {
                         self.handle(engine, ev)?;
                     }
                 }
-                (None, Some(d)) => self.tick(engine, d),
+                (None, Some(d)) => self.tick(engine, d)?,
                 (None, None) => break,
             }
         }
@@ -439,7 +439,7 @@ impl Timed {
                 return Err(SimError::Complete("the timed loop stalled with requests in flight".into()));
             };
             if let Some(d) = engine.next_deadline().filter(|&d| d < ev.time) {
-                self.tick(engine, d);
+                self.tick(engine, d)?;
                 continue;
             }
             self.events.pop();
@@ -448,14 +448,19 @@ impl Timed {
         Ok(())
     }
 
-    fn tick(&mut self, engine: &mut Engine<ManualClock>, at: Nanos) {
+    fn tick(&mut self, engine: &mut Engine<ManualClock>, at: Nanos) -> Result<(), SimError> {
         self.clock.set(at);
         engine.tick();
         self.start_work(engine, at);
-        if engine.next_deadline().is_some_and(|d| d <= at) {
-            // A timer that does not move forward would stall the simulation; the architecture
-            // contract forbids it.
-            debug_assert!(false, "engine deadline did not advance");
+        match engine.next_deadline() {
+            // A timer that does not move forward would spin the loop forever (it did in
+            // release builds, where this was a debug assertion); the architecture contract
+            // forbids it, so a broken architecture ends the run with an error.
+            Some(d) if d <= at => Err(SimError::Complete(format!(
+                "the architecture's timer did not advance past {:.6} s: the simulation would never end",
+                at.0 as f64 / 1e9
+            ))),
+            _ => Ok(()),
         }
     }
 
