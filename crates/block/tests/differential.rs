@@ -14,6 +14,7 @@ use tierwise_block::{
 const HDD: u64 = 1 << 20;
 
 mod common;
+mod hooked;
 use common::Rng;
 
 fn specs() -> Vec<String> {
@@ -198,42 +199,12 @@ fn every_served_architecture_matches_a_plain_image_with_moves_all_the_time() {
 }
 
 /// An in-memory backend that runs a hook before each HDD write (a slow disk, a gate).
-struct HookedHdd {
-    inner: MemBackend,
-    before_hdd_write: Box<dyn Fn(u64) + Send + Sync>,
-}
-
-impl HookedHdd {
-    fn new(before_hdd_write: impl Fn(u64) + Send + Sync + 'static) -> Arc<HookedHdd> {
-        Arc::new(HookedHdd { inner: MemBackend::new(0, HDD), before_hdd_write: Box::new(before_hdd_write) })
-    }
-}
-
-impl Backend for HookedHdd {
-    fn read(&self, dev: Dev, buf: &mut [u8], off: u64) -> std::io::Result<()> {
-        self.inner.read(dev, buf, off)
-    }
-    fn write(&self, dev: Dev, buf: &[u8], off: u64) -> std::io::Result<()> {
-        if dev == Dev::Hdd {
-            (self.before_hdd_write)(off);
+fn hooked_hdd(before_hdd_write: impl Fn(u64) + Send + Sync + 'static) -> Arc<hooked::Hooked> {
+    hooked::Hooked::new(MemBackend::new(0, HDD), move |a| {
+        if a.dev == Dev::Hdd && a.write {
+            before_hdd_write(a.off);
         }
-        self.inner.write(dev, buf, off)
-    }
-    fn sync(&self, dev: Dev) -> std::io::Result<()> {
-        self.inner.sync(dev)
-    }
-    fn discard(&self, dev: Dev, off: u64, len: u64) -> std::io::Result<()> {
-        self.inner.discard(dev, off, len)
-    }
-    fn len(&self, dev: Dev) -> std::io::Result<u64> {
-        self.inner.len(dev)
-    }
-    fn grow(&self, dev: Dev, len: u64) -> std::io::Result<()> {
-        self.inner.grow(dev, len)
-    }
-    fn is_hole(&self, dev: Dev, off: u64, len: u64) -> std::io::Result<bool> {
-        self.inner.is_hole(dev, off, len)
-    }
+    })
 }
 
 /// Write-backs write the HDD without holding their block (`mover::write_back`): reads and
@@ -252,7 +223,7 @@ fn blocks_used_while_their_write_back_writes_a_slow_hdd_lose_nothing() {
         "open-cas-like:cache-mode=wb,cleaning=acp",
     ] {
         // Each HDD write takes 300 µs, as an idle-class write-back waits behind client reads.
-        let slow = HookedHdd::new(|_| std::thread::sleep(Duration::from_micros(300)));
+        let slow = hooked_hdd(|_| std::thread::sleep(Duration::from_micros(300)));
         let dev = device_on(slow, spec, 96 << 10, 3);
         let mut reference = vec![0u8; dev.size() as usize];
         let mut rng = Rng(0x5eed ^ spec.len() as u64);
@@ -309,7 +280,7 @@ fn a_write_back_held_on_the_hdd_holds_up_only_what_touches_the_hdd() {
         Arc::new(Gate { block: 5, state: std::sync::Mutex::new((0, false)), changed: std::sync::Condvar::new() });
     let gated = {
         let gate = Arc::clone(&gate);
-        HookedHdd::new(move |off| gate.pass(off))
+        hooked_hdd(move |off| gate.pass(off))
     };
     let dev = Arc::new(device_on(gated.clone(), "cache:mode=write-back,dirty-high=1%,dirty-low=0%", 96 << 10, 2));
     let at = 5 * 4096;

@@ -9,49 +9,26 @@ use std::time::Duration;
 use tierwise_block::backend::Dev;
 use tierwise_block::{Backend, CreateOptions, MemBackend, ServeOptions, create, open};
 
-/// Counts the HDD image's data reads and writes (the metadata at its end excluded).
-struct Counting {
-    inner: MemBackend,
-    data_end: u64,
-    hdd_reads: AtomicU64,
-    hdd_writes: AtomicU64,
-}
-
-impl Backend for Counting {
-    fn read(&self, dev: Dev, buf: &mut [u8], off: u64) -> std::io::Result<()> {
-        if dev == Dev::Hdd && off < self.data_end {
-            self.hdd_reads.fetch_add(1, Ordering::Relaxed);
-        }
-        self.inner.read(dev, buf, off)
-    }
-    fn write(&self, dev: Dev, buf: &[u8], off: u64) -> std::io::Result<()> {
-        if dev == Dev::Hdd && off < self.data_end {
-            self.hdd_writes.fetch_add(1, Ordering::Relaxed);
-        }
-        self.inner.write(dev, buf, off)
-    }
-    fn sync(&self, dev: Dev) -> std::io::Result<()> {
-        self.inner.sync(dev)
-    }
-    fn discard(&self, dev: Dev, off: u64, len: u64) -> std::io::Result<()> {
-        self.inner.discard(dev, off, len)
-    }
-    fn len(&self, dev: Dev) -> std::io::Result<u64> {
-        self.inner.len(dev)
-    }
-    fn grow(&self, dev: Dev, len: u64) -> std::io::Result<()> {
-        self.inner.grow(dev, len)
-    }
-}
+mod hooked;
 
 const HDD: u64 = 64 << 20;
 
-fn device(spec: &str, block: u64) -> (Arc<Counting>, tierwise_block::HybridDevice) {
-    let be = Arc::new(Counting {
-        inner: MemBackend::new(16 << 20, HDD),
-        data_end: HDD,
-        hdd_reads: AtomicU64::new(0),
-        hdd_writes: AtomicU64::new(0),
+/// HDD data reads and writes (the metadata at the image's end excluded), counted below the
+/// device.
+#[derive(Default)]
+struct Counts {
+    reads: AtomicU64,
+    writes: AtomicU64,
+}
+
+fn device(spec: &str, block: u64) -> (Arc<hooked::Hooked>, Arc<Counts>, tierwise_block::HybridDevice) {
+    let counts = Arc::new(Counts::default());
+    let c = Arc::clone(&counts);
+    let be = hooked::Hooked::new(MemBackend::new(16 << 20, HDD), move |a| {
+        if a.dev == Dev::Hdd && a.off < HDD {
+            let n = if a.write { &c.writes } else { &c.reads };
+            n.fetch_add(1, Ordering::Relaxed);
+        }
     });
     create(&*be, &CreateOptions { spec: spec.into(), block_size: Some(block), ssd_size: 8 << 20, hdd_size: Some(HDD) })
         .unwrap_or_else(|e| panic!("create: {e}"));
@@ -59,26 +36,26 @@ fn device(spec: &str, block: u64) -> (Arc<Counting>, tierwise_block::HybridDevic
         open(be.clone() as Arc<dyn Backend>, ServeOptions { spec: spec.into(), movers: 2, ..ServeOptions::default() })
             .unwrap_or_else(|e| panic!("open: {e}"));
     dev.start();
-    (be, dev)
+    (be, counts, dev)
 }
 
-fn counts(be: &Counting) -> (u64, u64) {
-    (be.hdd_reads.load(Ordering::Relaxed), be.hdd_writes.load(Ordering::Relaxed))
+fn counts(c: &Counts) -> (u64, u64) {
+    (c.reads.load(Ordering::Relaxed), c.writes.load(Ordering::Relaxed))
 }
 
 /// Write-through: a 64 KiB write of 16 blocks, cached in slots that are not in a row, is one
 /// HDD write (it was 16).
 #[test]
 fn a_multi_block_write_through_write_is_one_hdd_write() {
-    let (be, dev) = device("cache:mode=write-through", 4096);
+    let (_be, c, dev) = device("cache:mode=write-through", 4096);
     // Scatter the slots: cache every other block first, then write the range over them.
     for b in (0..32u64).step_by(2) {
         dev.write(&[1u8; 4096], (1 << 20) + b * 4096, false).unwrap_or_else(|e| panic!("write: {e}"));
     }
-    let before = counts(&be);
+    let before = counts(&c);
     let data: Vec<u8> = (0..65_536u32).map(|i| (i % 251) as u8).collect();
     dev.write(&data, 1 << 20, false).unwrap_or_else(|e| panic!("write: {e}"));
-    let after = counts(&be);
+    let after = counts(&c);
     assert_eq!(after.1 - before.1, 1, "HDD writes for one 64 KiB write");
     let mut back = vec![0u8; data.len()];
     dev.read(&mut back, 1 << 20).unwrap_or_else(|e| panic!("read: {e}"));
@@ -91,16 +68,16 @@ fn a_multi_block_write_through_write_is_one_hdd_write() {
 #[test]
 fn a_multi_block_read_miss_feeding_fills_is_one_hdd_read() {
     let block = 64 << 10;
-    let (be, dev) = device("greendm-tiering:pt=1", block);
+    let (be, c, dev) = device("greendm-tiering:pt=1", block);
     let image: Vec<u8> = (0..4 * block).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
     be.inner.write(Dev::Hdd, &image, 0).unwrap_or_else(|e| panic!("seed: {e}"));
-    let before = counts(&be);
+    let before = counts(&c);
     let (off, len) = (block / 2, 2 * block);
     let mut buf = vec![0u8; len as usize];
     dev.read(&mut buf, off).unwrap_or_else(|e| panic!("read: {e}"));
     assert!(buf == image[off as usize..(off + len) as usize]);
     assert!(dev.wait_idle(Duration::from_secs(30)).unwrap_or_else(|e| panic!("wait: {e}")));
-    let after = counts(&be);
+    let after = counts(&c);
     assert_eq!(after.0 - before.0, 1, "HDD reads for the miss and its fills");
     assert_eq!(dev.stats().fills_from_ram, 3, "every block promoted took its bytes from the read");
     let mut all = vec![0u8; image.len()];
