@@ -236,6 +236,9 @@ fn a_tier_that_disappears_answers_eio_and_comes_back_intact() {
     let (hot, cold) = (mnt.path().join("hot"), mnt.path().join("cold"));
     fs::write(&hot, b"on the ssd").unwrap();
     assert_eq!(fs::read_to_string(real_ssd.path().join("hot")).unwrap(), "on the ssd");
+    // A handle still open on the tier (as a write's may be, its release not in yet) does not
+    // let a new open through.
+    let writer = fs::OpenOptions::new().append(true).open(&hot).unwrap();
     nix::mount::umount2(ssd.path(), MntFlags::MNT_DETACH).unwrap();
     assert!(fs::read_dir(ssd.path()).unwrap().next().is_none(), "the directory underneath is empty");
     let e = fs::read(&hot).unwrap_err();
@@ -255,6 +258,7 @@ fn a_tier_that_disappears_answers_eio_and_comes_back_intact() {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     assert!(lost.contains("LOST") && lost.contains("ssd tier"), "status says so:\n{lost}");
+    drop(writer);
     bind();
     assert_eq!(fs::read(&hot).unwrap(), b"on the ssd", "back: the SSD's files read again");
     fs::write(mnt.path().join("new"), b"x").unwrap();

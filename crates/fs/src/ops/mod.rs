@@ -18,7 +18,7 @@ use fuser::{
     ReplyCreate, ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr,
     Request as FuseRequest, TimeOrNow, WriteFlags,
 };
-use tierwise_core::{ObjectId, Op, Request};
+use tierwise_core::{ObjectId, Op, Request, Tier};
 
 use crate::HybridFs;
 use crate::log;
@@ -209,6 +209,15 @@ impl fuser::Filesystem for HybridFs {
         let _op = OperationScope::enter();
         let _t = self.shared.latency.timer(Kind::Meta);
         let s = &self.shared;
+        // A file on a lost tier answers EIO here, not only at its first read: a handle still
+        // open on that tier (its release not in yet) would otherwise serve this open from the
+        // detached file system or the kernel's cached pages.
+        if Tier::ALL.iter().any(|&t| !s.tiers.root_intact(t)) && s.refresh_health() {
+            let copies = s.copies(ino.0);
+            if copies.is_empty() || copies.iter().any(|&t| !s.tiers.root_intact(t)) {
+                return reply.error(Errno::EIO);
+            }
+        }
         let n = {
             // Under the open counts' lock (not the file's: a move holds that for its whole
             // copy), under which a rename over the file hides it and the last release of a
