@@ -221,21 +221,37 @@ fn catalogue() -> PyResult<String> {
     dump(&jobs::catalogue())
 }
 
-/// The engine's version (part of every sweep job's key).
+/// The engine's version.
 #[pyfunction]
 fn version() -> &'static str {
     env!("CARGO_PKG_VERSION")
+}
+
+/// The build: `describe` (what results record), `sources_sha256` (every Rust source file of
+/// the native module, with its path: part of every sweep job's key), `commit` and `modified`.
+#[pyfunction]
+fn build(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>> {
+    use tierwise_build_info as b;
+    let d = pyo3::types::PyDict::new(py);
+    d.set_item("describe", b::describe())?;
+    d.set_item("sources_sha256", b::SOURCES_SHA256)?;
+    d.set_item("commit", b::GIT_COMMIT)?;
+    d.set_item("modified", b::GIT_MODIFIED)?;
+    d.set_item("version", b::VERSION)?;
+    Ok(d)
 }
 
 /// The native module.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
+    tierwise_sim::stamp::set(tierwise_build_info::describe());
     m.add("TierwiseError", py.get_type::<TierwiseError>())?;
     m.add("TraceError", py.get_type::<TraceError>())?;
     m.add("SpecError", py.get_type::<SpecError>())?;
     m.add("RunError", py.get_type::<RunError>())?;
     m.add_function(wrap_pyfunction!(sim, m)?)?;
+    m.add_function(wrap_pyfunction!(build, m)?)?;
     m.add_function(wrap_pyfunction!(compare, m)?)?;
     m.add_function(wrap_pyfunction!(mrc, m)?)?;
     m.add_function(wrap_pyfunction!(trace_stat, m)?)?;

@@ -1,5 +1,6 @@
 """Sweeps: Dask equals serial, a killed sweep resumes without rerunning anything, bad entries
-are refused before any job starts, dead workers are retried, versions are not mixed."""
+are refused before any job starts, dead workers are retried, versions are not mixed, and a change
+of build recomputes."""
 
 from __future__ import annotations
 
@@ -139,6 +140,44 @@ def test_results_of_another_version_are_refused(tmp_path: Path) -> None:
     with pytest.raises(tierwise.SweepError, match="results of tierwise 0.0.1"):
         tierwise.sweep([MSR], ["cache"], ["10%"], out=out, executor="processes")
     assert not (out / "jobs").exists()
+
+
+def test_a_sweep_after_a_change_of_build_recomputes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+
+    sweep_module = importlib.import_module("tierwise.sweep")
+
+    out = tmp_path / "out"
+    args = dict(traces=[MSR], archs=["cache", "cache:collector=arc"], ssd=["10%"], out=out, executor="processes")
+    first = tierwise.sweep(**args)
+    assert first.attrs["sweep"].ran == 2
+    real = sweep_module.build_stamp()
+    assert (first["build_stamp"] == real["stamp"]).all()
+    assert (first["build"] == tierwise._native.build()["describe"]).all(), "every row names the build"
+    assert tierwise._native.build()["sources_sha256"][:12] in first.loc[0, "build"]
+    assert load(out / "sweep.json")["build"] == real["describe"]
+    # Another build (client and workers agree on it): nothing is reused.
+    monkeypatch.setattr(sweep_module, "_BUILD", {"stamp": "another-build", "describe": "another build"})
+    monkeypatch.setenv("TIERWISE_SWEEP_WORKER_BUILD", "another-build")
+    second = tierwise.sweep(**args)
+    s = second.attrs["sweep"]
+    assert (s.cached, s.ran) == (0, 2), "a result of another build was reused"
+    assert (second["build_stamp"] == "another-build").all()
+    assert set(second["key"]).isdisjoint(first["key"])
+    # Back on the first build: its results are still there.
+    monkeypatch.setattr(sweep_module, "_BUILD", {})
+    monkeypatch.delenv("TIERWISE_SWEEP_WORKER_BUILD")
+    third = tierwise.sweep(**args)
+    assert (third.attrs["sweep"].cached, third.attrs["sweep"].ran) == (2, 0)
+    same_results(first, third)
+
+
+def test_a_worker_of_another_build_is_a_failure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TIERWISE_SWEEP_WORKER_BUILD", "a-stale-worker")
+    with pytest.raises(tierwise.SweepError, match="another build of tierwise") as e:
+        tierwise.sweep([MSR], ["cache"], ["10%"], out=tmp_path / "out", executor="processes")
+    assert "a-stale-worker" in e.value.failures[0]["error"]
+    assert not list((tmp_path / "out" / "jobs").glob("*.parquet")), "its result was kept"
 
 
 @pytest.mark.parametrize("executor", ["processes", "dask"])

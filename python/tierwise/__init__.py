@@ -25,7 +25,7 @@ from tierwise._api import (
 from tierwise._native import RunError, SpecError, TierwiseError, TraceError
 from tierwise._native import version as _native_version
 from tierwise.report import report
-from tierwise.sweep import SweepError, sweep
+from tierwise.sweep import SweepError, build_stamp, sweep
 
 __version__: str = _native_version()
 
@@ -37,6 +37,7 @@ __all__ = [
     "TierwiseError",
     "TraceError",
     "__version__",
+    "build_stamp",
     "compare",
     "list_architectures",
     "list_collectors",

@@ -3,8 +3,11 @@ cluster (an embedded LocalCluster by default, ``scheduler="tcp://HOST:PORT"`` fo
 one) or, without Dask, in local processes.
 
 Every finished job is written at once as its own Parquet file, named by a hash of what decides
-its result (the trace's content, the spec, the size, the model options, tierwise's version).
-An interrupted sweep therefore resumes where it stopped, and an unchanged job is never rerun.
+its result (the trace's content, the spec, the size, the model options, and the build: a hash of
+every source file of the native module and of this package, see :func:`build_stamp`). An
+interrupted sweep therefore resumes where it stopped, an unchanged job is never rerun, and a job
+of a sweep rerun after any change to the code runs again. Every row names the build that
+computed it; a worker running another build than the client is a failed job, not a result.
 A job that fails is retried, then reported with its error: :class:`SweepError` lists every
 failure after the other jobs have finished and been saved.
 
@@ -84,6 +87,25 @@ class SweepStats:
         return max(0.0, self.wall_s * self.workers - self.compute_s) / self.ran
 
 
+_BUILD: dict[str, str] = {}
+
+
+def build_stamp() -> dict[str, str]:
+    """The build that computes results here: ``stamp`` (SHA-256 of the native module's sources
+    hash and of this package's Python files: part of every job's key) and ``describe`` (the
+    version, sources hash and git commit, recorded in every result)."""
+    if not _BUILD:
+        native = _native.build()
+        h = hashlib.sha256(str(native["sources_sha256"]).encode())
+        package = Path(__file__).parent
+        for py in sorted(package.glob("*.py")):
+            h.update(py.name.encode() + b"\0")
+            h.update(py.read_bytes())
+        stamp = h.hexdigest()
+        _BUILD.update(stamp=stamp, describe=f"{native['describe']}, python {stamp[:12]}")
+    return dict(_BUILD)
+
+
 def trace_digest(path: str | os.PathLike[str]) -> str:
     """SHA-256 of a trace file's bytes (a job's result depends on the content, not the path)."""
     h = hashlib.sha256()
@@ -144,6 +166,7 @@ def expand(
         digests[os.fspath(t)] = trace_digest(p)
     jobs: list[Job] = []
     version = _native.version()
+    build = build_stamp()["stamp"]
     for t, arch, size in itertools.product(traces, archs, ssd):
         base = arch.split(":")[0]
         mine = [k for k in knobs if k in known.get(base, set())]
@@ -164,6 +187,7 @@ def expand(
             ident = {k: v for k, v in job.items() if k != "trace"}
             ident["trace_sha256"] = digests[os.fspath(t)]
             ident["tierwise"] = version
+            ident["build"] = build
             key = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:24]
             jobs.append(Job(key, os.fspath(t), spec, size, kv, job, digests[os.fspath(t)]))
     seen: set[str] = set()
@@ -176,6 +200,8 @@ def expand(
 
 
 FAULT_ENV = "TIERWISE_SWEEP_KILL_WORKER_ONCE"
+# For the test of workers that run another build than the client: the workers' stamp.
+_FAKE_BUILD_ENV = "TIERWISE_SWEEP_WORKER_BUILD"
 
 
 def _fault_injection(job: dict[str, Any]) -> None:
@@ -201,6 +227,8 @@ def run_job(job: dict[str, Any], trace_bytes: bytes | None = None) -> dict[str, 
     import tempfile
 
     _fault_injection(job)
+    if os.environ.get(_FAKE_BUILD_ENV):
+        _BUILD.update(stamp=os.environ[_FAKE_BUILD_ENV], describe=os.environ[_FAKE_BUILD_ENV])
     started = time.perf_counter()
     if trace_bytes is None:
         out = json.loads(_native.sim(json.dumps(job)))
@@ -211,6 +239,7 @@ def run_job(job: dict[str, Any], trace_bytes: bytes | None = None) -> dict[str, 
             out = json.loads(_native.sim(json.dumps({**job, "trace": os.fspath(local)})))
             out["report"]["trace"] = job["trace"]
     out["compute_s"] = time.perf_counter() - started
+    out["build"] = build_stamp()
     return out
 
 
@@ -248,6 +277,7 @@ def _save(out: Path, j: Job, result: dict[str, Any]) -> None:
         size_label=result["size_label"],
         size_fraction=result["size_fraction"],
         knobs=json.dumps(j.knobs, sort_keys=True),
+        build_stamp=result["build"]["stamp"],
         compute_s=result["compute_s"],
         report_json=json.dumps(result["report"]),
     )
@@ -287,6 +317,7 @@ def _write_summary(out: Path, df: pd.DataFrame, stats: SweepStats, config: dict[
     summary = {
         "sweep": config,
         "tierwise": _native.version(),
+        "build": build_stamp()["describe"],
         "jobs": stats.jobs,
         "failed": stats.failures,
         "rows": rows,
@@ -409,7 +440,15 @@ def sweep(
     stats.executor = executor if scheduler is None else f"dask at {scheduler}"
     bar = _bar(progress, len(jobs), stats.cached)
 
+    mine = build_stamp()
+
     def done(j: Job, result: dict[str, Any] | None, error: BaseException | None) -> None:
+        if result is not None and result["build"]["stamp"] != mine["stamp"]:
+            error = SweepError(
+                f"the worker runs another build of tierwise ({result['build']['describe']}) than this client "
+                f"({mine['describe']}): install the same build on the workers; its result was not kept"
+            )
+            result = None
         if result is not None:
             _save(outp, j, result)
             stats.ran += 1

@@ -9,7 +9,7 @@ use tierwise_sim::trace::{Trace, open_trace};
 
 /// Hybrid SSD/HDD storage: one policy engine; compare architectures on real traces.
 #[derive(Parser)]
-#[command(name = "tierwise", version, about, long_about = None)]
+#[command(name = "tierwise", version = build_version(), about, long_about = None)]
 pub(crate) struct Cli {
     #[command(subcommand)]
     pub(crate) command: Command,
@@ -419,6 +419,12 @@ pub(crate) enum TraceCommand {
         #[arg(long, default_value_t = 1.0)]
         scale: f64,
     },
+}
+
+/// `tierwise --version`: the version and the build (sources hash, commit) results record.
+fn build_version() -> &'static str {
+    static VERSION: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    VERSION.get_or_init(tierwise_build_info::describe)
 }
 
 #[cfg(test)]

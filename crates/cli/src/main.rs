@@ -25,6 +25,7 @@ fn main() {
         }
         return;
     }
+    tierwise_sim::stamp::set(tierwise_build_info::describe());
     let cli = Cli::parse();
     if !matches!(cli.command, Command::Mount(_) | Command::Replay(_)) {
         quiet_broken_pipe();

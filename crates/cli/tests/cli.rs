@@ -476,6 +476,16 @@ fn report_writes_one_self_contained_page_and_names_a_bad_input() {
     let s = ok(&["report", &dir, "-o", &html.display().to_string(), "--title", "A <test>"]);
     assert!(s.contains("from 2 result file(s)"), "{s}");
     let page = std::fs::read_to_string(&html).unwrap();
+    // Every result file and the page name the build: `tierwise --version`'s, with its sources hash.
+    let version = ok(&["--version"]);
+    let build = version.trim().strip_prefix("tierwise ").unwrap();
+    assert!(build.contains("+src.") && build.len() > 20, "{version}");
+    for f in ["compare.json", "mrc.json"] {
+        let v: serde_json::Value = serde_json::from_slice(&std::fs::read(out.path().join(f)).unwrap()).unwrap();
+        assert_eq!(v["build"], build, "{f}");
+    }
+    assert_eq!(page.matches(&format!("<td>{}</td>", build)).count(), 2, "one per result file");
+    assert!(page.contains(&format!("written by tierwise {build}")));
     assert!(page.contains("<title>A &lt;test&gt;</title>") && !page.contains("<script"));
     assert!(page.contains("Comparison — msr_hm_0.excerpt1000.csv") && page.contains("Miss-ratio curve — systor17"));
     assert!(page.matches("<svg").count() >= 3 && page.contains("data:text/csv;base64,"));

@@ -106,6 +106,10 @@ pub struct CompareRow {
 /// A finished comparison.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Comparison {
+    /// The build that computed it (see [`crate::stamp`]); empty in files written before builds
+    /// were recorded.
+    #[serde(default)]
+    pub build: String,
     /// Trace file.
     pub trace: String,
     /// Distinct objects in the chosen object mode.
@@ -251,6 +255,7 @@ pub fn compare(
         rows.push(CompareRow { size_label: size.label(), size_fraction: *bytes as f64 / fp_units as f64, report });
     }
     Ok(Comparison {
+        build: crate::stamp::build(),
         trace: path.display().to_string(),
         objects,
         footprint_bytes: fp,

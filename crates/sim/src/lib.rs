@@ -18,6 +18,7 @@ pub mod report;
 pub mod reproduce;
 pub mod sim;
 mod slab;
+pub mod stamp;
 pub mod stat;
 pub mod synth;
 mod timed;

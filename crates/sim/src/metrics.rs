@@ -194,6 +194,10 @@ pub struct HcaMetrics {
 /// Everything one simulation measured.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct SimReport {
+    /// The build that computed it (see [`crate::stamp`]); empty in files written before builds
+    /// were recorded.
+    #[serde(default)]
+    pub build: String,
     /// Architecture spec.
     pub arch: String,
     /// Trace file.

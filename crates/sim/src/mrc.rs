@@ -111,6 +111,10 @@ pub struct MrcPoint {
 /// The curve and what it was computed over.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Mrc {
+    /// The build that computed it (see [`crate::stamp`]); empty in files written before builds
+    /// were recorded.
+    #[serde(default)]
+    pub build: String,
     /// The trace file.
     #[serde(default)]
     pub trace: String,
@@ -242,6 +246,7 @@ fn one_pass<W: Weight>(
         });
     }
     Ok(Mrc {
+        build: crate::stamp::build(),
         trace: trace.path().to_string(),
         accesses,
         objects: last.len() as u64,

@@ -310,6 +310,7 @@ pub fn simulate(trace: &mut Trace, cfg: &SimConfig, progress: &mut dyn Progress)
         _ => crate::timed::Timed::new(cfg, &mapper, &clock, timing)?.run(trace, cfg, &mut engine, progress)?,
     };
     report.notes.extend(notes);
+    report.build = crate::stamp::build();
     report.arch = cfg.arch.clone();
     report.trace = trace.path().to_string();
     report.format = trace.info().name.to_string();

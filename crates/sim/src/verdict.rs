@@ -149,6 +149,7 @@ mod tests {
     #[test]
     fn a_verdict_names_the_best_hybrid_or_says_why_none_gains() {
         let c = Comparison {
+            build: String::new(),
             trace: "t".into(),
             objects: 1,
             footprint_bytes: 1,

@@ -24,6 +24,7 @@ impl FileSim {
             self.drain()?;
         }
         let mut r = SimReport {
+            build: crate::stamp::build(),
             arch: self.cfg.arch.clone(),
             trace: self.label.clone(),
             format: "file".into(),

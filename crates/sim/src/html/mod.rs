@@ -46,6 +46,10 @@ pub struct SweepSummary {
     pub sweep: serde_json::Value,
     /// The tierwise version that ran it.
     pub tierwise: String,
+    /// The build that ran it (see [`crate::stamp`]); empty in sweeps written before builds
+    /// were recorded.
+    #[serde(default)]
+    pub build: String,
     /// Jobs in the sweep.
     pub jobs: u64,
     /// Failed jobs with their errors.
@@ -165,7 +169,8 @@ pub fn sweep_comparisons(s: &SweepSummary) -> Vec<Comparison> {
                 })
                 .collect();
             let footprint = rows.iter().find_map(|r| r.report.footprint_bytes).unwrap_or(0);
-            Comparison { trace: t.to_string(), objects: 0, footprint_bytes: footprint, rows, notes: Vec::new() }
+            let build = rows.first().map(|r| r.report.build.clone()).unwrap_or_default();
+            Comparison { build, trace: t.to_string(), objects: 0, footprint_bytes: footprint, rows, notes: Vec::new() }
         })
         .collect()
 }
@@ -306,10 +311,10 @@ pub fn render(inputs: &[(PathBuf, ResultFile)], title: &str) -> String {
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
          <meta name=\"generator\" content=\"tierwise {ver}\"><title>{t}</title><style>{STYLE}</style></head>\
-         <body><main><header><h1>{t}</h1><p class=\"meta\">tierwise {ver} · {n} result file(s) · charts are inline SVG; \
+         <body><main><header><h1>{t}</h1><p class=\"meta\">written by tierwise {ver} · {n} result file(s) · charts are inline SVG; \
          every table's data can be downloaded as CSV</p></header><nav><h2>Contents</h2><ul>{toc}</ul></nav>{body}</main></body></html>\n",
         t = esc(title),
-        ver = env!("CARGO_PKG_VERSION"),
+        ver = esc(&crate::stamp::build()),
         n = inputs.len(),
         toc = toc.join(""),
     )

@@ -114,6 +114,19 @@ fn all_reports(inputs: &[(PathBuf, ResultFile)]) -> Vec<&SimReport> {
     out
 }
 
+/// The build that computed a result file (version, sources hash, commit).
+fn build_of(r: &ResultFile) -> String {
+    let build = match r {
+        ResultFile::Compare(c) => c.build.clone(),
+        ResultFile::Mrc(m) => m.build.clone(),
+        ResultFile::Reproduce(r) => r.build.clone(),
+        ResultFile::Sim(r) => r.build.clone(),
+        ResultFile::Sweep(s) if s.build.is_empty() => format!("{} (build not recorded)", s.tierwise),
+        ResultFile::Sweep(s) => s.build.clone(),
+    };
+    if build.is_empty() { "(not recorded)".into() } else { build }
+}
+
 /// Where the numbers come from: files, traces, specs with every knob, model, seeds, version.
 pub fn provenance(inputs: &[(PathBuf, ResultFile)]) -> String {
     let mut o = String::new();
@@ -127,10 +140,10 @@ pub fn provenance(inputs: &[(PathBuf, ResultFile)]) -> String {
                 ResultFile::Sim(_) => "simulation",
                 ResultFile::Sweep(_) => "sweep",
             };
-            vec![format!("<code>{}</code>", esc(&p.display().to_string())), kind.into()]
+            vec![format!("<code>{}</code>", esc(&p.display().to_string())), kind.into(), esc(&build_of(r))]
         })
         .collect();
-    let _ = write!(o, "<h3>Result files</h3>{}", table(&["file", "kind"], &files, "data"));
+    let _ = write!(o, "<h3>Result files</h3>{}", table(&["file", "kind", "build"], &files, "data"));
     o.push_str(&traces_table(inputs));
     let reports = all_reports(inputs);
     let catalogue = crate::jobs::catalogue();

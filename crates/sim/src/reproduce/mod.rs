@@ -391,6 +391,10 @@ pub struct RunRecord {
 /// Everything a reproduction produced.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Reproduction {
+    /// The build that computed it (see [`crate::stamp`]); empty in files written before builds
+    /// were recorded.
+    #[serde(default)]
+    pub build: String,
     /// Target name.
     pub target: String,
     /// The paper.
@@ -564,6 +568,7 @@ impl Reproduction {
     /// An empty reproduction of `target` over `workloads`, with `notes`.
     fn new(target: &str, paper: &str, scale: f64, workloads: &[Workload], notes: Vec<String>) -> Reproduction {
         Reproduction {
+            build: crate::stamp::build(),
             target: target.into(),
             paper: paper.into(),
             scale,
