@@ -194,6 +194,16 @@ fn reproduce(
     dump(&r)
 }
 
+/// Writes a seeded Zipf workload (JSON: requests, objects, alpha, size, write_fraction, rate,
+/// seed) to `path` (`tierwise trace gen`): MQSim ASCII when the name contains `mqsim`, else
+/// oracleGeneral. The same seed writes the same bytes on every machine.
+#[pyfunction]
+fn gen_zipf(py: Python<'_>, workload: &str, path: std::path::PathBuf) -> PyResult<()> {
+    let w: tierwise_sim::synth::ZipfWorkload = parse(workload)?;
+    w.validate().map_err(SpecError::new_err)?;
+    py.detach(|| w.write(&path)).map_err(|e| RunError::new_err(format!("writing {}: {e}", path.display())))
+}
+
 /// Checks a `sim` job (JSON) without running it; raises what running it would raise first.
 #[pyfunction]
 fn check_sim(job: &str) -> PyResult<()> {
@@ -252,6 +262,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("RunError", py.get_type::<RunError>())?;
     m.add_function(wrap_pyfunction!(sim, m)?)?;
     m.add_function(wrap_pyfunction!(build, m)?)?;
+    m.add_function(wrap_pyfunction!(gen_zipf, m)?)?;
     m.add_function(wrap_pyfunction!(compare, m)?)?;
     m.add_function(wrap_pyfunction!(mrc, m)?)?;
     m.add_function(wrap_pyfunction!(trace_stat, m)?)?;

@@ -223,3 +223,46 @@ def test_a_sweep_row_is_the_compare_row(tmp_path: Path) -> None:
             a = sw[(sw.spec == spec) & (sw.ssd == size)].iloc[0]
             b = cmp[(cmp.arch == spec) & (cmp.size_label == size)].iloc[0]
             assert (a.ssd_bytes, a.iops, a["latency.p99_us"]) == (b.ssd_bytes, b.iops, b["latency.p99_us"]), (spec, size)
+
+
+def test_replicates_of_a_seeded_workload_give_confidence_intervals(tmp_path: Path) -> None:
+    workload = "zipf:requests=6000,objects=2000,alpha=0.9,write_fraction=0.2,rate=500"
+    out = tmp_path / "out"
+    args = dict(
+        traces=[workload], archs=["hdd-only", "cache:mode=write-back"], ssd=["10%", "25%"], out=out,
+        executor="processes", workers=2, replicates=5, seed=7, model={"timing": "closed:8"}, progress=False,
+    )
+    df = tierwise.sweep(**args)
+    assert len(df) == 20 and sorted(set(df["seed"])) == [7, 8, 9, 10, 11]
+    assert (df["workload"] == workload).all() and sorted(set(df["replicate"])) == [0, 1, 2, 3, 4]
+    s = df.attrs["summary"]
+    assert len(s) == 4 and (s["n"] == 5).all()
+    # The interval is Student's t over the five replicates: t(0.975, 4) = 2.7764.
+    for _, row in s.iterrows():
+        runs = df[(df["spec"] == row["spec"]) & (df["ssd"] == row["ssd"])]["iops"]
+        half = 2.7764451 * runs.std(ddof=1) / len(runs) ** 0.5
+        assert row["iops.mean"] == pytest.approx(runs.mean())
+        assert row["iops.ci_high"] - row["iops.mean"] == pytest.approx(half, rel=1e-6)
+        assert row["iops.ci_low"] < row["iops.mean"] < row["iops.ci_high"], "seeds that gave identical runs"
+    cached = s[s["spec"] == "cache:mode=write-back"].set_index("ssd")
+    assert cached.loc["25%", "miss_ratio.ci_high"] < cached.loc["10%", "miss_ratio.ci_low"], "a larger cache misses less"
+    assert pd.read_parquet(out / "summary.parquet").shape == s.shape
+    aggregates = load(out / "sweep.json")["aggregates"]
+    assert len(aggregates) == 4 and aggregates[0]["metrics"]["iops"]["ci_low"] is not None
+    # The same seeds write the same traces: a rerun reuses every job.
+    again = tierwise.sweep(**args)
+    assert (again.attrs["sweep"].cached, again.attrs["sweep"].ran) == (20, 0)
+    # The report: a section per workload with mean ± half-width cells and error bars.
+    html = tmp_path / "r.html"
+    tierwise.report([out], html)
+    page = html.read_text()
+    assert "(replicates)" in page and " ± " in page and "95 % confidence interval" in page
+    assert page.count("<svg") >= 3 and page.count("zipf-") < 10, "one comparison per replicate was drawn"
+
+
+def test_replicates_need_a_seeded_workload(tmp_path: Path) -> None:
+    with pytest.raises(tierwise.SpecError, match="replicates need a seeded workload"):
+        tierwise.sweep([MSR], ["cache"], ["10%"], out=tmp_path / "out", replicates=3)
+    with pytest.raises(tierwise.SpecError, match="alfa"):
+        tierwise.sweep(["zipf:alfa=1"], ["cache"], ["10%"], out=tmp_path / "out2", replicates=3)
+    assert not (tmp_path / "out").exists() and not (tmp_path / "out2").exists()

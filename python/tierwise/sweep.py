@@ -33,11 +33,14 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tierwise import _native
+from tierwise import _native, workloads
 from tierwise._api import report_row
 from tierwise._progress import ProgressArg, enabled
+from tierwise.stats import summarize
 
 RESULTS = "results.parquet"
+SUMMARY_TABLE = "summary.parquet"
+WORKLOADS = "workloads"
 SUMMARY = "sweep.json"
 META = "sweep-meta.json"
 FAILURES = "failures.json"
@@ -63,6 +66,11 @@ class Job:
     knobs: dict[str, str]
     job: dict[str, Any]
     trace_digest: str
+    # The trace entry as given (a file, or a synthetic workload `zipf:…`) and, for a synthetic
+    # one, which replicate this is and its seed.
+    workload: str = ""
+    replicate: int = 0
+    seed: int | None = None
 
 
 @dataclass
@@ -145,12 +153,36 @@ def expand(
     knobs: Mapping[str, Sequence[Any]] | None = None,
     model: Mapping[str, Any] | None = None,
     trace_options: Mapping[str, Any] | None = None,
+    replicates: int = 1,
+    seed: int = 1,
+    workdir: str | os.PathLike[str] | None = None,
 ) -> list[Job]:
     """The cross product as jobs, every one checked before any runs. A knob is applied to the
     architectures that have it; a knob no architecture has, an unknown architecture, option or
-    trace path raises :class:`SpecError` naming the entry."""
+    trace path raises :class:`SpecError` naming the entry. A synthetic workload
+    (``zipf:requests=…,objects=…,alpha=…``) runs ``replicates`` times, with seeds ``seed``,
+    ``seed + 1``, …; its traces are written under ``workdir``."""
     if not traces or not archs or not ssd:
         raise _native.SpecError("a sweep needs at least one trace, one architecture and one SSD size")
+    if replicates < 1:
+        raise _native.SpecError(f"replicates = {replicates}: expected at least 1")
+    entries: list[tuple[str, str, int, int | None]] = []  # (path, workload, replicate, seed)
+    for t in traces:
+        if workloads.is_synthetic(t):
+            workloads.parse(str(t))
+        elif replicates > 1:
+            raise _native.SpecError(
+                f"trace `{t}`: a trace file replays the same way every time, so replicates of it are copies; "
+                "replicates need a seeded workload (`zipf:requests=…,objects=…,alpha=…`)"
+            )
+    for t in traces:
+        if workloads.is_synthetic(t):
+            where = Path(workdir if workdir is not None else ".") / WORKLOADS
+            for r in range(replicates):
+                path = workloads.materialize(str(t), seed + r, where)
+                entries.append((os.fspath(path), str(t), r, seed + r))
+        else:
+            entries.append((os.fspath(t), os.fspath(t), 0, None))
     knobs = {k: [str(v) for v in (vals if isinstance(vals, list | tuple) else [vals])] for k, vals in (knobs or {}).items()}
     known = _arch_knobs()
     for name in knobs:
@@ -159,7 +191,7 @@ def expand(
     model = dict(model or {})
     trace_options = dict(trace_options or {})
     digests: dict[str, str] = {}
-    for t in traces:
+    for t, *_ in entries:
         p = Path(t)
         if not p.is_file():
             raise _native.SpecError(f"trace `{t}`: no such file")
@@ -167,7 +199,7 @@ def expand(
     jobs: list[Job] = []
     version = _native.version()
     build = build_stamp()["stamp"]
-    for t, arch, size in itertools.product(traces, archs, ssd):
+    for (t, workload, replicate, rep_seed), arch, size in itertools.product(entries, archs, ssd):
         base = arch.split(":")[0]
         mine = [k for k in knobs if k in known.get(base, set())]
         for values in itertools.product(*(knobs[k] for k in mine)):
@@ -189,7 +221,7 @@ def expand(
             ident["tierwise"] = version
             ident["build"] = build
             key = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:24]
-            jobs.append(Job(key, os.fspath(t), spec, size, kv, job, digests[os.fspath(t)]))
+            jobs.append(Job(key, t, spec, size, kv, job, digests[t], workload, replicate, rep_seed))
     seen: set[str] = set()
     unique = []
     for j in jobs:
@@ -277,6 +309,9 @@ def _save(out: Path, j: Job, result: dict[str, Any]) -> None:
         size_label=result["size_label"],
         size_fraction=result["size_fraction"],
         knobs=json.dumps(j.knobs, sort_keys=True),
+        workload=j.workload,
+        replicate=j.replicate,
+        seed=j.seed,
         build_stamp=result["build"]["stamp"],
         compute_s=result["compute_s"],
         report_json=json.dumps(result["report"]),
@@ -300,10 +335,46 @@ def _collect(out: Path, jobs: Sequence[Job]) -> pd.DataFrame:
     return df
 
 
-def _write_summary(out: Path, df: pd.DataFrame, stats: SweepStats, config: dict[str, Any]) -> None:
+def _finite(v: Any) -> Any:
+    """JSON has no NaN: an interval of one replicate is null."""
+    return None if isinstance(v, float) and v != v else v
+
+
+def _aggregates(summary: pd.DataFrame) -> list[dict[str, Any]]:
+    """The summary table as sweep.json's ``aggregates`` (for `tierwise report`)."""
+    out = []
+    for r in summary.to_dict("records"):
+        metrics: dict[str, dict[str, Any]] = {}
+        for col, v in r.items():
+            name, dot, stat = col.rpartition(".")
+            if dot and stat in ("mean", "std", "ci_low", "ci_high"):
+                metrics.setdefault(name, {})[stat] = _finite(v)
+        out.append(
+            {
+                "workload": r["workload"],
+                "spec": r["spec"],
+                "ssd": r["ssd"],
+                "size_label": r["size_label"],
+                "size_fraction": _finite(r["size_fraction"]),
+                "knobs": json.loads(r["knobs"]),
+                "n": int(r["n"]),
+                "confidence": summary.attrs.get("confidence", 0.95),
+                "metrics": metrics,
+            }
+        )
+    return out
+
+
+def _write_summary(
+    out: Path, df: pd.DataFrame, stats: SweepStats, config: dict[str, Any], summary_table: pd.DataFrame | None
+) -> None:
     df.drop(columns=["compute_s"]).to_parquet(out / RESULTS, index=False)
+    if summary_table is not None:
+        summary_table.to_parquet(out / SUMMARY_TABLE, index=False)
     rows = [
         {
+            "workload": r.workload,
+            "replicate": r.replicate,
             "trace": r.trace_file,
             "spec": r.spec,
             "ssd": r.ssd,
@@ -321,6 +392,7 @@ def _write_summary(out: Path, df: pd.DataFrame, stats: SweepStats, config: dict[
         "jobs": stats.jobs,
         "failed": stats.failures,
         "rows": rows,
+        "aggregates": _aggregates(summary_table) if summary_table is not None else [],
     }
     (out / SUMMARY).write_text(json.dumps(summary, indent=1))
 
@@ -409,6 +481,9 @@ def sweep(
     ship_traces: bool = False,
     progress: ProgressArg = None,
     max_jobs: int | None = None,
+    replicates: int = 1,
+    seed: int = 1,
+    confidence: float = 0.95,
 ) -> pd.DataFrame:
     """Runs the cross product of ``traces × archs × ssd × knobs`` and returns one row per job
     (the columns of :func:`tierwise.sim` plus key, trace_file, spec, knobs).
@@ -419,9 +494,17 @@ def sweep(
     ``tierwise report``) at the end. ``max_jobs`` stops after that many new jobs (the rest run
     on the next call). ``ship_traces`` sends each trace's bytes to the workers instead of
     assuming a shared path.
+
+    A synthetic workload among ``traces`` (``zipf:requests=…,objects=…,alpha=…``, `tierwise trace
+    gen`'s parameters) runs ``replicates`` times with seeds ``seed``, ``seed + 1``, …; with more
+    than one replicate, ``df.attrs["summary"]`` (and ``out/summary.parquet``) holds the mean,
+    standard deviation and ``confidence`` interval of every metric over the replicates
+    (:func:`tierwise.stats.summarize`), and the report draws them with error bars.
     """
+    if not 0 < confidence < 1:
+        raise _native.SpecError(f"confidence = {confidence}: expected within (0, 1)")
     outp = Path(out)
-    jobs = expand(traces, archs, ssd, knobs, model, trace_options)
+    jobs = expand(traces, archs, ssd, knobs, model, trace_options, replicates, seed, outp)
     _check_out(outp)
     todo = [j for j in jobs if not _job_file(outp, j.key).exists()]
     stats = SweepStats(jobs=len(jobs), cached=len(jobs) - len(todo))
@@ -487,9 +570,15 @@ def sweep(
         "ssd": list(ssd),
         "knobs": {k: list(map(str, v)) for k, v in (knobs or {}).items()},
         "model": dict(model or {}),
+        "replicates": replicates,
+        "seed": seed,
     }
+    summary_table = summarize(df, confidence=confidence) if replicates > 1 and not df.empty else None
     if not df.empty:
-        _write_summary(outp, df, stats, config)
+        _write_summary(outp, df, stats, config, summary_table)
+    if summary_table is not None:
+        # After writing: pandas stores attrs in the Parquet metadata, as JSON.
+        df.attrs["summary"] = summary_table
     (outp / FAILURES).write_text(json.dumps(stats.failures, indent=1))
     df.attrs["sweep"] = stats
     if stats.failures:
@@ -506,7 +595,7 @@ def load_sweep_file(path: str | os.PathLike[str]) -> dict[str, Any]:
         doc = tomllib.loads(p.read_text())
     except (OSError, tomllib.TOMLDecodeError) as e:
         raise _native.SpecError(f"{p}: {e}") from None
-    allowed = {"traces", "archs", "ssd", "knobs", "model", "trace_options", "run"}
+    allowed = {"traces", "archs", "ssd", "knobs", "model", "trace_options", "run", "replicates", "seed"}
     for k in doc:
         if k not in allowed:
             raise _native.SpecError(f"{p}: unknown key `{k}`: expected one of {', '.join(sorted(allowed))}")
@@ -516,7 +605,9 @@ def load_sweep_file(path: str | os.PathLike[str]) -> dict[str, Any]:
         if k not in run_allowed:
             raise _native.SpecError(f"{p}: [run] unknown key `{k}`: expected one of {', '.join(sorted(run_allowed))}")
     base = p.parent
-    traces = [os.fspath(base / t) if not Path(t).is_absolute() else t for t in doc.get("traces", [])]
+    traces = [
+        t if workloads.is_synthetic(t) or Path(t).is_absolute() else os.fspath(base / t) for t in doc.get("traces", [])
+    ]
     out = run.get("out", "sweep-out")
     return {
         "traces": traces,
@@ -525,6 +616,8 @@ def load_sweep_file(path: str | os.PathLike[str]) -> dict[str, Any]:
         "knobs": doc.get("knobs", {}),
         "model": doc.get("model", {}),
         "trace_options": doc.get("trace_options", {}),
+        "replicates": doc.get("replicates", 1),
+        "seed": doc.get("seed", 1),
         "out": os.fspath(base / out) if not Path(out).is_absolute() else out,
         "workers": run.get("workers"),
         "scheduler": run.get("scheduler"),

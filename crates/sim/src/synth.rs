@@ -109,6 +109,47 @@ impl ZipfWorkload {
     }
 }
 
+impl ZipfWorkload {
+    /// Refuses parameters that generate nothing sensible, naming them.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.objects == 0
+            || self.size == 0
+            || !(0.0..=1.0).contains(&self.write_fraction)
+            || self.alpha.is_nan()
+            || self.alpha < 0.0
+        {
+            return Err("objects and size must be positive, write_fraction within 0..=1, alpha >= 0".into());
+        }
+        Ok(())
+    }
+
+    /// Writes the workload to `path`: as MQSim ASCII (nanosecond times, reads and writes, 512-byte
+    /// sectors) when the name contains `mqsim`, else as a libCacheSim oracleGeneral binary
+    /// (whole seconds, object ids and sizes; every request a read).
+    pub fn write(&self, path: &std::path::Path) -> std::io::Result<()> {
+        let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
+        let name = path.to_string_lossy().to_lowercase();
+        if name.contains("mqsim") {
+            let mut err = None;
+            self.generate(|r| {
+                let ty = u8::from(r.op == IoOp::Read);
+                if let Err(e) = writeln!(out, "{} 0 {} {} {}", r.time_ns, r.offset / 512, r.len.div_ceil(512), ty) {
+                    err.get_or_insert(e);
+                }
+            });
+            if let Some(e) = err {
+                return Err(e);
+            }
+        } else {
+            let mut recs = Vec::with_capacity(self.requests as usize);
+            let size = self.size.min(u64::from(u32::MAX)) as u32;
+            self.generate(|r| recs.push(((r.time_ns / 1_000_000_000) as u32, r.key, size)));
+            write_oracle_general(&recs, &mut out)?;
+        }
+        out.flush()
+    }
+}
+
 /// A fixed permutation of 1..=n onto 0..n (a bijection for any n).
 fn scatter(rank: u64, n: u64) -> u64 {
     // Feistel-free: multiply by an odd constant modulo the next power of two, cycle-walk into

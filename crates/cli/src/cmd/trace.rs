@@ -87,32 +87,11 @@ pub(crate) fn cmd_trace(t: TraceCommand, bars: &Bars) -> Result<()> {
             if let Some(name) = standin {
                 return write_standin(&name, scale, seed, requests, &output);
             }
-            if objects == 0 || size == 0 || !(0.0..=1.0).contains(&write_fraction) || alpha < 0.0 {
+            let w = ZipfWorkload { requests, objects, alpha, size, write_fraction, rate, seed };
+            if w.validate().is_err() {
                 bail!("--objects and --size must be positive, --write-fraction within 0..=1, --alpha >= 0");
             }
-            let w = ZipfWorkload { requests, objects, alpha, size, write_fraction, rate, seed };
-            let f = fs::File::create(&output).with_context(|| format!("creating {}", output.display()))?;
-            let mut out = BufWriter::new(f);
-            let name = output.to_string_lossy().to_lowercase();
-            if name.contains("mqsim") {
-                let mut err = None;
-                w.generate(|r| {
-                    let ty = u8::from(r.op == tierwise_sim::trace::IoOp::Read);
-                    if let Err(e) = writeln!(out, "{} 0 {} {} {}", r.time_ns, r.offset / 512, r.len.div_ceil(512), ty) {
-                        err.get_or_insert(e);
-                    }
-                });
-                if let Some(e) = err {
-                    return Err(e.into());
-                }
-            } else {
-                let mut recs = Vec::with_capacity(requests as usize);
-                w.generate(|r| {
-                    recs.push(((r.time_ns / 1_000_000_000) as u32, r.key, size.min(u64::from(u32::MAX)) as u32))
-                });
-                write_oracle_general(&recs, &mut out)?;
-            }
-            out.flush()?;
+            w.write(&output).with_context(|| format!("writing {}", output.display()))?;
             println!(
                 "wrote {requests} requests over {objects} objects (Zipf {alpha}, seed {seed}) to {}",
                 output.display()

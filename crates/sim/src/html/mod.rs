@@ -2,6 +2,7 @@
 //! reproduce). No network and no scripts: charts are inline SVG, the data is embedded as CSV
 //! behind download links, and the page reads on a laptop, a phone and on paper.
 
+mod replicates;
 mod sections;
 
 use std::fmt::Write as _;
@@ -57,11 +58,48 @@ pub struct SweepSummary {
     pub failed: Vec<serde_json::Value>,
     /// One row per finished job.
     pub rows: Vec<SweepRow>,
+    /// Replicated runs summarised (mean and confidence interval per metric); empty when the
+    /// sweep ran one replicate.
+    #[serde(default)]
+    pub aggregates: Vec<SweepAggregate>,
+}
+
+/// One (workload, spec, size, knobs) over its replicates.
+#[derive(Clone, Debug, Deserialize)]
+pub struct SweepAggregate {
+    /// The workload (a synthetic spec such as `zipf:alpha=0.9`, or a trace file).
+    pub workload: String,
+    /// The spec run.
+    pub spec: String,
+    /// The size as asked for.
+    pub size_label: String,
+    /// Replicates.
+    pub n: u32,
+    /// Confidence of the intervals (0.95).
+    pub confidence: f64,
+    /// Per metric (`iops`, `miss_ratio`, `read_hit.ssd`, …): mean, std, ci_low, ci_high.
+    pub metrics: std::collections::BTreeMap<String, Estimate>,
+}
+
+/// A metric over replicates; the interval is absent with one replicate.
+#[derive(Clone, Copy, Debug, Deserialize)]
+pub struct Estimate {
+    /// Mean over the replicates.
+    pub mean: Option<f64>,
+    /// Sample standard deviation.
+    pub std: Option<f64>,
+    /// Lower end of the confidence interval of the mean.
+    pub ci_low: Option<f64>,
+    /// Upper end.
+    pub ci_high: Option<f64>,
 }
 
 /// One finished sweep job.
 #[derive(Clone, Debug, Deserialize)]
 pub struct SweepRow {
+    /// The workload the trace is a replicate of (empty in sweeps written before replicates).
+    #[serde(default)]
+    pub workload: String,
     /// The trace file.
     pub trace: String,
     /// The spec run.
@@ -150,7 +188,9 @@ pub fn collect(inputs: &[PathBuf]) -> Result<Vec<(PathBuf, ResultFile)>, ReportE
 /// A sweep's rows for one trace as a comparison (sizes × specs).
 pub fn sweep_comparisons(s: &SweepSummary) -> Vec<Comparison> {
     let mut traces: Vec<&str> = Vec::new();
-    for r in &s.rows {
+    // Replicates are shown summarised (mean and interval), not one comparison per replicate.
+    let replicated = |r: &SweepRow| s.aggregates.iter().any(|a| a.workload == r.workload);
+    for r in s.rows.iter().filter(|r| !replicated(r)) {
         if !traces.contains(&r.trace.as_str()) {
             traces.push(&r.trace);
         }
@@ -281,6 +321,9 @@ pub fn render(inputs: &[(PathBuf, ResultFile)], title: &str) -> String {
                 sections::comparison(c, &file),
             ),
             ResultFile::Sweep(s) => {
+                for (j, (workload, html)) in replicates::sections(s).into_iter().enumerate() {
+                    section(format!("r{i}-rep{j}"), format!("Sweep — {workload} (replicates)"), html);
+                }
                 for (j, c) in sweep_comparisons(s).iter().enumerate() {
                     section(
                         format!("r{i}-{j}"),

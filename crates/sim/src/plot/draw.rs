@@ -265,7 +265,8 @@ fn line<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, spec: &LineChart) -> 
 fn bars<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, spec: &BarChart) -> Result<(), String> {
     let labels: Vec<&str> = spec.series.iter().map(|s| s.0.as_str()).collect();
     let (plot, side) = layout(root, &spec.title, &labels)?;
-    let values = || spec.series.iter().flat_map(|s| s.1.iter().flatten().copied());
+    let ends = || spec.intervals.iter().flatten().flatten().flat_map(|&(l, h)| [l, h]);
+    let values = || spec.series.iter().flat_map(|s| s.1.iter().flatten().copied()).chain(ends());
     let Some((lo, hi)) = extent(values()) else {
         return Err("nothing to plot".into());
     };
@@ -292,10 +293,26 @@ fn bars<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, spec: &BarChart) -> R
                             c.filled(),
                         )))
                         .map_err(|e| e.to_string())?;
+                    let interval = spec.intervals.get(i).and_then(|v| v.get(g).copied().flatten());
                     if n <= 12.0 {
-                        // The series' marker on top of its bar: colour alone is not enough in print.
-                        let (px, py) = chart.backend_coord(&(left + width * 0.46, top));
+                        // The series' marker on top of its bar (above its error bar): colour
+                        // alone is not enough in print.
+                        let above = interval.map_or(top, |(_, h)| h.max(top));
+                        let (px, py) = chart.backend_coord(&(left + width * 0.46, above));
                         marker(root, i, (px, py - 8), c)?;
+                    }
+                    if let Some((l, h)) = interval.filter(|(l, h)| l.is_finite() && h.is_finite()) {
+                        let clamp = |v: f64| if log_y { v.max(y0) } else { v };
+                        let (mid, cap) = (left + width * 0.46, width * 0.18);
+                        let style = BLACK.stroke_width(2);
+                        let lines = [
+                            vec![(mid, clamp(l)), (mid, clamp(h))],
+                            vec![(mid - cap, clamp(l)), (mid + cap, clamp(l))],
+                            vec![(mid - cap, clamp(h)), (mid + cap, clamp(h))],
+                        ];
+                        chart
+                            .draw_series(lines.into_iter().map(|pts| PathElement::new(pts, style)))
+                            .map_err(|e| e.to_string())?;
                     }
                 }
             }

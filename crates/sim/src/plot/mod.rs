@@ -62,6 +62,8 @@ pub struct BarChart {
     pub groups: Vec<String>,
     /// Series: label and one value per group (`None`: no bar).
     pub series: Vec<(String, Vec<Option<f64>>)>,
+    /// Error bars, parallel to `series` (low, high per group); empty: none.
+    pub intervals: Vec<Vec<Option<(f64, f64)>>>,
     /// Logarithmic y axis; `None`: when the values span orders of magnitude.
     pub log_y: Option<bool>,
 }
@@ -154,6 +156,7 @@ pub fn bars_by_size(
         y_label: y_label.into(),
         groups,
         series,
+        intervals: Vec::new(),
         log_y: None,
     })
 }
@@ -211,6 +214,30 @@ mod tests {
     }
 
     #[test]
+    fn error_bars_are_drawn_where_given_and_widen_the_axis() {
+        let chart = |intervals: Vec<Vec<Option<(f64, f64)>>>| {
+            svg(&ChartSpec::Bars(BarChart {
+                title: "t".into(),
+                x_label: "SSD size".into(),
+                y_label: "IOPS".into(),
+                groups: vec!["10%".into(), "25%".into()],
+                series: vec![("a".into(), vec![Some(100.0), Some(110.0)]), ("b".into(), vec![Some(90.0), None])],
+                intervals,
+                log_y: Some(false),
+            }))
+            .expect("svg")
+        };
+        let plain = chart(Vec::new());
+        let with = chart(vec![vec![Some((95.0, 105.0)), Some((100.0, 400.0))], vec![None, None]]);
+        // Three black strokes (stem and two caps) per interval given.
+        let black = |s: &str| {
+            s.lines().filter(|l| l.contains("<polyline") && l.contains("stroke=\"#000000\" stroke-width=\"2\"")).count()
+        };
+        assert_eq!(black(&with), black(&plain) + 6, "{with}");
+        assert!(with.lines().any(|l| l.trim() == "400" || l.trim() == "350"), "the axis reaches the top end: {with}");
+    }
+
+    #[test]
     fn svg_scales_and_holds_every_label() {
         let spec = ChartSpec::Bars(BarChart {
             title: "t".into(),
@@ -221,6 +248,7 @@ mod tests {
                 ("hdd-only".into(), vec![Some(100.0), Some(110.0)]),
                 ("ssd-only".into(), vec![Some(2e4), None]),
             ],
+            intervals: Vec::new(),
             log_y: None,
         });
         let s = svg(&spec).expect("svg");

@@ -361,6 +361,7 @@ impl Chart {
                     .iter()
                     .map(|(l, pts)| (l.clone(), pts.iter().map(|p| Some(p.1)).collect()))
                     .collect(),
+                intervals: Vec::new(),
                 log_y: None,
             });
         }
