@@ -122,3 +122,16 @@ def test_the_screenshot_is_not_blank(report: Path, browser: str, tmp_path: Path,
     ink = sum(p != b"\xff\xff\xff" for p in pixels) / len(pixels)
     colours = len(set(pixels))
     assert ink > 0.03 and colours > 20, (ink, colours)
+
+
+def test_the_report_takes_the_packages_dataframes(tmp_path: Path) -> None:
+    c = tierwise.compare(MSR, archs=["cache:mode=write-back"], ssd=["10%"], timing="closed:8")
+    s = tierwise.sim(TPCC, "bcache-like", "10%")
+    m = tierwise.mrc(SYSTOR, points=8)
+    sw = tierwise.sweep([MSR], ["cache"], ["10%"], out=tmp_path / "sweep", executor="processes", progress=False)
+    out = tierwise.report([c, s, m, sw], tmp_path / "r.html")
+    page = out.read_text()
+    for section in ["Comparison — msr_hm_0", "Simulation — bcache-like", "Miss-ratio curve — systor17", "Sweep — msr_hm_0"]:
+        assert section in page, section
+    with pytest.raises(TypeError, match="result 1: a dict without a tierwise result"):
+        tierwise.report([c, {"x": 1}], tmp_path / "r2.html")

@@ -581,6 +581,7 @@ def sweep(
         df.attrs["summary"] = summary_table
     (outp / FAILURES).write_text(json.dumps(stats.failures, indent=1))
     df.attrs["sweep"] = stats
+    df.attrs["out"] = os.fspath(outp)
     if stats.failures:
         lines = "\n".join(f"  {f['spec']} @ {f['ssd']} on {f['trace']}: {f['error']}" for f in stats.failures)
         raise SweepError(f"{len(stats.failures)} of {len(jobs)} jobs failed after {retries} retries:\n{lines}", stats.failures)

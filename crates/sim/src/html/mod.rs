@@ -285,6 +285,7 @@ body{margin:0;font:15px/1.5 'DejaVu Sans',system-ui,sans-serif;color:var(--fg);b
 main{max-width:1120px;margin:0 auto;padding:16px}
 h1{font-size:1.6em;margin:.2em 0}h2{font-size:1.3em;margin-top:1.6em;border-bottom:2px solid var(--line)}
 h3{font-size:1.08em;margin-top:1.2em}h4{margin:.9em 0 .2em}
+h2,h3,p{overflow-wrap:anywhere}
 nav ul{padding-left:1.2em;columns:2;column-gap:2em}
 .meta{color:var(--muted)}
 .scroll{overflow-x:auto;margin:.5em 0}
