@@ -266,3 +266,15 @@ def test_replicates_need_a_seeded_workload(tmp_path: Path) -> None:
     with pytest.raises(tierwise.SpecError, match="alfa"):
         tierwise.sweep(["zipf:alfa=1"], ["cache"], ["10%"], out=tmp_path / "out2", replicates=3)
     assert not (tmp_path / "out").exists() and not (tmp_path / "out2").exists()
+
+
+def test_a_script_without_a_main_guard_is_told_what_to_do(tmp_path: Path) -> None:
+    script = tmp_path / "unguarded.py"
+    script.write_text(
+        "import tierwise\n"
+        f"tierwise.sweep([{str(MSR)!r}], ['cache'], ['10%'], out={str(tmp_path / 'out')!r}, "
+        "executor='processes', workers=1, retries=0, progress=False)\n"
+    )
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert r.returncode != 0
+    assert 'under `if __name__ == "__main__":`' in r.stderr and "every worker process died" in r.stderr, r.stderr

@@ -231,6 +231,11 @@ def expand(
     return unique
 
 
+GUARD_HINT = (
+    "tierwise.sweep() was called while a worker process imported the script that calls it: worker "
+    "processes import the main script again, so a script must call sweep() under "
+    "`if __name__ == \"__main__\":` (notebooks and `python -c` need nothing)"
+)
 FAULT_ENV = "TIERWISE_SWEEP_KILL_WORKER_ONCE"
 # For the test of workers that run another build than the client: the workers' stamp.
 _FAKE_BUILD_ENV = "TIERWISE_SWEEP_WORKER_BUILD"
@@ -503,6 +508,13 @@ def sweep(
     """
     if not 0 < confidence < 1:
         raise _native.SpecError(f"confidence = {confidence}: expected within (0, 1)")
+    import multiprocessing
+
+    # `_inheriting`: what multiprocessing itself checks to refuse starting processes there.
+    if getattr(multiprocessing.current_process(), "_inheriting", False):
+        # A worker process importing the user's script again (spawn): its sweep call is not
+        # guarded, and would start workers of its own.
+        raise SweepError(GUARD_HINT)
     outp = Path(out)
     jobs = expand(traces, archs, ssd, knobs, model, trace_options, replicates, seed, outp)
     _check_out(outp)
@@ -584,7 +596,11 @@ def sweep(
     df.attrs["out"] = os.fspath(outp)
     if stats.failures:
         lines = "\n".join(f"  {f['spec']} @ {f['ssd']} on {f['trace']}: {f['error']}" for f in stats.failures)
-        raise SweepError(f"{len(stats.failures)} of {len(jobs)} jobs failed after {retries} retries:\n{lines}", stats.failures)
+        hint = ""
+        main_file = getattr(sys.modules.get("__main__"), "__file__", None)
+        if main_file and all("BrokenProcessPool" in f["error"] for f in stats.failures):
+            hint = f"\nevery worker process died; if {main_file} calls sweep() at its top level: {GUARD_HINT}"
+        raise SweepError(f"{len(stats.failures)} of {len(jobs)} jobs failed after {retries} retries:\n{lines}{hint}", stats.failures)
     return df
 
 
