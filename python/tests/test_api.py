@@ -43,6 +43,17 @@ def test_compare_equals_the_cli_json(cli: Path, tmp_path: Path) -> None:
     assert df.attrs["verdicts"][0].startswith("SSD 10%")
 
 
+def test_a_sampled_arc_curve_equals_the_cli_and_states_its_error(cli: Path, tmp_path: Path) -> None:
+    cloud = TRACES / "cloudphysics_libcachesim.sample.vscsi.gz"
+    args = ["--collector", "arc", "--sample", "0.05", "--seed", "3", "--exact-error", "--points", "10"]
+    run_cli(cli, "mrc", str(cloud), *args, "--out", str(tmp_path))
+    m = tierwise.mrc(cloud, points=10, collector="arc", sample=0.05, seed=3, exact_error=True)
+    raw = m.attrs["tierwise"]
+    assert raw == load(tmp_path / "mrc.json")
+    assert raw["collector"] == "arc" and raw["sampling"]["rate"] == 0.05 and raw["sampling"]["seed"] == 3
+    assert 0 < raw["error"]["mean_abs"] <= raw["error"]["max_abs"] < 0.05
+
+
 def test_mrc_and_trace_stat_equal_the_cli(cli: Path, tmp_path: Path) -> None:
     run_cli(cli, "mrc", str(SYSTOR), "--points", "12", "--out", str(tmp_path))
     m = tierwise.mrc(SYSTOR, points=12)

@@ -136,16 +136,27 @@ def mrc(
     objects: str = "blocks:4KiB",
     format: str | None = None,
     skip_bad_lines: bool = False,
+    collector: str = "lru",
+    sample: float = 1.0,
+    seed: int = 1,
+    exact_error: bool = False,
     progress: ProgressArg = None,
     frame: Frame = "pandas",
 ) -> Any:
-    """An LRU miss-ratio curve in one pass (``tierwise mrc``): size_bytes, miss_ratio, misses."""
+    """A miss-ratio curve (``tierwise mrc``): size_bytes, miss_ratio, misses. LRU in one pass,
+    any other ``collector`` by one simulation per size; ``sample`` < 1 computes it on a SHARDS
+    spatial sample of that share of the objects (drawn with ``seed``), and ``exact_error`` also
+    computes the exact curve and puts the sample's error in ``df.attrs["tierwise"]["error"]``."""
     job = {
         "trace": os.fspath(trace),
         "trace_options": _trace_options(format, skip_bad_lines),
         "objects": objects,
         "sizes": list(sizes),
         "points": points,
+        "collector": collector,
+        "sample": sample,
+        "seed": seed,
+        "exact_error": exact_error,
     }
     with records_bar(progress, f"mrc {Path(trace).name}") as cb:
         out = json.loads(_native.mrc(json.dumps(job), cb))

@@ -286,6 +286,22 @@ pub(crate) struct MrcArgs {
     /// Number of log-spaced sizes when --sizes is not given.
     #[arg(long, default_value_t = 64)]
     pub(crate) points: usize,
+    /// The collector whose curve it is (`tierwise list collectors`; knobs as in specs, e.g.
+    /// `arc`, `lfu`, `clock`): LRU in one pass, the others one simulation per size.
+    #[arg(long, default_value = "lru")]
+    pub(crate) collector: String,
+    /// SHARDS spatial sampling: the share of objects kept (0.01 = 1 %); 1 = exact.
+    #[arg(long, default_value_t = 1.0)]
+    pub(crate) sample: f64,
+    /// Seed of the sample.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) seed: u64,
+    /// With --sample: also compute the exact curve and print the sample's error against it.
+    #[arg(long)]
+    pub(crate) exact_error: bool,
+    /// Threads for the per-size simulations (0: every core).
+    #[arg(long, default_value_t = 0)]
+    pub(crate) threads: usize,
     /// Directory for mrc.csv, mrc.json and mrc.png.
     #[arg(long, default_value = "out")]
     pub(crate) out: PathBuf,

@@ -559,6 +559,33 @@ pub struct MrcJob {
     /// Log-spaced sizes when `sizes` is empty.
     #[serde(default = "default_points")]
     pub points: usize,
+    /// The collector whose curve it is (`lru`, `arc`, `fifo`, `clock`, `lfu`, … with knobs as
+    /// `arc` takes them); LRU uses its one-pass stack algorithm, the others one simulation per
+    /// size.
+    #[serde(default = "default_collector")]
+    pub collector: String,
+    /// SHARDS spatial sampling: the share of objects kept, in (0, 1]; 1 = exact.
+    #[serde(default = "default_sample")]
+    pub sample: f64,
+    /// Seed of the sample (another seed, another sample).
+    #[serde(default = "default_sample_seed")]
+    pub seed: u64,
+    /// Also compute the exact curve and state the sampled curve's error against it.
+    #[serde(default)]
+    pub exact_error: bool,
+    /// Threads for the per-size simulations (0: every core).
+    #[serde(default)]
+    pub threads: usize,
+}
+
+fn default_collector() -> String {
+    "lru".into()
+}
+fn default_sample() -> f64 {
+    1.0
+}
+fn default_sample_seed() -> u64 {
+    1
 }
 
 fn default_objects() -> String {
@@ -594,8 +621,42 @@ pub fn run_mrc(job: &MrcJob, progress: &mut dyn Progress) -> Result<MrcOutcome, 
     } else {
         job.sizes.iter().map(|s| parse_ssd(s, "sizes").map(|x| x.resolve(fp, unit))).collect::<Result<Vec<_>, _>>()?
     };
-    let mut t = open_trace(&job.trace, &open)?;
-    let mrc = lru_mrc(&mut t, mode, &sizes, progress)?;
+    if !(job.sample > 0.0 && job.sample <= 1.0) {
+        return Err(JobError::Input(format!("sample {}: the share of objects kept, within (0, 1]", job.sample)));
+    }
+    if job.collector == "lru" && job.sample >= 1.0 {
+        let mut t = open_trace(&job.trace, &open)?;
+        let mrc = lru_mrc(&mut t, mode, &sizes, progress)?;
+        return Ok(MrcOutcome { mrc, mode, note });
+    }
+    let collector = job.collector.split(':').next().unwrap_or("");
+    tierwise_core::collector::collector_info(collector).map_err(|e| input("collector", e))?;
+    let base = ModelOptions { timing: "none".into(), ..ModelOptions::default() }.base()?;
+    let threads =
+        if job.threads == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { job.threads };
+    let curve = |rate: f64, progress: &mut dyn Progress| -> Result<Mrc, JobError> {
+        let mut t = open_trace(&job.trace, &open)?;
+        crate::mrc_sampled::collector_mrc(
+            &mut t,
+            mode,
+            &sizes,
+            &job.collector,
+            rate,
+            job.seed,
+            &base,
+            threads,
+            progress,
+        )
+        .map_err(|e| match e {
+            crate::mrc_sampled::CurveRunError::Trace(t) => JobError::from(t),
+            crate::mrc_sampled::CurveRunError::Sim(m) => JobError::Input(m),
+        })
+    };
+    let mut mrc = curve(job.sample, progress)?;
+    if job.exact_error && job.sample < 1.0 {
+        let exact = curve(1.0, &mut crate::sim::NoProgress)?;
+        mrc.error = Some(crate::mrc_sampled::curve_error(&mrc, &exact));
+    }
     Ok(MrcOutcome { mrc, mode, note })
 }
 

@@ -12,6 +12,7 @@ pub mod jobs;
 pub mod layout;
 pub mod metrics;
 pub mod mrc;
+pub mod mrc_sampled;
 pub mod objects;
 pub mod plot;
 pub mod report;

@@ -128,6 +128,19 @@ pub struct Mrc {
     pub cold_misses: u64,
     /// The points, by size.
     pub points: Vec<MrcPoint>,
+    /// The collector the curve is of (files written before other collectors had curves: LRU).
+    #[serde(default = "lru")]
+    pub collector: String,
+    /// The spatial sample it was computed on; absent: every access (the exact curve).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampling: Option<crate::mrc_sampled::Sampling>,
+    /// Its error against the exact curve, when that was computed too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<crate::mrc_sampled::CurveError>,
+}
+
+fn lru() -> String {
+    "lru".into()
 }
 
 /// Computes the LRU miss-ratio curve at `sizes` (bytes, any order) in one pass. Every access
@@ -253,6 +266,9 @@ fn one_pass<W: Weight>(
         footprint_bytes: footprint,
         cold_misses: cold,
         points,
+        collector: lru(),
+        sampling: None,
+        error: None,
     })
 }
 

@@ -5,7 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
-use tierwise_sim::mrc::{log_sizes, lru_mrc};
+use tierwise_sim::mrc::{Mrc, log_sizes, lru_mrc};
+use tierwise_sim::mrc_sampled::{collector_mrc, curve_error};
 use tierwise_sim::objects::{Anchor, ObjectMode};
 use tierwise_sim::sim::NoProgress;
 use tierwise_sim::trace::{OpenOptions, open_trace};
@@ -65,5 +66,69 @@ fn byte_mode_matches_libcachesim_numbers() {
         let rel = (*g as f64 - w as f64).abs() / w as f64;
         assert!(rel < 0.001, "byte-mode MRC {got:?} vs libCacheSim {want:?}");
         eprintln!("byte-mode MRC {g} vs libCacheSim {w}");
+    }
+}
+
+fn collector_curve(path: &Path, mode: ObjectMode, sizes: &[u64], collector: &str, rate: f64, seed: u64) -> Mrc {
+    let mut t = open_trace(path, &OpenOptions::default()).unwrap();
+    let base = SimConfig::new("cache", 0);
+    collector_mrc(&mut t, mode, sizes, collector, rate, seed, &base, 2, &mut NoProgress).unwrap()
+}
+
+fn single_run_misses_of(path: &Path, mode: ObjectMode, size: u64, collector: &str) -> u64 {
+    let mut t = open_trace(path, &OpenOptions::default()).unwrap();
+    let mut cfg = SimConfig::new(&format!("cache:mode=read-only,collector={collector}"), size);
+    cfg.objects = mode;
+    let r = simulate(&mut t, &cfg, &mut NoProgress).unwrap();
+    r.engine.reads_by_level[2] + r.engine.writes_by_level[2]
+}
+
+/// Any collector's exact curve is its single-size runs, size by size (the same runs `sim`
+/// makes, which `scripts/libcachesim_diff.py` checks against libCacheSim).
+#[test]
+fn every_collectors_exact_curve_is_its_single_size_runs() {
+    let path = trace("cloudphysics_libcachesim.sample.vscsi.gz");
+    let mode = ObjectMode::LibCacheSim { ignore_size: true };
+    let sizes = log_sizes(16, 60_000, 5, 1);
+    for collector in ["arc", "fifo", "clock", "lfu"] {
+        let m = collector_curve(&path, mode, &sizes, collector, 1.0, 1);
+        assert!(m.sampling.is_none() && m.collector == collector);
+        for p in &m.points {
+            assert_eq!(
+                p.misses,
+                single_run_misses_of(&path, mode, p.size_bytes, collector),
+                "{collector} at {}",
+                p.size_bytes
+            );
+        }
+    }
+    // Blocks of a block trace (reads only): every 4 KiB access counts.
+    let path = trace("arc_OLTP.lis.zst");
+    let mode = ObjectMode::Blocks { size: 4096, anchor: Anchor::At(0) };
+    let sizes = log_sizes(1 << 20, 64 << 20, 3, 4096);
+    let m = collector_curve(&path, mode, &sizes, "arc", 1.0, 1);
+    for p in &m.points {
+        assert_eq!(p.misses, single_run_misses_of(&path, mode, p.size_bytes, "arc"), "blocks at {}", p.size_bytes);
+    }
+}
+
+/// SHARDS at 1 % on the bundled CloudPhysics trace (265,873 blocks): within 0.035 of the exact
+/// curve at every size for LRU, ARC and FIFO (measured 0.030, 0.032 and less at seed 1; the
+/// spread over seeds is in docs/MODELS.md), and a sample of about 1 % of the objects.
+#[test]
+fn a_one_percent_shards_sample_stays_near_the_exact_curve() {
+    let path = trace("cloudphysics_libcachesim.sample.vscsi.gz");
+    let mode = ObjectMode::Blocks { size: 4096, anchor: Anchor::Auto };
+    let sizes = log_sizes(1 << 20, 1 << 30, 12, 4096);
+    for collector in ["lru", "arc", "fifo"] {
+        let exact = collector_curve(&path, mode, &sizes, collector, 1.0, 1);
+        let sampled = collector_curve(&path, mode, &sizes, collector, 0.01, 1);
+        let s = sampled.sampling.clone().unwrap();
+        let share = s.sampled_objects as f64 / exact.objects as f64;
+        assert!((0.008..0.012).contains(&share), "{collector}: sampled {share} of the objects");
+        let e = curve_error(&sampled, &exact);
+        assert!(e.max_abs < 0.035 && e.mean_abs < 0.02, "{collector}: {e:?}");
+        let other = collector_curve(&path, mode, &sizes, collector, 0.01, 2);
+        assert_ne!(other.sampling.unwrap().sampled_accesses, s.sampled_accesses, "another seed, another sample");
     }
 }

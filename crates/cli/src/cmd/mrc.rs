@@ -1,4 +1,5 @@
-//! `tierwise mrc`: an LRU miss-ratio curve in one pass.
+//! `tierwise mrc`: a miss-ratio curve: LRU in one pass, any collector by simulation, exact or
+//! on a SHARDS sample.
 
 use std::fs;
 
@@ -17,6 +18,11 @@ pub(crate) fn cmd_mrc(a: MrcArgs, bars: &Bars) -> Result<()> {
         objects: a.objects.clone(),
         sizes: a.sizes.clone(),
         points: a.points,
+        collector: a.collector.clone(),
+        sample: a.sample,
+        seed: a.seed,
+        exact_error: a.exact_error,
+        threads: a.threads,
     };
     let mut spinner = Spinner::new(bars, "mrc");
     let wall = std::time::Instant::now();
@@ -35,8 +41,20 @@ pub(crate) fn cmd_mrc(a: MrcArgs, bars: &Bars) -> Result<()> {
             p.misses.to_string(),
         ]);
     }
+    let how = match &m.sampling {
+        Some(s) => format!(
+            "SHARDS sample of {:.2} % of the objects (seed {}: {} accesses of {} objects), one simulation per size",
+            s.rate * 100.0,
+            s.seed,
+            s.sampled_accesses,
+            s.sampled_objects
+        ),
+        None if m.collector == "lru" => "exact, one pass".into(),
+        None => "exact, one simulation per size".into(),
+    };
     println!(
-        "LRU MRC of {} ({}): {} accesses, {} objects, footprint {}, {} cold misses; one pass in {:.2} s",
+        "{} MRC of {} ({}): {} accesses, {} objects, footprint {}, {} cold misses; {how}, {:.2} s",
+        m.collector.to_uppercase(),
         a.trace.display(),
         mode.label(),
         m.accesses,
@@ -46,6 +64,17 @@ pub(crate) fn cmd_mrc(a: MrcArgs, bars: &Bars) -> Result<()> {
         secs
     );
     print!("{}", table.render());
+    if let Some(s) = m.sampling.as_ref().filter(|s| s.sizes_left_out > 0) {
+        println!(
+            "note: {} smaller sizes left out: at a {:.2} % sample their cache would hold less than one object (the curve starts at {})",
+            s.sizes_left_out,
+            s.rate * 100.0,
+            tierwise_core::Bytes(s.smallest_bytes)
+        );
+    }
+    if let Some(e) = &m.error {
+        println!("error against the exact curve: max |Δ miss ratio| {:.4}, mean {:.4}", e.max_abs, e.mean_abs);
+    }
     fs::create_dir_all(&a.out)?;
     let mut csv = String::from("size_bytes,miss_ratio,misses\n");
     for p in &m.points {
@@ -53,7 +82,8 @@ pub(crate) fn cmd_mrc(a: MrcArgs, bars: &Bars) -> Result<()> {
     }
     write_file(&a.out.join("mrc.csv"), csv.as_bytes())?;
     write_file(&a.out.join("mrc.json"), serde_json::to_string_pretty(&m)?.as_bytes())?;
-    let label = a.trace.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+    let name = a.trace.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+    let label = if m.collector == "lru" && m.sampling.is_none() { name } else { format!("{name}, {}", m.collector) };
     plot::mrc_chart(&m, &label, &a.out.join("mrc.png")).map_err(anyhow::Error::msg)?;
     println!("wrote {}/mrc.csv, mrc.json, mrc.png", a.out.display());
     Ok(())

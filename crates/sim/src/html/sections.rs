@@ -329,7 +329,29 @@ pub fn mrc(m: &Mrc, file: &str) -> String {
         m.footprint_bytes as f64 / (1u64 << 30) as f64,
         m.cold_misses
     );
-    o.push_str(&figure(&mrc_spec(m, &trace_name(&m.trace)), "LRU miss ratio by cache size"));
+    if let Some(s) = &m.sampling {
+        let _ = write!(
+            o,
+            "<p class=\"meta\">Computed on a SHARDS spatial sample: {} % of the objects (seed {}; {} accesses of {} \
+             objects), each size simulated at {} % of its bytes; {} smaller sizes left out (their scaled cache would hold \
+             less than one object).</p>",
+            crate::plot::short(s.rate * 100.0),
+            s.seed,
+            s.sampled_accesses,
+            s.sampled_objects,
+            crate::plot::short(s.rate * 100.0),
+            s.sizes_left_out
+        );
+    }
+    if let Some(e) = &m.error {
+        let _ = write!(
+            o,
+            "<p class=\"meta\">Error against the exact curve: max |Δ miss ratio| {:.4}, mean {:.4}.</p>",
+            e.max_abs, e.mean_abs
+        );
+    }
+    let caption = format!("{} miss ratio by cache size", crate::plot::mrc_name(m));
+    o.push_str(&figure(&mrc_spec(m, &trace_name(&m.trace)), &caption));
     let mut csv = String::from("size_bytes,miss_ratio,misses\n");
     let rows: Vec<Vec<String>> = m
         .points

@@ -169,14 +169,24 @@ pub fn comparison_chart(c: &Comparison, path: &Path) -> Result<(), String> {
 /// An MRC as a line chart (log-scale cache size).
 pub fn mrc_spec(m: &Mrc, label: &str) -> ChartSpec {
     let pts = m.points.iter().map(|p| (p.size_bytes as f64 / (1u64 << 20) as f64, p.miss_ratio)).collect();
+    let name = mrc_name(m);
     ChartSpec::Line(LineChart {
-        title: format!("LRU miss-ratio curve — {label}"),
+        title: format!("{name} miss-ratio curve — {label}"),
         x_label: "cache size (MiB, log scale)".into(),
         y_label: "miss ratio (fraction of accesses)".into(),
-        series: vec![Series { label: "LRU".into(), points: pts }],
+        series: vec![Series { label: name, points: pts }],
         log_x: true,
         log_y: Some(false),
     })
+}
+
+/// What a curve is of: `ARC` exact, `LRU (SHARDS 1 %, seed 1)` sampled.
+pub fn mrc_name(m: &Mrc) -> String {
+    let c = m.collector.to_uppercase();
+    match &m.sampling {
+        Some(s) => format!("{c} (SHARDS {} %, seed {})", short(s.rate * 100.0), s.seed),
+        None => c,
+    }
 }
 
 /// An MRC as a PNG file.

@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""SHARDS error table: every bundled trace × collector, the exact curve once and a sampled
+curve per seed, and the error of each sample against the exact curve (max and mean |Δ miss
+ratio| over the sizes). Prints a Markdown table (docs/MODELS.md).
+
+Usage: scripts/shards_error.py [TIERWISE_BINARY] [--rate 0.01] [--seeds 5] [--points 16]
+"""
+
+import argparse
+import json
+import subprocess
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TRACES = sorted(p for p in (ROOT / "data/traces").iterdir() if not p.name.endswith(".md"))
+
+
+def curve(binary: str, trace: Path, collector: str, rate: float, seed: int, points: int, tmp: Path) -> dict:
+    out = tmp / f"{trace.name}-{collector}-{rate}-{seed}"
+    args = [binary, "-q", "mrc", str(trace), "--collector", collector, "--sample", str(rate), "--seed", str(seed),
+            "--points", str(points), "--out", str(out)]
+    r = subprocess.run(args, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"{' '.join(args)} failed:\n{r.stderr}")
+    return json.loads((out / "mrc.json").read_text())
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("binary", nargs="?", default=str(ROOT / "target/release/tierwise"))
+    ap.add_argument("--rate", type=float, default=0.01)
+    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--points", type=int, default=16)
+    ap.add_argument("--collectors", default="lru,arc,fifo,clock,lfu")
+    a = ap.parse_args()
+    print(f"| trace | objects | sampled objects | sizes on the curve | collector | max abs error: mean over {a.seeds} seeds | worst seed | mean abs error |")
+    print("|---|---:|---:|---:|---|---:|---:|---:|")
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        for trace in TRACES:
+            for collector in a.collectors.split(","):
+                exact = curve(a.binary, trace, collector, 1.0, 1, a.points, tmp)
+                maxes, means, sampled = [], [], []
+                for seed in range(1, a.seeds + 1):
+                    s = curve(a.binary, trace, collector, a.rate, seed, a.points, tmp)
+                    # Over the sizes the sample can tell (its scaled cache holds an object or more).
+                    by_size = {q["size_bytes"]: q["miss_ratio"] for q in exact["points"]}
+                    diffs = [abs(p["miss_ratio"] - by_size[p["size_bytes"]]) for p in s["points"]]
+                    maxes.append(max(diffs))
+                    means.append(sum(diffs) / len(diffs))
+                    sampled.append(s["sampling"]["sampled_objects"])
+                    kept = len(s["points"])
+                print(
+                    f"| {trace.name} | {exact['objects']:,} | {sum(sampled) / len(sampled):,.0f} | {kept} of {len(exact['points'])} | {collector} | "
+                    f"{sum(maxes) / len(maxes):.4f} | {max(maxes):.4f} | {sum(means) / len(means):.4f} |",
+                    flush=True,
+                )
+
+
+if __name__ == "__main__":
+    main()
