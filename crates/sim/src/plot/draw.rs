@@ -92,6 +92,43 @@ pub fn short(v: f64) -> String {
     }
 }
 
+/// One tick format for a whole axis from `lo..hi`: every tick with the same unit suffix (k, M,
+/// G) and decimals on a linear axis, exponents throughout on a log axis that reaches below
+/// 0.001 — never `0.001` beside `8e-4`.
+pub fn axis_format(lo: f64, hi: f64, log: bool) -> impl Fn(f64) -> String {
+    let top = lo.abs().max(hi.abs());
+    let decimals = |step: f64| -> usize {
+        if step > 0.0 && step.is_finite() { (-step.log10()).ceil().clamp(0.0, 6.0) as usize } else { 0 }
+    };
+    #[derive(Clone, Copy)]
+    enum F {
+        Exp,
+        Short,
+        Scaled(f64, &'static str, usize),
+    }
+    // Finer than the ticks plotters picks for 8 labels, so that no two ticks print alike.
+    let step = (hi - lo).abs() / 16.0;
+    let f = if log {
+        if lo > 0.0 && lo < 1e-3 { F::Exp } else { F::Short }
+    } else if top > 0.0 && top < 1e-3 {
+        F::Exp
+    } else if top >= 1e9 {
+        F::Scaled(1e9, "G", decimals(step / 1e9).min(2))
+    } else if top >= 1e6 {
+        F::Scaled(1e6, "M", decimals(step / 1e6).min(2))
+    } else if top >= 1e4 {
+        F::Scaled(1e3, "k", decimals(step / 1e3).min(2))
+    } else {
+        F::Scaled(1.0, "", decimals(step))
+    };
+    move |v: f64| match f {
+        F::Exp if v == 0.0 => "0".into(),
+        F::Exp => format!("{v:.0e}"),
+        F::Short => short(v),
+        F::Scaled(scale, unit, d) => format!("{:.d$}{unit}", v / scale),
+    }
+}
+
 fn trim(s: String) -> String {
     if !s.contains('.') {
         return s;
@@ -120,14 +157,37 @@ fn legend_width(labels: &[&str], width: u32) -> u32 {
     (longest * 8 + 52).clamp(120, width * 2 / 5)
 }
 
-/// Cuts a legend label to what fits, with an ellipsis.
-fn fit(label: &str, width: u32) -> String {
-    let max = ((width.saturating_sub(52)) / 8).max(4) as usize;
-    if label.chars().count() <= max {
-        label.to_string()
-    } else {
-        label.chars().take(max - 1).collect::<String>() + "…"
+/// A legend label over as many lines as it needs in `width` pixels, broken after a `,`, `:`
+/// or space where it can (a spec's knobs stay whole), never cut: sweep series that differ only
+/// in their last knob must stay apart.
+pub fn wrap(label: &str, width: u32) -> Vec<String> {
+    let max = ((width.saturating_sub(52)) / 8).max(8) as usize;
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    // Pieces end after a break character; a piece longer than a line is split hard.
+    let mut pieces: Vec<String> = Vec::new();
+    let mut piece = String::new();
+    for c in label.chars() {
+        piece.push(c);
+        if matches!(c, ',' | ':' | ' ') {
+            pieces.push(std::mem::take(&mut piece));
+        }
     }
+    pieces.push(piece);
+    for p in pieces.into_iter().filter(|p| !p.is_empty()) {
+        if line.chars().count() + p.chars().count() > max && !line.is_empty() {
+            lines.push(std::mem::take(&mut line).trim_end().to_string());
+        }
+        let mut rest: Vec<char> = p.chars().collect();
+        while rest.len() > max {
+            lines.push(rest.drain(..max).collect());
+        }
+        line.extend(rest);
+    }
+    if !line.is_empty() || lines.is_empty() {
+        lines.push(line.trim_end().to_string());
+    }
+    lines
 }
 
 /// The legend in its own column: a marker (and a line for line charts) and the label.
@@ -139,14 +199,18 @@ fn legend<DB: DrawingBackend>(
 ) -> Result<(), String> {
     let (w, _) = area.dim_in_pixel();
     let style = TextStyle::from(("sans-serif", 14).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
+    let mut y = top + 12;
     for (i, l) in labels.iter().enumerate() {
-        let y = top + 12 + i as i32 * 22;
         let c = colour(i);
         if lines {
             area.draw(&PathElement::new(vec![(6, y), (34, y)], c.stroke_width(2))).map_err(|e| e.to_string())?;
         }
         marker(area, i, (20, y), c)?;
-        area.draw(&Text::new(fit(l, w), (42, y), style.clone())).map_err(|e| e.to_string())?;
+        let wrapped = wrap(l, w);
+        for (k, text) in wrapped.iter().enumerate() {
+            area.draw(&Text::new(text.clone(), (42, y + k as i32 * 17), style.clone())).map_err(|e| e.to_string())?;
+        }
+        y += 22 + (wrapped.len() as i32 - 1) * 17;
     }
     Ok(())
 }
@@ -189,6 +253,7 @@ fn mesh_style<'a, X, Y, DB>(
     x_label: &str,
     y_label: &str,
     x_labels: usize,
+    formats: (&dyn Fn(f64) -> String, &dyn Fn(f64) -> String),
 ) -> Result<(), String>
 where
     DB: DrawingBackend + 'a,
@@ -203,8 +268,8 @@ where
         .y_desc(y_label)
         .x_labels(x_labels)
         .y_labels(8)
-        .x_label_formatter(&|v| short(*v))
-        .y_label_formatter(&|v| short(*v))
+        .x_label_formatter(&|v| formats.0(*v))
+        .y_label_formatter(&|v| formats.1(*v))
         .label_style(("sans-serif", 14))
         .axis_desc_style(("sans-serif", 15))
         .light_line_style(RGBColor(235, 235, 235))
@@ -238,7 +303,8 @@ fn line<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, spec: &LineChart) -> 
     macro_rules! body {
         ($chart:expr) => {{
             let mut chart = $chart.map_err(|e| e.to_string())?;
-            mesh_style(&mut chart, &spec.x_label, &spec.y_label, if log_x { 5 } else { 10 })?;
+            let (xf, yf) = (axis_format(x0, x1, log_x), axis_format(y0, y1, log_y));
+            mesh_style(&mut chart, &spec.x_label, &spec.y_label, if log_x { 5 } else { 10 }, (&xf, &yf))?;
             for (i, s) in spec.series.iter().enumerate() {
                 let c = colour(i);
                 let pts: Vec<(f64, f64)> =
@@ -279,7 +345,8 @@ fn bars<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, spec: &BarChart) -> R
     macro_rules! body {
         ($chart:expr) => {{
             let mut chart = $chart.map_err(|e| e.to_string())?;
-            mesh_style(&mut chart, &spec.x_label, &spec.y_label, 0)?;
+            let yf = axis_format(y0, y1, log_y);
+            mesh_style(&mut chart, &spec.x_label, &spec.y_label, 0, (&short, &yf))?;
             let width = 0.8 / n;
             for (i, (_, vals)) in spec.series.iter().enumerate() {
                 let c = colour(i);

@@ -13,7 +13,7 @@ use plotters::style::FontStyle;
 use crate::compare::Comparison;
 use crate::mrc::Mrc;
 
-pub use draw::{colour, short, wants_log};
+pub use draw::{axis_format, colour, short, wants_log, wrap};
 
 static FONT: Once = Once::new();
 
@@ -221,6 +221,36 @@ mod tests {
         seen.sort_unstable();
         seen.dedup();
         assert_eq!(seen.len(), 20);
+    }
+
+    #[test]
+    fn every_tick_of_an_axis_has_one_format() {
+        let f = axis_format(0.0, 0.0012, false);
+        assert_eq!([f(0.0008), f(0.001)], ["0.00080", "0.00100"], "not 0.001 beside 8e-4");
+        let f = axis_format(0.0, 0.0009, false);
+        assert_eq!([f(0.0), f(0.0008)], ["0", "8e-4"]);
+        let f = axis_format(1e-5, 1.0, true);
+        assert_eq!([f(1e-4), f(0.01), f(1.0)], ["1e-4", "1e-2", "1e0"]);
+        let f = axis_format(0.0, 120_000.0, false);
+        assert_eq!([f(0.0), f(20_000.0), f(120_000.0)], ["0k", "20k", "120k"]);
+        let f = axis_format(0.0, 1.0, false);
+        assert_eq!([f(0.0), f(0.25), f(1.0)], ["0.00", "0.25", "1.00"]);
+        let f = axis_format(600.0, 1900.0, false);
+        assert_eq!([f(600.0), f(1900.0)], ["600", "1900"]);
+    }
+
+    #[test]
+    fn legend_labels_wrap_and_are_never_cut() {
+        let spec = "cache:mode=write-back,collector=arc,dirty-high=20%,max-writebacks=64";
+        let lines = wrap(spec, 300);
+        assert!(lines.len() > 1 && lines.iter().all(|l| l.chars().count() <= 31), "{lines:?}");
+        assert_eq!(lines.concat().replace(' ', ""), spec.replace(' ', ""), "every character kept");
+        assert!(lines.iter().any(|l| l.ends_with("max-writebacks=64")), "knobs stay whole: {lines:?}");
+        assert_eq!(wrap("hdd-only", 300), ["hdd-only"]);
+        // Two sweep series that differ only in their last knob stay apart on the chart.
+        let a = wrap(&format!("{spec},es=4KiB"), 300);
+        let b = wrap(&format!("{spec},es=64KiB"), 300);
+        assert_ne!(a, b);
     }
 
     #[test]
