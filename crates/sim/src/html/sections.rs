@@ -225,6 +225,19 @@ fn comparison_tables(c: &Comparison) -> String {
     o
 }
 
+/// Three significant digits whatever the magnitude: `$/IOPS` of a cheap fast configuration
+/// printed `0.0000` with fixed decimals.
+fn significant(v: f64) -> String {
+    if !v.is_finite() {
+        return "–".into();
+    }
+    if v == 0.0 {
+        return "0".into();
+    }
+    let digits = (2 - v.abs().log10().floor() as i32).clamp(0, 12) as usize;
+    if v.abs() < 1e-4 { format!("{v:.2e}") } else { format!("{v:.digits$}") }
+}
+
 fn comparison_table(rows: &[&crate::compare::CompareRow]) -> String {
     let timed = rows.first().is_some_and(|r| r.report.timing != "none");
     let rows: Vec<Vec<String>> = rows
@@ -243,11 +256,13 @@ fn comparison_table(rows: &[&crate::compare::CompareRow]) -> String {
                 ]);
             }
             v.extend([
-                f((r.read_hit.ssd + r.read_hit.ram) * 100.0, 1),
+                f(r.read_hit.ram * 100.0, 1),
+                f(r.read_hit.ssd * 100.0, 1),
+                f(r.read_hit.hdd * 100.0, 1),
                 gib(r.ssd.write_bytes),
                 format!("{:.3e}", r.endurance.ssd_eu),
                 f(r.energy_j, 0),
-                f(r.cost.usd_per_iops, 4),
+                significant(r.cost.usd_per_iops),
             ]);
             v
         })
@@ -256,7 +271,15 @@ fn comparison_table(rows: &[&crate::compare::CompareRow]) -> String {
     if timed {
         h.extend(["IOPS", "MB/s", "mean (ms)", "p50 (ms)", "p95 (ms)", "p99 (ms)"]);
     }
-    h.extend(["reads from SSD/RAM (%)", "SSD writes (GiB)", "SSD EU (ppm of life)", "energy (J)", "$/IOPS"]);
+    h.extend([
+        "reads from RAM (%)",
+        "reads from SSD (%)",
+        "reads from HDD (%)",
+        "SSD writes (GiB)",
+        "SSD EU (ppm of life)",
+        "energy (J)",
+        "$/IOPS",
+    ]);
     table(&h, &rows, "data")
 }
 
@@ -474,4 +497,19 @@ pub fn single(r: &SimReport) -> String {
     let csv = format!("{}\n{}\n", crate::report::CSV_HEADER, crate::report::csv_row(r, "", 0.0));
     o.push_str(&csv_link("sim.csv", &csv));
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::significant;
+
+    #[test]
+    fn cost_per_iops_keeps_three_significant_digits() {
+        assert_eq!(significant(0.000_123_4), "0.000123");
+        assert_eq!(significant(0.000_012_34), "1.23e-5");
+        assert_eq!(significant(0.001_234), "0.00123");
+        assert_eq!(significant(12.345), "12.3");
+        assert_eq!(significant(1234.6), "1235");
+        assert_eq!(significant(0.0), "0");
+    }
 }
