@@ -3,6 +3,7 @@ message, and the interpreter is free while a simulation runs."""
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from pathlib import Path
@@ -159,3 +160,21 @@ def test_the_ten_line_example_reproduces_greendm(tmp_path: Path) -> None:
     r = ns["run"](scale=0.05, out=str(tmp_path))
     assert r.target == "greendm" and len(r.findings) > 0
     assert (tmp_path / "reproduce-greendm.json").exists() and list(tmp_path.glob("*.png"))
+
+
+def test_progress_bars_show_in_a_jupyter_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
+    import types
+
+    from tierwise import _progress
+
+    assert not _progress.enabled(None), "pytest's stderr is no terminal"
+
+    class ZMQInteractiveShell:  # the kernel's shell class, by name
+        pass
+
+    fake = types.ModuleType("IPython")
+    fake.get_ipython = lambda: ZMQInteractiveShell()  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "IPython", fake)
+    assert _progress.enabled(None) and not _progress.enabled(False)
+    fake.get_ipython = lambda: None  # type: ignore[attr-defined]
+    assert not _progress.enabled(None), "IPython imported outside a kernel"

@@ -1,5 +1,6 @@
-"""Progress bars (tqdm) for long jobs: on when stderr is a terminal, off otherwise, unless
-forced with ``progress=True`` or ``progress=False``. A callable is called instead of a bar."""
+"""Progress bars (tqdm) for long jobs: on when stderr is a terminal or the code runs in a
+Jupyter kernel (tqdm.auto draws a notebook widget there), off otherwise, unless forced with
+``progress=True`` or ``progress=False``. A callable is called instead of a bar."""
 
 from __future__ import annotations
 
@@ -11,10 +12,22 @@ from typing import Any
 ProgressArg = bool | Callable[..., Any] | None
 
 
+def in_notebook() -> bool:
+    """Whether this runs in a Jupyter kernel (whose stderr is no terminal, yet shows bars)."""
+    ipython = sys.modules.get("IPython")
+    if ipython is None:
+        return False
+    try:
+        shell = ipython.get_ipython()
+    except Exception:  # noqa: BLE001 - an IPython without a shell is no notebook
+        return False
+    return shell is not None and type(shell).__name__ == "ZMQInteractiveShell"
+
+
 def enabled(progress: ProgressArg) -> bool:
     """Whether to draw a bar."""
     if progress is None:
-        return sys.stderr.isatty()
+        return sys.stderr.isatty() or in_notebook()
     return progress is True
 
 
