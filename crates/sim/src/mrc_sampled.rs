@@ -58,6 +58,9 @@ pub enum CurveRunError {
     /// A simulation of one size failed (an unknown collector, …).
     #[error("{0}")]
     Sim(String),
+    /// The sample is too small for any size asked.
+    #[error("{0}")]
+    TooSmall(String),
 }
 
 /// SplitMix64 of the object id and the seed: uniform, so a threshold keeps `rate` of the ids.
@@ -156,9 +159,20 @@ pub fn collector_mrc(
         (units * rate.min(1.0)).round() as u64
     };
     // A size whose scaled cache holds less than one object (fixed sizes; a byte for variable
-    // ones) is below what the sample can tell: it is left out, and said (`smallest_bytes`).
+    // ones), or fewer than the policy needs to work as designed (S3-FIFO's small queue), is
+    // below what the sample can tell: it is left out, and said (`smallest_bytes`).
+    let least = tierwise_core::collector::collector_info(collector).map_or(1, |c| c.min_objects);
+    let least = if s.unit == 0 { 1 } else { least };
     let all = sizes.len();
-    sizes.retain(|&c| rate >= 1.0 || scaled(c) >= 1);
+    sizes.retain(|&c| rate >= 1.0 || scaled(c) >= least);
+    if sizes.is_empty() && all > 0 {
+        return Err(CurveRunError::TooSmall(format!(
+            "no size on the curve: at a {}% sample the trace keeps {} objects, and {collector} needs a scaled \
+             cache of at least {least} to work as designed; sample more (--sample) or ask for larger sizes",
+            rate * 100.0,
+            s.sampled_objects
+        )));
+    }
     let smallest_bytes = sizes.first().copied().unwrap_or(0);
     let points: Vec<(u64, u64)> = if collector == "lru" {
         // LRU: the one-pass stack algorithm over the sample, at the scaled sizes.

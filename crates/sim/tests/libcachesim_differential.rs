@@ -1,5 +1,5 @@
 //! Differential check against libCacheSim: the bundled CloudPhysics sample (113,872 requests,
-//! the `.vscsi` form) through our LRU, FIFO and ARC caches in libCacheSim-compatible mode must
+//! the `.vscsi` form) through our LRU, FIFO, ARC and S3-FIFO caches in libCacheSim-compatible mode must
 //! give exactly libCacheSim's miss counts (numbers from its `cachesim` and its PyPI package 0.3.5
 //! on this trace), in object mode (every object size 1) and in byte mode.
 
@@ -57,4 +57,14 @@ fn fifo_byte_mode() {
     assert_eq!(misses("fifo", 16 * MIB, false), 95_371);
     assert_eq!(misses("fifo", 64 * MIB, false), 94_122);
     assert_eq!(misses("fifo", 256 * MIB, false), 87_058);
+}
+
+/// S3-FIFO as libCacheSim 0.3.5 (PyPI) runs it with its defaults (small queue 10 %, ghost 90 %,
+/// move to main after 2 hits).
+#[test]
+fn s3fifo_object_and_byte_mode() {
+    assert_eq!(misses("s3fifo", 1_000, true), 94_005);
+    assert_eq!(misses("s3fifo", 10_000, true), 75_564);
+    assert_eq!(misses("s3fifo", 64 * MIB, false), 92_199);
+    assert_eq!(misses("s3fifo", 512 * MIB, false), 71_891);
 }

@@ -65,8 +65,14 @@ pub(crate) fn cmd_mrc(a: MrcArgs, bars: &Bars) -> Result<()> {
     );
     print!("{}", table.render());
     if let Some(s) = m.sampling.as_ref().filter(|s| s.sizes_left_out > 0) {
+        let least = tierwise_core::collector::collector_info(&m.collector).map_or(1, |c| c.min_objects);
+        let what = if least > 1 {
+            format!("fewer than the {least} objects {} needs", m.collector)
+        } else {
+            "less than one object".to_string()
+        };
         println!(
-            "note: {} smaller sizes left out: at a {:.2} % sample their cache would hold less than one object (the curve starts at {})",
+            "note: {} smaller sizes left out: at a {:.2} % sample their cache would hold {what} (the curve starts at {})",
             s.sizes_left_out,
             s.rate * 100.0,
             tierwise_core::Bytes(s.smallest_bytes)

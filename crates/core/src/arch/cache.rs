@@ -426,6 +426,9 @@ impl Cache {
             return;
         }
         self.collector.on_miss(id, u64::from(size));
+        if !self.collector.admits_new(id, u64::from(size)) {
+            return;
+        }
         if !self.make_room(cx, u64::from(size)) {
             return;
         }
@@ -532,6 +535,9 @@ impl Cache {
             return Served::by(Level::Slow);
         }
         self.collector.on_miss(req.obj, u64::from(size));
+        if !self.collector.admits_new(req.obj, u64::from(size)) {
+            return Served::by(Level::Slow);
+        }
         if !self.make_room(cx, u64::from(size)) {
             return Served::by(Level::Slow);
         }

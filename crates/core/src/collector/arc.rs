@@ -13,11 +13,9 @@
 //!
 //! The slow tier has no ARC order; its most recently accessed object ranks hottest.
 
-use hashbrown::HashTable;
-
+use super::ghost::Ghosts;
 use super::{Collector, CollectorBuild, CollectorContext, Removal, Touch, ensure_slot};
 use crate::list::{Link, Linked, List, NIL};
-use crate::object_table::hash_id;
 use crate::params::{ConfigError, ParamSpec, Params};
 use crate::{Nanos, ObjectId, Slot, Tier};
 
@@ -52,23 +50,6 @@ impl Linked for ArcState {
     }
 }
 
-#[derive(Clone, Copy, Debug)]
-struct Ghost {
-    link: Link,
-    id: ObjectId,
-    size: u64,
-    list: u8,
-}
-
-impl Linked for Ghost {
-    fn link(&self) -> &Link {
-        &self.link
-    }
-    fn link_mut(&mut self) -> &mut Link {
-        &mut self.link
-    }
-}
-
 /// Where an incoming object goes, decided by [`Collector::on_miss`].
 #[derive(Clone, Copy, Debug)]
 struct Pending {
@@ -84,11 +65,8 @@ pub struct Arc {
     /// T1, T2 and the slow-tier recency list.
     lists: [List; 3],
     bytes: [u64; 2],
-    ghosts: Vec<Ghost>,
-    ghost_free: Vec<u32>,
-    ghost_index: HashTable<u32>,
-    ghost_lists: [List; 2],
-    ghost_bytes: [u64; 2],
+    /// B1 and B2.
+    ghosts: Ghosts<2>,
     /// Target size of T1 in bytes (real-valued, as the paper's).
     p: f64,
     c: u64,
@@ -112,11 +90,7 @@ impl Arc {
             nodes: Vec::new(),
             lists: [List::default(); 3],
             bytes: [0; 2],
-            ghosts: Vec::new(),
-            ghost_free: Vec::new(),
-            ghost_index: HashTable::new(),
-            ghost_lists: [List::default(); 2],
-            ghost_bytes: [0; 2],
+            ghosts: Ghosts::default(),
             p: 0.0,
             c: capacity,
             pending: None,
@@ -130,62 +104,25 @@ impl Arc {
 
     /// Bytes in T1, T2, B1, B2.
     pub fn sizes(&self) -> [u64; 4] {
-        [self.bytes[0], self.bytes[1], self.ghost_bytes[0], self.ghost_bytes[1]]
-    }
-
-    fn find_ghost(&self, id: ObjectId) -> Option<u32> {
-        let ghosts = &self.ghosts;
-        self.ghost_index.find(hash_id(id), |&g| ghosts[g as usize].id == id).copied()
-    }
-
-    fn drop_ghost(&mut self, g: u32) {
-        let Ghost { id, size, list, .. } = self.ghosts[g as usize];
-        self.ghost_lists[list as usize].unlink(&mut self.ghosts, g);
-        self.ghost_bytes[list as usize] -= size;
-        let ghosts = &self.ghosts;
-        if let Ok(e) = self.ghost_index.find_entry(hash_id(id), |&x| ghosts[x as usize].id == id) {
-            e.remove();
-        }
-        self.ghost_free.push(g);
-    }
-
-    fn add_ghost(&mut self, id: ObjectId, size: u64, list: u8) {
-        if let Some(g) = self.find_ghost(id) {
-            self.drop_ghost(g);
-        }
-        let ghost = Ghost { link: Link::default(), id, size, list };
-        let g = match self.ghost_free.pop() {
-            Some(g) => {
-                self.ghosts[g as usize] = ghost;
-                g
-            }
-            None => {
-                self.ghosts.push(ghost);
-                (self.ghosts.len() - 1) as u32
-            }
-        };
-        self.ghost_lists[list as usize].push_front(&mut self.ghosts, g);
-        self.ghost_bytes[list as usize] += size;
-        let ghosts = &self.ghosts;
-        self.ghost_index.insert_unique(hash_id(id), g, |&x| hash_id(ghosts[x as usize].id));
+        [self.bytes[0], self.bytes[1], self.ghosts.bytes(B1), self.ghosts.bytes(B2)]
     }
 
     /// Consumes a ghost hit for `id`, adapting `p`; returns where the object goes.
     fn classify(&mut self, id: ObjectId, size: u64) -> Pending {
         let size = size.max(1);
-        match self.find_ghost(id) {
-            Some(g) if self.ghosts[g as usize].list == B1 => {
-                let (b1, b2) = (self.ghost_bytes[0].max(1), self.ghost_bytes[1]);
+        match self.ghosts.find(id) {
+            Some((g, B1)) => {
+                let (b1, b2) = (self.ghosts.bytes(B1).max(1), self.ghosts.bytes(B2));
                 let ratio = if b1 >= b2 { 1.0 } else { b2 as f64 / b1 as f64 };
                 self.p = (self.p + size as f64 * ratio).min(self.c as f64);
-                self.drop_ghost(g);
+                self.ghosts.drop(g);
                 Pending { id, to_t2: true, was_in_b2: false }
             }
-            Some(g) => {
-                let (b1, b2) = (self.ghost_bytes[0], self.ghost_bytes[1].max(1));
+            Some((g, _)) => {
+                let (b1, b2) = (self.ghosts.bytes(B1), self.ghosts.bytes(B2).max(1));
                 let ratio = if b2 >= b1 { 1.0 } else { b1 as f64 / b2 as f64 };
                 self.p = (self.p - size as f64 * ratio).max(0.0);
-                self.drop_ghost(g);
+                self.ghosts.drop(g);
                 Pending { id, to_t2: true, was_in_b2: true }
             }
             None => Pending { id, to_t2: false, was_in_b2: false },
@@ -193,18 +130,10 @@ impl Arc {
     }
 
     fn trim_ghosts(&mut self) {
-        while self.bytes[0] + self.ghost_bytes[0] > self.c {
-            let Some(g) = self.ghost_lists[B1 as usize].back() else {
-                break;
-            };
-            self.drop_ghost(g);
-        }
-        while self.bytes[0] + self.bytes[1] + self.ghost_bytes[0] + self.ghost_bytes[1] > 2 * self.c {
-            let Some(g) = self.ghost_lists[B2 as usize].back() else {
-                break;
-            };
-            self.drop_ghost(g);
-        }
+        while self.bytes[0] + self.ghosts.bytes(B1) > self.c && self.ghosts.drop_oldest(B1) {}
+        while self.bytes[0] + self.bytes[1] + self.ghosts.bytes(B1) + self.ghosts.bytes(B2) > 2 * self.c
+            && self.ghosts.drop_oldest(B2)
+        {}
     }
 
     fn enter_fast(&mut self, slot: Slot, id: ObjectId, size: u64) {
@@ -266,7 +195,7 @@ impl Collector for Arc {
             }
             (false, Tier::Slow) => {
                 let from = self.leave(slot);
-                self.add_ghost(n.id, n.size, if from == T1 { B1 } else { B2 });
+                self.ghosts.push(n.id, n.size, if from == T1 { B1 } else { B2 });
                 self.nodes[slot.idx()].list = SLOW;
                 self.lists[SLOW as usize].push_front(&mut self.nodes, slot.0);
             }
@@ -278,7 +207,7 @@ impl Collector for Arc {
         let n = self.nodes[slot.idx()];
         let from = self.leave(slot);
         if why == Removal::Evicted && from != SLOW {
-            self.add_ghost(n.id, n.size, if from == T1 { B1 } else { B2 });
+            self.ghosts.push(n.id, n.size, if from == T1 { B1 } else { B2 });
         }
         self.nodes[slot.idx()].list = SLOW;
     }
@@ -349,9 +278,7 @@ impl Collector for Arc {
 
     fn memory_bytes(&self) -> usize {
         self.nodes.capacity() * std::mem::size_of::<ArcState>()
-            + self.ghosts.capacity() * std::mem::size_of::<Ghost>()
-            + self.ghost_index.capacity() * 5
-            + self.ghost_free.capacity() * 4
+            + self.ghosts.memory_bytes()
     }
 }
 

@@ -22,10 +22,12 @@
 pub mod arc;
 pub mod clock;
 pub mod fifo;
+mod ghost;
 pub mod interval;
 pub mod inverse_bitmap;
 pub mod lfu;
 pub mod lru;
+pub mod s3fifo;
 pub mod windowed_miss;
 pub mod wsclock;
 
@@ -100,8 +102,8 @@ pub trait Collector {
     fn remove(&mut self, slot: Slot, why: Removal);
     /// The size of a tracked object changed.
     fn resize(&mut self, _slot: Slot, _size: u64) {}
-    /// Called before victims are chosen to make room for the untracked object `id` (ARC adapts
-    /// its target from its ghost lists here).
+    /// Called on a miss of the untracked object `id`, before its admission is asked and victims
+    /// are chosen to make room for it (ARC adapts its target from its ghost lists here).
     fn on_miss(&mut self, _id: ObjectId, _size: u64) {}
     /// The coldest object on the fast tier: the next victim.
     fn coldest_fast(&mut self, now: Nanos) -> Option<Slot>;
@@ -111,6 +113,12 @@ pub trait Collector {
     fn hotter(&self, a: Slot, b: Slot) -> bool;
     /// Admission: may this tracked slow-tier object enter the fast tier? Default: always.
     fn admits(&self, _slot: Slot) -> bool {
+        true
+    }
+    /// Admission of an object not on the fast tier, asked after [`Collector::on_miss`] and
+    /// before room is made for it (S3-FIFO never admits an object larger than its small queue).
+    /// Default: always.
+    fn admits_new(&self, _id: ObjectId, _size: u64) -> bool {
         true
     }
     /// Whether a cache should keep objects that are only on the slow tier tracked (admission
@@ -159,6 +167,10 @@ pub trait CollectorBuild: Collector + Sized {
     const HELP: &'static str;
     /// Knobs with defaults.
     const PARAMS: &'static [ParamSpec];
+    /// The fewest objects a fast tier must hold for the policy to work as designed with its
+    /// default knobs (S3-FIFO's small queue must exceed one object). Sampled miss-ratio curves
+    /// leave out sizes whose scaled cache is smaller.
+    const MIN_OBJECTS: u64 = 1;
     /// Builds from validated parameters.
     fn build(params: &mut Params, cx: &CollectorContext) -> Result<Self, ConfigError>;
 }
@@ -174,6 +186,8 @@ pub struct CollectorInfo {
     pub help: &'static str,
     /// Knobs.
     pub params: &'static [ParamSpec],
+    /// See [`CollectorBuild::MIN_OBJECTS`].
+    pub min_objects: u64,
     /// Constructor.
     pub create: fn(&mut Params, &CollectorContext) -> Result<AnyCollector, ConfigError>,
 }
@@ -196,6 +210,7 @@ macro_rules! collectors {
                 version: <$module::$ty as CollectorBuild>::VERSION,
                 help: <$module::$ty as CollectorBuild>::HELP,
                 params: <$module::$ty as CollectorBuild>::PARAMS,
+                min_objects: <$module::$ty as CollectorBuild>::MIN_OBJECTS,
                 create: |p, cx| {
                     p.declare(<$module::$ty as CollectorBuild>::PARAMS);
                     Ok(AnyCollector::$variant(<$module::$ty as CollectorBuild>::build(p, cx)?))
@@ -217,6 +232,7 @@ collectors! {
     Arc => arc::Arc,
     Fifo => fifo::Fifo,
     Clock => clock::Clock,
+    S3Fifo => s3fifo::S3Fifo,
     WsClock => wsclock::WsClock,
     InverseBitmap => inverse_bitmap::InverseBitmap,
 }
@@ -276,6 +292,10 @@ impl Collector for AnyCollector {
     #[inline]
     fn admits(&self, slot: Slot) -> bool {
         dispatch!(self, c => c.admits(slot))
+    }
+    #[inline]
+    fn admits_new(&self, id: ObjectId, size: u64) -> bool {
+        dispatch!(self, c => c.admits_new(id, size))
     }
     fn tracks_slow_objects(&self) -> bool {
         dispatch!(self, c => c.tracks_slow_objects())

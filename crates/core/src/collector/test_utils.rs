@@ -209,3 +209,89 @@ impl NaiveClockCache {
         false
     }
 }
+
+/// S3-FIFO over unit-size objects, straight from the paper's pseudo-code with libCacheSim's
+/// rules (queues of whole objects; insertion into the main queue before the first eviction once
+/// the small queue is full): queues are `VecDeque`s with the newest object at the back, and the
+/// ghost queue is searched linearly.
+#[derive(Debug)]
+pub struct NaiveS3Fifo {
+    small_cap: usize,
+    main_cap: usize,
+    ghost_cap: usize,
+    small: VecDeque<(u64, u8)>,
+    main: VecDeque<(u64, u8)>,
+    ghost: VecDeque<u64>,
+    has_evicted: bool,
+}
+
+impl NaiveS3Fifo {
+    /// A cache of `capacity` objects, 10 % small queue, 90 % ghost.
+    pub fn new(capacity: usize) -> NaiveS3Fifo {
+        let small_cap = capacity / 10;
+        NaiveS3Fifo {
+            small_cap,
+            main_cap: capacity - small_cap,
+            ghost_cap: capacity * 9 / 10,
+            small: VecDeque::new(),
+            main: VecDeque::new(),
+            ghost: VecDeque::new(),
+            has_evicted: false,
+        }
+    }
+
+    fn evict(&mut self) {
+        self.has_evicted = true;
+        if self.main.len() > self.main_cap || self.small.is_empty() {
+            while let Some((x, f)) = self.main.pop_front() {
+                if f == 0 {
+                    return;
+                }
+                self.main.push_back((x, f.min(3) - 1));
+            }
+        } else {
+            while let Some((x, f)) = self.small.pop_front() {
+                if f >= 2 {
+                    self.main.push_back((x, 0));
+                } else {
+                    if self.ghost_cap > 0 {
+                        if self.ghost.len() >= self.ghost_cap {
+                            self.ghost.pop_front();
+                        }
+                        self.ghost.push_back(x);
+                    }
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Accesses `x`; whether it hit.
+    pub fn access(&mut self, x: u64) -> bool {
+        for q in [&mut self.small, &mut self.main] {
+            if let Some(e) = q.iter_mut().find(|e| e.0 == x) {
+                e.1 = e.1.saturating_add(1);
+                return true;
+            }
+        }
+        let ghost = match self.ghost.iter().position(|&g| g == x) {
+            Some(i) => {
+                self.ghost.remove(i);
+                true
+            }
+            None => false,
+        };
+        if !ghost && self.small_cap <= 1 {
+            return false;
+        }
+        while self.small.len() + self.main.len() >= self.small_cap + self.main_cap {
+            self.evict();
+        }
+        if ghost || (!self.has_evicted && self.small.len() >= self.small_cap) {
+            self.main.push_back((x, 0));
+        } else {
+            self.small.push_back((x, 0));
+        }
+        false
+    }
+}

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use proptest::prelude::*;
 
-use super::test_utils::{NaiveArc, NaiveClockCache, NaiveFifoCache, NaiveLruCache};
+use super::test_utils::{NaiveArc, NaiveClockCache, NaiveFifoCache, NaiveLruCache, NaiveS3Fifo};
 use super::*;
 use crate::collector::inverse_bitmap::increment;
 
@@ -275,6 +275,17 @@ proptest! {
         prop_assert_eq!(run_as_cache(build("fifo"), cap, &trace), trace.iter().map(|&x| fifo.access(x, 1)).collect::<Vec<_>>());
     }
 
+    /// S3-FIFO gives the hits of a plain model of the paper's algorithm (with libCacheSim's
+    /// rules), at sizes whose small queue holds at least two objects.
+    #[test]
+    fn s3fifo_matches_reference(seed in any::<u64>(), cap in 20usize..60, universe in 2u64..200) {
+        let trace = skewed_trace(seed, 3000, universe);
+        let ours = run_as_cache(AnyCollector::S3Fifo(s3fifo::S3Fifo::new(cap as u64, 0.1, 0.9, 2)), cap, &trace);
+        let mut reference = NaiveS3Fifo::new(cap);
+        let theirs: Vec<bool> = trace.iter().map(|&x| reference.access(x)).collect();
+        prop_assert_eq!(ours, theirs);
+    }
+
     /// WSClock with a window of zero time behaves exactly like CLOCK (every unreferenced object
     /// is old enough).
     #[test]
@@ -302,7 +313,7 @@ fn wsclock_spares_the_working_set() {
 #[test]
 fn registry_lists_every_collector_once() {
     let names: Vec<_> = COLLECTORS.iter().map(|c| c.name).collect();
-    for expected in ["lru", "lfu", "arc", "fifo", "clock", "wsclock", "inverse-bitmap"] {
+    for expected in ["lru", "lfu", "arc", "fifo", "clock", "wsclock", "inverse-bitmap", "s3fifo"] {
         assert_eq!(names.iter().filter(|n| **n == expected).count(), 1, "{expected}");
     }
     let e = collector_info("lruu").err().unwrap().to_string();
@@ -380,6 +391,14 @@ fn cold_walks_follow_eviction_order() {
             assert_eq!(walk(&c, 1), vec![0, 2, 3], "T1");
         }
     }
+    // S3-FIFO: the main queue (entered by objects hit twice in the small one), then the small.
+    let mut c = build("s3fifo");
+    for i in 0..4u32 {
+        c.insert(Slot(i), ObjectId(u64::from(i)), Tier::Fast, 1, &Touch::at(u64::from(i)));
+    }
+    assert_eq!(c.cold_lists(), 2);
+    assert_eq!(walk(&c, 1), vec![0, 1, 2, 3], "small queue, oldest first");
+    assert_eq!(walk(&c, 0), Vec::<u32>::new());
     assert_eq!(build("lfu").cold_lists(), 0);
     assert_eq!(build("lfu").walk_cold(0, None), None);
 }
