@@ -172,11 +172,19 @@ def trace_stat(
     objects: str = "blocks:4KiB",
     format: str | None = None,
     skip_bad_lines: bool = False,
+    analysis: bool = True,
     progress: ProgressArg = None,
 ) -> dict[str, Any]:
     """A trace's statistics (``tierwise trace stat --json``): requests, reads, footprint,
-    duration, request-size histogram, alignment."""
-    job = {"trace": os.fspath(trace), "trace_options": _trace_options(format, skip_bad_lines), "objects": objects}
+    duration, request-size histogram, alignment and, unless ``analysis=False``
+    (``--brief``), ``"analysis"``: popularity (rank-frequency, top shares, Zipf exponent),
+    reuse-time and stack-distance histograms, the op × size mix and the per-volume breakdown."""
+    job = {
+        "trace": os.fspath(trace),
+        "trace_options": _trace_options(format, skip_bad_lines),
+        "objects": objects,
+        "analysis": analysis,
+    }
     with records_bar(progress, f"reading {Path(trace).name}") as cb:
         out = json.loads(_native.trace_stat(json.dumps(job), cb))
     stats: dict[str, Any] = out["stats"]

@@ -369,6 +369,10 @@ pub(crate) enum TraceCommand {
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
+        /// Only the one-pass statistics: no popularity, reuse distances, op × size mix or
+        /// per-volume breakdown (those read the trace twice more).
+        #[arg(long)]
+        brief: bool,
     },
     /// Write a trace as libCacheSim oracleGeneral binary (one record per object access).
     Convert {

@@ -107,6 +107,36 @@ fn trace_stat_matches_provenance() {
     assert!(s.contains("duration       127.2"), "{s}");
     assert!(s.contains("request offsets mod 4KiB") && s.contains("92.9%"), "aligned to LBA 0: {s}");
     assert!(!s.contains("anchored"), "{s}");
+    // The analysis: popularity, reuse time, stack distance, op × size; `--brief` leaves it out.
+    for part in ["popularity", "Zipf exponent", "reuse time", "stack distance", "op x size", "accessed once"] {
+        assert!(s.contains(part), "{part}: {s}");
+    }
+    let brief = ok(&["trace", "stat", "--brief", &trace("msr_hm_0.excerpt1000.csv")]);
+    assert!(brief.contains("1917 objects") && !brief.contains("stack distance"), "{brief}");
+}
+
+/// A merged multi-tenant trace: `trace stat --json` breaks it down per volume.
+#[test]
+fn trace_stat_breaks_a_multi_volume_trace_down() {
+    let out = tempfile::tempdir().unwrap();
+    let merged = out.path().join("m.spc").display().to_string();
+    ok(&[
+        "trace",
+        "merge",
+        &trace("msr_hm_0.excerpt1000.csv"),
+        &trace("systor17_vdi.sample1000.csv.gz"),
+        "-o",
+        &merged,
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&ok(&["trace", "stat", "--json", &merged])).unwrap();
+    let vols = v["analysis"]["per_volume"].as_array().unwrap();
+    assert_eq!(vols.len(), 2);
+    assert_eq!(vols[0]["requests"], 1000);
+    assert_eq!(vols[0]["objects"], 1917, "the MSR excerpt's pages, as on its own");
+    let total: u64 = vols.iter().map(|x| x["objects"].as_u64().unwrap()).sum();
+    assert_eq!(total, v["objects"].as_u64().unwrap());
+    let s = ok(&["trace", "stat", &merged]);
+    assert!(s.contains("volumes        2 (busiest 16)"), "{s}");
 }
 
 /// The CloudPhysics sample has 80 % of its requests at byte 3584 mod 4096 (a partition at
@@ -489,6 +519,12 @@ fn report_writes_one_self_contained_page_and_names_a_bad_input() {
     assert!(page.contains("<title>A &lt;test&gt;</title>") && !page.contains("<script"));
     assert!(page.contains("Comparison — msr_hm_0.excerpt1000.csv") && page.contains("Miss-ratio curve — systor17"));
     assert!(page.matches("<svg").count() >= 3 && page.contains("data:text/csv;base64,"));
+    // Each trace the results name gets its analysis: reuse distances, popularity, op × size.
+    for t in ["Trace — msr_hm_0.excerpt1000.csv", "Trace — systor17_vdi.sample1000.csv.gz"] {
+        assert!(page.contains(t), "{t}");
+    }
+    assert_eq!(page.matches("Reuse distance").count(), 2);
+    assert!(page.contains("Rank-frequency plot") && page.contains("Requests by operation and size"));
     // A file that is not a tierwise result is named, and nothing is written.
     let other = out.path().join("other.json");
     std::fs::write(&other, "{\"x\": 1}").unwrap();

@@ -2,6 +2,7 @@
 //! side-by-side comparison and miss-ratio curves.
 
 pub mod alignment;
+pub mod analysis;
 pub mod compare;
 /// The device models (their own crate, which the mount's emulation uses too).
 pub use tierwise_devices as device;

@@ -45,6 +45,9 @@ pub struct TraceStats {
     /// Request offsets modulo the block size (block traces in block mode).
     #[serde(default)]
     pub alignment: Option<Alignment>,
+    /// Popularity, reuse distances, op × size mix and volumes, when asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub analysis: Option<crate::analysis::TraceAnalysis>,
 }
 
 impl TraceStats {

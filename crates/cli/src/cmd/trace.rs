@@ -17,9 +17,13 @@ pub(crate) fn cmd_trace(t: TraceCommand, bars: &Bars) -> Result<()> {
         TraceCommand::GenFiles { workload, output, scale, seed, iterations } => {
             gen_files(&workload, scale, seed, iterations, &output)
         }
-        TraceCommand::Stat { trace, trace_opts, objects, json } => {
-            let job =
-                tierwise_sim::jobs::StatJob { trace: trace.clone(), trace_options: trace_opts.job_options(), objects };
+        TraceCommand::Stat { trace, trace_opts, objects, json, brief } => {
+            let job = tierwise_sim::jobs::StatJob {
+                trace: trace.clone(),
+                trace_options: trace_opts.job_options(),
+                objects,
+                analysis: !brief,
+            };
             let mut spinner = Spinner::new(bars, "reading");
             let (s, anchor_note) = tierwise_sim::jobs::run_stat(&job, &mut spinner)?;
             spinner.done();
@@ -63,6 +67,9 @@ pub(crate) fn cmd_trace(t: TraceCommand, bars: &Bars) -> Result<()> {
             if let Some(a) = &s.alignment {
                 print_alignment(a);
             }
+            if let Some(a) = &s.analysis {
+                print_analysis(a);
+            }
             if let Some(note) = anchor_note {
                 println!("note: {note}");
             }
@@ -97,6 +104,72 @@ pub(crate) fn cmd_trace(t: TraceCommand, bars: &Bars) -> Result<()> {
                 output.display()
             );
             Ok(())
+        }
+    }
+}
+
+fn bars(rows: &[(String, u64)]) {
+    let max = rows.iter().map(|x| x.1).max().unwrap_or(1).max(1);
+    for (label, count) in rows {
+        let bar = "#".repeat(((*count as f64 / max as f64) * 40.0).ceil() as usize);
+        println!("  {label:>12}  {count:>10}  {bar}");
+    }
+}
+
+fn pct(part: u64, whole: u64) -> f64 {
+    if whole == 0 { 0.0 } else { part as f64 * 100.0 / whole as f64 }
+}
+
+fn print_analysis(a: &tierwise_sim::analysis::TraceAnalysis) {
+    use tierwise_core::Bytes;
+    let p = &a.popularity;
+    println!(
+        "accesses       {} object accesses ({}), {} objects, {} accessed once ({:.1}%)",
+        a.accesses,
+        a.object_mode,
+        a.first_accesses,
+        p.one_hit_objects,
+        pct(p.one_hit_objects, a.first_accesses)
+    );
+    let tops: Vec<String> =
+        p.top_shares.iter().map(|(f, s)| format!("top {}%: {:.1}%", f * 100.0, s * 100.0)).collect();
+    println!("popularity     share of accesses to the most popular objects: {}", tops.join(", "));
+    if let Some(alpha) = p.zipf_alpha {
+        println!("               Zipf exponent {alpha:.2} (log-log fit of accesses against rank)");
+    }
+    println!(
+        "reuse time     accesses since the object's previous access ({} first accesses not shown)",
+        a.first_accesses
+    );
+    bars(&a.reuse_time.iter().map(|(u, c)| (format!("<= {u}"), *c)).collect::<Vec<_>>());
+    println!("stack distance distinct objects since the object's previous access (LRU hits at that size)");
+    bars(&a.stack_distance.iter().map(|(u, c)| (format!("<= {u}"), *c)).collect::<Vec<_>>());
+    println!("op x size      {:>12}  {:>10}  {:>10}", "size", "reads", "writes");
+    for m in &a.op_size_mix {
+        println!("               {:>12}  {:>10}  {:>10}", format!("<= {}", Bytes(m.upper_bytes)), m.reads, m.writes);
+    }
+    if a.per_volume.len() > 1 {
+        let mut v = a.per_volume.clone();
+        v.sort_by(|x, y| y.requests.cmp(&x.requests));
+        println!(
+            "volumes        {} (busiest 16)  {:>10}  {:>7}  {:>10}  {:>10}  {:>10}",
+            a.per_volume.len(),
+            "requests",
+            "reads %",
+            "read",
+            "written",
+            "footprint"
+        );
+        for x in v.iter().take(16) {
+            println!(
+                "  volume {:>6}  {:>18}  {:>7.1}  {:>10}  {:>10}  {:>10}",
+                x.volume,
+                x.requests,
+                pct(x.reads, x.requests),
+                Bytes(x.read_bytes).to_string(),
+                Bytes(x.write_bytes).to_string(),
+                Bytes(x.footprint_bytes).to_string()
+            );
         }
     }
 }

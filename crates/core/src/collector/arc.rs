@@ -277,8 +277,7 @@ impl Collector for Arc {
     }
 
     fn memory_bytes(&self) -> usize {
-        self.nodes.capacity() * std::mem::size_of::<ArcState>()
-            + self.ghosts.memory_bytes()
+        self.nodes.capacity() * std::mem::size_of::<ArcState>() + self.ghosts.memory_bytes()
     }
 }
 

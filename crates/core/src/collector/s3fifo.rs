@@ -81,7 +81,11 @@ impl CollectorBuild for S3Fifo {
     const VERSION: u32 = 1;
     const HELP: &'static str = "S3-FIFO: small FIFO, main FIFO with 2-bit CLOCK, ghost FIFO (SOSP'23, as libCacheSim)";
     const PARAMS: &'static [ParamSpec] = &[
-        ParamSpec { name: "small-size-ratio", default: "0.1", help: "share of the fast tier for the small queue (0.01..=0.99)" },
+        ParamSpec {
+            name: "small-size-ratio",
+            default: "0.1",
+            help: "share of the fast tier for the small queue (0.01..=0.99)",
+        },
         ParamSpec {
             name: "ghost-size-ratio",
             default: "0.9",

@@ -4,6 +4,7 @@
 
 mod replicates;
 mod sections;
+mod traces;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -313,6 +314,9 @@ pub fn render(inputs: &[(PathBuf, ResultFile)], title: &str) -> String {
     };
     let (prov_id, prov) = ("provenance".to_string(), sections::provenance(inputs));
     section(prov_id, "Provenance".into(), prov);
+    for (j, (name, html)) in traces::analyses(inputs).into_iter().enumerate() {
+        section(format!("trace{j}"), format!("Trace — {name}"), html);
+    }
     for (i, (path, r)) in inputs.iter().enumerate() {
         let file = path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
         match r {

@@ -17,7 +17,7 @@ pub fn trace_name(path: &str) -> String {
     Path::new(path).file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_else(|| path.to_string())
 }
 
-fn figure(spec: &ChartSpec, caption: &str) -> String {
+pub(super) fn figure(spec: &ChartSpec, caption: &str) -> String {
     match svg(spec) {
         Ok(s) => format!("<figure>{s}<figcaption class=\"meta\">{}</figcaption></figure>", esc(caption)),
         Err(e) => format!("<p class=\"meta\">chart not drawn: {}</p>", esc(&e)),
@@ -34,23 +34,8 @@ fn f(v: f64, digits: usize) -> String {
 
 /// Every trace the results name: its statistics when the file is here.
 fn traces_table(inputs: &[(PathBuf, ResultFile)]) -> String {
-    let mut traces: Vec<(String, String)> = Vec::new();
-    let mut add = |t: &str, fmt: &str| {
-        if !t.is_empty() && !traces.iter().any(|x| x.0 == t) {
-            traces.push((t.to_string(), fmt.to_string()));
-        }
-    };
-    for (_, r) in inputs {
-        match r {
-            ResultFile::Compare(c) => add(&c.trace, c.rows.first().map_or("", |r| r.report.format.as_str())),
-            ResultFile::Mrc(m) => add(&m.trace, ""),
-            ResultFile::Sim(s) => add(&s.trace, &s.format),
-            ResultFile::Sweep(s) => s.rows.iter().for_each(|r| add(&r.trace, &r.report.format)),
-            ResultFile::Reproduce(_) => {}
-        }
-    }
     let mut rows = Vec::new();
-    for (t, fmt) in &traces {
+    for (t, fmt) in &super::traces::named_traces(inputs) {
         let p = Path::new(t);
         let stats = std::fs::metadata(p).ok().filter(|m| m.len() < 512 << 20).and_then(|_| {
             let mut tr = crate::trace::open_trace(p, &crate::trace::OpenOptions::default()).ok()?;

@@ -559,6 +559,14 @@ pub struct StatJob {
     /// How requests become objects.
     #[serde(default = "default_objects")]
     pub objects: String,
+    /// Also the analysis (popularity, reuse distances, op × size mix, volumes): two more
+    /// passes over the trace.
+    #[serde(default = "default_analysis")]
+    pub analysis: bool,
+}
+
+fn default_analysis() -> bool {
+    true
 }
 
 /// Runs a trace-stat job: the statistics, and what anchoring decided if anything.
@@ -567,7 +575,11 @@ pub fn run_stat(job: &StatJob, progress: &mut dyn Progress) -> Result<(TraceStat
     let mode = ObjectMode::parse(&job.objects).map_err(|e| input("objects", e))?;
     let (mode, note) = crate::alignment::resolve_anchor_of(&job.trace, &open, mode)?;
     let mut t = open_trace(&job.trace, &open)?;
-    Ok((crate::stat::trace_stats(&mut t, mode, progress)?, note))
+    let mut stats = crate::stat::trace_stats(&mut t, mode, progress)?;
+    if job.analysis {
+        stats.analysis = Some(crate::analysis::analyse(|| open_trace(&job.trace, &open), mode, progress)?);
+    }
+    Ok((stats, note))
 }
 
 /// `tierwise reproduce`.

@@ -116,7 +116,9 @@ pub fn run_mrc(job: &MrcJob, progress: &mut dyn Progress) -> Result<MrcOutcome, 
         )
         .map_err(|e| match e {
             crate::mrc_sampled::CurveRunError::Trace(t) => JobError::from(t),
-            crate::mrc_sampled::CurveRunError::Sim(m) | crate::mrc_sampled::CurveRunError::TooSmall(m) => JobError::Input(m),
+            crate::mrc_sampled::CurveRunError::Sim(m) | crate::mrc_sampled::CurveRunError::TooSmall(m) => {
+                JobError::Input(m)
+            }
         })
     };
     let mut mrc = curve(job.sample, progress)?;

@@ -121,12 +121,36 @@ pub fn axis_format(lo: f64, hi: f64, log: bool) -> impl Fn(f64) -> String {
     } else {
         F::Scaled(1.0, "", decimals(step))
     };
+    // A log axis of up to three decades gets ticks at every 1..9 × 10^k (`log_ticks`) and
+    // labels at 1, 2 and 5 × 10^k: a reader can place a point between decades.
+    let between = log && lo > 0.0 && hi > lo && (hi / lo).log10() <= 3.5;
     move |v: f64| match f {
+        _ if between && !is_125(v) => String::new(),
         F::Exp if v == 0.0 => "0".into(),
         F::Exp => format!("{v:.0e}"),
         F::Short => short(v),
         F::Scaled(scale, unit, d) => format!("{:.d$}{unit}", v / scale),
     }
+}
+
+/// Whether `v` is 1, 2 or 5 times a power of ten.
+fn is_125(v: f64) -> bool {
+    if !(v > 0.0 && v.is_finite()) {
+        return false;
+    }
+    let m = v / 10f64.powf(v.log10().floor());
+    [1.0, 2.0, 5.0, 10.0].iter().any(|t| (m - t).abs() < 1e-6 * t)
+}
+
+/// How many key points to ask plotters for on an axis from `lo` to `hi`: on a log axis of up to
+/// three decades, enough for a tick at every 1..9 × 10^k (plotters adds those only when asked
+/// for ten per decade); otherwise `linear`.
+pub fn log_ticks(lo: f64, hi: f64, log: bool, linear: usize) -> usize {
+    if !(log && lo > 0.0 && hi > lo) {
+        return linear;
+    }
+    let decades = (hi / lo).log10();
+    if decades > 3.5 { linear } else { 10 * (decades.floor().max(1.0) as usize) + 1 }
 }
 
 fn trim(s: String) -> String {
@@ -252,7 +276,7 @@ fn mesh_style<'a, X, Y, DB>(
     chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
     x_label: &str,
     y_label: &str,
-    x_labels: usize,
+    (x_labels, y_labels): (usize, usize),
     formats: (&dyn Fn(f64) -> String, &dyn Fn(f64) -> String),
 ) -> Result<(), String>
 where
@@ -264,10 +288,18 @@ where
     if x_labels == 0 {
         mesh.disable_x_mesh();
     }
+    // An axis ticked at every 1..9 × 10^k (`log_ticks`) has its grid already; plotters' light
+    // lines between those would crowd into a band.
+    if x_labels > 10 {
+        mesh.x_max_light_lines(0);
+    }
+    if y_labels > 10 {
+        mesh.y_max_light_lines(0);
+    }
     mesh.x_desc(x_label)
         .y_desc(y_label)
         .x_labels(x_labels)
-        .y_labels(8)
+        .y_labels(y_labels)
         .x_label_formatter(&|v| formats.0(*v))
         .y_label_formatter(&|v| formats.1(*v))
         .label_style(("sans-serif", 14))
@@ -304,7 +336,8 @@ fn line<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, spec: &LineChart) -> 
         ($chart:expr) => {{
             let mut chart = $chart.map_err(|e| e.to_string())?;
             let (xf, yf) = (axis_format(x0, x1, log_x), axis_format(y0, y1, log_y));
-            mesh_style(&mut chart, &spec.x_label, &spec.y_label, if log_x { 5 } else { 10 }, (&xf, &yf))?;
+            let ticks = (log_ticks(x0, x1, log_x, if log_x { 5 } else { 10 }), log_ticks(y0, y1, log_y, 8));
+            mesh_style(&mut chart, &spec.x_label, &spec.y_label, ticks, (&xf, &yf))?;
             for (i, s) in spec.series.iter().enumerate() {
                 let c = colour(i);
                 let pts: Vec<(f64, f64)> =
@@ -346,7 +379,7 @@ fn bars<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, spec: &BarChart) -> R
         ($chart:expr) => {{
             let mut chart = $chart.map_err(|e| e.to_string())?;
             let yf = axis_format(y0, y1, log_y);
-            mesh_style(&mut chart, &spec.x_label, &spec.y_label, 0, (&short, &yf))?;
+            mesh_style(&mut chart, &spec.x_label, &spec.y_label, (0, log_ticks(y0, y1, log_y, 8)), (&short, &yf))?;
             let width = 0.8 / n;
             for (i, (_, vals)) in spec.series.iter().enumerate() {
                 let c = colour(i);

@@ -239,6 +239,32 @@ mod tests {
         assert_eq!([f(600.0), f(1900.0)], ["600", "1900"]);
     }
 
+    /// A log axis of a few decades is labelled at 1, 2 and 5 × 10^k and ticked at every
+    /// 1..9 × 10^k (in the SVG); a wide one at its decades only.
+    #[test]
+    fn short_log_axes_are_labelled_between_decades() {
+        let f = axis_format(0.5, 80.0, true);
+        assert_eq!([f(1.0), f(2.0), f(3.0), f(5.0), f(7.0), f(20.0), f(50.0)], ["1", "2", "", "5", "", "20", "50"]);
+        assert_eq!(draw::log_ticks(0.5, 80.0, true, 8), 21);
+        assert_eq!(draw::log_ticks(1.0, 1e6, true, 8), 8, "six decades: decades only");
+        assert_eq!(draw::log_ticks(0.0, 80.0, false, 8), 8);
+        let spec = ChartSpec::Line(LineChart {
+            title: "t".into(),
+            x_label: "x".into(),
+            y_label: "y".into(),
+            series: vec![Series { label: "s".into(), points: vec![(1.0, 1.0), (10.0, 40.0), (40.0, 3.0)] }],
+            log_x: true,
+            log_y: Some(true),
+        });
+        let svg = svg(&spec).unwrap();
+        let texts: Vec<&str> =
+            svg.split("<text").skip(1).filter_map(|t| t.split_once('>')?.1.split('<').next()).map(str::trim).collect();
+        for label in ["1", "2", "5", "10", "20"] {
+            assert!(texts.contains(&label), "no tick label {label}: {texts:?}");
+        }
+        assert!(!texts.contains(&"3") && !texts.contains(&"30"), "only 1, 2 and 5 are labelled: {texts:?}");
+    }
+
     #[test]
     fn legend_labels_wrap_and_are_never_cut() {
         let spec = "cache:mode=write-back,collector=arc,dirty-high=20%,max-writebacks=64";
