@@ -55,6 +55,10 @@ def sim(
 ) -> Any:
     """One architecture at one SSD size (``tierwise sim``); a one-row DataFrame.
 
+    ``measure_from``: the warm-up (``--measure-from``). Block traces: ``"auto"`` (none), a
+    request index or a share such as ``"20%"``; file traces: ``"auto"`` (after the setup
+    phase) or an operation index.
+
     ``model`` takes the CLI's model options by their long names with ``_`` for ``-``:
     ``objects``, ``timing``, ``hdd``, ``ssd_model``, ``ram``, ``devices``, ``hdd_queue``,
     ``spin_down``, ``read_weight``, ``flush``, ``max_requests``, ``max_time``, ``check_every``.

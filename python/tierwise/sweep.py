@@ -156,6 +156,7 @@ def expand(
     replicates: int = 1,
     seed: int = 1,
     workdir: str | os.PathLike[str] | None = None,
+    measure_from: str = "auto",
 ) -> list[Job]:
     """The cross product as jobs, every one checked before any runs. A knob is applied to the
     architectures that have it; a knob no architecture has, an unknown architecture, option or
@@ -211,6 +212,7 @@ def expand(
                 "ssd": size,
                 "trace_options": trace_options,
                 "model": model,
+                "measure_from": str(measure_from),
             }
             try:
                 _native.check_sim(json.dumps(job))
@@ -489,6 +491,7 @@ def sweep(
     replicates: int = 1,
     seed: int = 1,
     confidence: float = 0.95,
+    measure_from: str = "auto",
 ) -> pd.DataFrame:
     """Runs the cross product of ``traces × archs × ssd × knobs`` and returns one row per job
     (the columns of :func:`tierwise.sim` plus key, trace_file, spec, knobs).
@@ -498,7 +501,9 @@ def sweep(
     ``out``: ``jobs/KEY.parquet`` per job, ``results.parquet`` and ``sweep.json`` (for
     ``tierwise report``) at the end. ``max_jobs`` stops after that many new jobs (the rest run
     on the next call). ``ship_traces`` sends each trace's bytes to the workers instead of
-    assuming a shared path.
+    assuming a shared path. ``measure_from`` is ``tierwise sim --measure-from``'s warm-up: for
+    block traces a request index or a share such as ``"20%"``; for file traces ``auto`` (after
+    the setup phase) or an operation index.
 
     A synthetic workload among ``traces`` (``zipf:requests=…,objects=…,alpha=…``, `tierwise trace
     gen`'s parameters) runs ``replicates`` times with seeds ``seed``, ``seed + 1``, …; with more
@@ -516,7 +521,7 @@ def sweep(
         # guarded, and would start workers of its own.
         raise SweepError(GUARD_HINT)
     outp = Path(out)
-    jobs = expand(traces, archs, ssd, knobs, model, trace_options, replicates, seed, outp)
+    jobs = expand(traces, archs, ssd, knobs, model, trace_options, replicates, seed, outp, measure_from)
     _check_out(outp)
     todo = [j for j in jobs if not _job_file(outp, j.key).exists()]
     stats = SweepStats(jobs=len(jobs), cached=len(jobs) - len(todo))
@@ -584,6 +589,7 @@ def sweep(
         "model": dict(model or {}),
         "replicates": replicates,
         "seed": seed,
+        "measure_from": str(measure_from),
     }
     summary_table = summarize(df, confidence=confidence) if replicates > 1 and not df.empty else None
     if not df.empty:
@@ -612,7 +618,7 @@ def load_sweep_file(path: str | os.PathLike[str]) -> dict[str, Any]:
         doc = tomllib.loads(p.read_text())
     except (OSError, tomllib.TOMLDecodeError) as e:
         raise _native.SpecError(f"{p}: {e}") from None
-    allowed = {"traces", "archs", "ssd", "knobs", "model", "trace_options", "run", "replicates", "seed"}
+    allowed = {"traces", "archs", "ssd", "knobs", "model", "trace_options", "run", "replicates", "seed", "measure_from"}
     for k in doc:
         if k not in allowed:
             raise _native.SpecError(f"{p}: unknown key `{k}`: expected one of {', '.join(sorted(allowed))}")
@@ -635,6 +641,7 @@ def load_sweep_file(path: str | os.PathLike[str]) -> dict[str, Any]:
         "trace_options": doc.get("trace_options", {}),
         "replicates": doc.get("replicates", 1),
         "seed": doc.get("seed", 1),
+        "measure_from": str(doc.get("measure_from", "auto")),
         "out": os.fspath(base / out) if not Path(out).is_absolute() else out,
         "workers": run.get("workers"),
         "scheduler": run.get("scheduler"),

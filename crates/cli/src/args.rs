@@ -217,9 +217,11 @@ pub(crate) struct SimArgs {
     /// File traces: directories are not objects (no lookups or entry updates reach the engine).
     #[arg(long)]
     pub(crate) no_dirs: bool,
-    /// File traces: where measuring starts, `auto` (after the setup phase of leading mkdir,
-    /// create and write operations, as Filebench and Postmark report) or an operation index
-    /// (0: everything). `tierwise replay` uses the same rule.
+    /// Where measuring starts; what comes before warms the cache up and is not counted. File
+    /// traces: `auto` (after the setup phase of leading mkdir, create and write operations, as
+    /// Filebench and Postmark report) or an operation index (0: everything); `tierwise replay`
+    /// uses the same rule. Block traces: `auto` (everything), a request index or a share of the
+    /// requests (`20%`).
     #[arg(long, default_value = "auto")]
     pub(crate) measure_from: String,
 }

@@ -236,13 +236,19 @@ impl Device {
                 st.standby_ns += tail.0 - timeout.0;
             }
         }
+        st.energy_j = self.energy_j(&st);
+        st
+    }
+
+    /// The energy of a stretch with these counters: busy, standby and spin-up time as counted,
+    /// the rest of `elapsed_ns` idle.
+    pub fn energy_j(&self, st: &DeviceStats) -> f64 {
         let secs = |ns: u64| ns as f64 / 1e9;
         let idle_ns = st.elapsed_ns.saturating_sub(st.busy_ns + st.standby_ns + st.spin_up_ns);
-        st.energy_j = secs(st.busy_ns) * self.power.active_w
+        secs(st.busy_ns) * self.power.active_w
             + secs(idle_ns) * self.power.idle_w
             + secs(st.standby_ns) * self.power.standby_w
-            + secs(st.spin_up_ns) * self.power.spin_up_w;
-        st
+            + secs(st.spin_up_ns) * self.power.spin_up_w
     }
 
     /// Statistics so far (energy not yet computed).

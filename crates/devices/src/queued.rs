@@ -83,6 +83,11 @@ impl QueuedDisk {
         self.device.stats()
     }
 
+    /// Requests merged by the queue so far.
+    pub fn merged(&self) -> u64 {
+        self.queue.merged()
+    }
+
     /// Final counters at `end`, with the requests merged by the queue.
     pub fn finish(&mut self, end: Nanos) -> DeviceStats {
         let mut s = self.device.finish(end);

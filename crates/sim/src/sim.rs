@@ -104,6 +104,10 @@ pub struct SimConfig {
     pub flush_at_end: bool,
     /// Stop after this many requests.
     pub max_requests: Option<u64>,
+    /// Requests before this index warm the cache up and are not measured: counts, hit ratios,
+    /// latencies, device I/O and the run's duration start at it (0: everything measured).
+    /// Energy, power and endurance stay whole-run, as in the file simulator.
+    pub measure_from: u64,
     /// Timed runs: admit no request that would arrive after this much simulated time.
     pub max_time: Option<Nanos>,
     /// Check the engine's invariants every this many requests (0: never).
@@ -137,6 +141,7 @@ impl SimConfig {
             read_weight: 0.1,
             flush_at_end: false,
             max_requests: None,
+            measure_from: 0,
             max_time: None,
             check_every: 0,
             hdd_queue: QueueConfig::default(),
@@ -320,7 +325,6 @@ pub fn simulate(trace: &mut Trace, cfg: &SimConfig, progress: &mut dyn Progress)
     report.ssd_bytes = cfg.ssd_bytes;
     report.footprint_bytes = cfg.footprint_bytes;
     report.skipped_lines = trace.skipped().0;
-    report.engine = engine.stats().clone();
     report.arch_counters = engine.arch_counters().into_iter().map(|(k, v)| (k.to_string(), v)).collect();
     let usage = engine.usage();
     report.objects_tracked = usage.objects as u64;
@@ -329,8 +333,9 @@ pub fn simulate(trace: &mut Trace, cfg: &SimConfig, progress: &mut dyn Progress)
     Ok(report)
 }
 
-pub(crate) fn fill_counts(report: &mut SimReport, t: &Tally, engine: &Engine<ManualClock>) {
-    let st = engine.stats();
+/// Counts of the measured requests; `st`: the engine's counters over the same window.
+pub(crate) fn fill_counts(report: &mut SimReport, t: &Tally, st: &tierwise_core::EngineStats) {
+    report.engine = st.clone();
     report.requests = t.requests;
     report.reads = t.reads;
     report.writes = t.writes;
@@ -384,13 +389,14 @@ fn run_untimed(
     let has_time = trace.info().has_time;
     let timers = engine.next_deadline().is_some();
     let mut first_time: Option<u64> = None;
+    let (mut seen, mut base) = (0u64, tierwise_core::EngineStats::default());
     trace.for_each_ahead(limit, (8, 24), |rec, near, far| -> Result<(), SimError> {
         if timers {
             let now = if has_time {
                 let t0 = *first_time.get_or_insert(rec.time_ns);
                 Nanos(rec.time_ns.saturating_sub(t0)).max(clock.now())
             } else {
-                Nanos(UNTIMED_STEP.0.saturating_mul(tally.requests))
+                Nanos(UNTIMED_STEP.0.saturating_mul(seen))
             };
             while let Some(d) = engine.next_deadline().filter(|&d| d <= now) {
                 clock.set(d.max(clock.now()));
@@ -402,6 +408,12 @@ fn run_untimed(
             }
             clock.set(now);
         }
+        if seen == cfg.measure_from && seen > 0 {
+            // The warm-up ends (with the timers due before this request): measure from here.
+            tally = Tally::default();
+            base = engine.stats().clone();
+        }
+        seen += 1;
         if let Some(a) = far {
             engine.prefetch(mapper.first_object(a), false);
         }
@@ -427,11 +439,11 @@ fn run_untimed(
         if !engine.pending_work().is_empty() {
             settle_instantly(engine, &mut buf)?;
         }
-        if cfg.check_every > 0 && tally.requests % cfg.check_every == 0 {
-            engine.check_invariants().map_err(|message| SimError::Invariant { request: tally.requests, message })?;
+        if cfg.check_every > 0 && seen.is_multiple_of(cfg.check_every) {
+            engine.check_invariants().map_err(|message| SimError::Invariant { request: seen, message })?;
         }
-        if tally.requests & 0xffff == 0 {
-            progress.update(tally.requests);
+        if seen & 0xffff == 0 {
+            progress.update(seen);
         }
         Ok(())
     })?;
@@ -439,10 +451,30 @@ fn run_untimed(
         engine.flush();
         settle_instantly(engine, &mut buf)?;
     }
-    progress.update(tally.requests);
+    progress.update(seen);
     let mut report = SimReport::default();
-    fill_counts(&mut report, &tally, engine);
+    fill_counts(&mut report, &tally, &crate::filesim::report::stats_since(engine.stats(), &base));
+    warm_up_note(&mut report, cfg, seen)?;
     Ok(report)
+}
+
+/// Says what the warm-up left out; an error when the trace was not longer than it.
+pub(crate) fn warm_up_note(report: &mut SimReport, cfg: &SimConfig, seen: u64) -> Result<(), SimError> {
+    if cfg.measure_from == 0 {
+        return Ok(());
+    }
+    if seen <= cfg.measure_from {
+        return Err(SimError::Unsupported(format!(
+            "--measure-from {}: the trace has {seen} requests{}, so all of them would be warm-up and nothing measured",
+            cfg.measure_from,
+            if cfg.max_requests.is_some() { " (--max-requests)" } else { "" }
+        )));
+    }
+    report.notes.push(format!(
+        "the first {} requests warmed the cache up and are not measured (--measure-from)",
+        cfg.measure_from
+    ));
+    Ok(())
 }
 
 /// GreenDM's limits.

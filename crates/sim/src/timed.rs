@@ -19,7 +19,7 @@ use tierwise_core::{
     Clock, Engine, LOGICAL_ADDR, Level, Levels, ManualClock, Nanos, Outcome, Priority, Served, Work, WorkKind,
 };
 
-use crate::device::{Class, DevOp, DiskEvent, Submitted, TierDevices};
+use crate::device::{Class, DevOp, DeviceStats, DiskEvent, Submitted, TierDevices};
 use crate::metrics::{Histogram, SimReport};
 use crate::objects::{Mapper, Piece};
 use crate::sim::{Progress, SimConfig, SimError, Tally, Timing, cost, endurance, fill_counts, hca};
@@ -54,10 +54,11 @@ struct Event {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Purpose {
     /// A foreground request that arrived then.
-    Request(Nanos),
+    /// Arrival, and whether it is measured (after the warm-up).
+    Request(Nanos, bool),
     /// A foreground request that arrived then, done on the devices and crossing the front end
     /// back to its client (`SimConfig::front_end`).
-    Replying(Nanos),
+    Replying(Nanos, bool),
     /// Batch `slot` is reading its sources.
     BatchRead(u32),
     /// Batch `slot` is writing its destinations.
@@ -116,6 +117,32 @@ pub(crate) struct Timed {
     /// `SimConfig::front_end`.
     front_end: Nanos,
     volumes: crate::layout::VolumeLayout,
+    /// While the cache warms up (`SimConfig::measure_from`): the request index measuring starts
+    /// at. Then `None`, and `measured` holds where it started.
+    warm_up: Option<u64>,
+    measured: Baseline,
+}
+
+/// A device's counters over the measured window of `window_ns` ending at the run's end.
+fn window_since(now: &DeviceStats, base: &DeviceStats, window_ns: u64) -> DeviceStats {
+    DeviceStats {
+        spin_downs: now.spin_downs.saturating_sub(base.spin_downs),
+        spin_ups: now.spin_ups.saturating_sub(base.spin_ups),
+        standby_ns: now.standby_ns.saturating_sub(base.standby_ns),
+        spin_up_ns: now.spin_up_ns.saturating_sub(base.spin_up_ns),
+        merged: now.merged.saturating_sub(base.merged),
+        elapsed_ns: now.elapsed_ns.min(window_ns),
+        ..crate::filesim::report::device_since(now, base)
+    }
+}
+
+/// What the measurement window subtracts: the state when the warm-up ended.
+#[derive(Clone, Debug, Default)]
+struct Baseline {
+    start: Nanos,
+    engine: tierwise_core::EngineStats,
+    hdd: DeviceStats,
+    ssd: DeviceStats,
 }
 
 pub(crate) fn class_of(p: Priority) -> Class {
@@ -157,6 +184,8 @@ impl Timed {
             deferred: std::collections::VecDeque::new(),
             front_end: cfg.front_end,
             volumes: cfg.volumes.clone(),
+            warm_up: (cfg.measure_from > 0).then_some(cfg.measure_from),
+            measured: Baseline::default(),
         })
     }
 
@@ -327,15 +356,17 @@ impl Timed {
         let purpose = w.purpose;
         self.waiters.free(waiter);
         match purpose {
-            Purpose::Request(arrival) if self.front_end > Nanos::ZERO => {
+            Purpose::Request(arrival, measured) if self.front_end > Nanos::ZERO => {
                 // The client sees the answer once it has crossed the front end; until then the
                 // request holds its place in a closed loop.
-                let w = self.new_waiter(Purpose::Replying(arrival));
+                let w = self.new_waiter(Purpose::Replying(arrival, measured));
                 self.waiters[w].outstanding = 1;
                 self.push_event(Nanos(time.0.saturating_add(self.front_end.0)), EventKind::IoDone, w);
             }
-            Purpose::Request(arrival) | Purpose::Replying(arrival) => {
-                self.hist.record(time.0.saturating_sub(arrival.0));
+            Purpose::Request(arrival, measured) | Purpose::Replying(arrival, measured) => {
+                if measured {
+                    self.hist.record(time.0.saturating_sub(arrival.0));
+                }
                 self.last_completion = self.last_completion.max(time);
                 self.in_flight -= 1;
             }
@@ -499,7 +530,7 @@ impl Timed {
         } else {
             tally.request_hits += 1;
         }
-        let waiter = self.new_waiter(Purpose::Request(now));
+        let waiter = self.new_waiter(Purpose::Request(now, self.warm_up.is_none()));
         self.in_flight += 1;
         for level in touched.iter() {
             let mut runs = std::mem::take(&mut self.runs);
@@ -558,6 +589,7 @@ impl Timed {
         let mut last_arrival = Nanos::ZERO;
         let time_limit = cfg.max_time.unwrap_or(Nanos(u64::MAX));
         let mapper = self.mapper;
+        let mut seen = 0u64;
         let replayed = trace.for_each_ahead(limit, (8, 24), |rec, near, far| -> Result<(), SimError> {
             if let Some(a) = far {
                 engine.prefetch(mapper.first_object(a), false);
@@ -582,15 +614,27 @@ impl Timed {
             }
             last_arrival = arrival;
             self.advance_to(engine, arrival)?;
+            if self.warm_up == Some(seen) {
+                // The warm-up ends: requests still in flight finish unmeasured, the devices keep
+                // their queues (no drain: a steady state has none), and everything counts from
+                // this arrival.
+                self.warm_up = None;
+                tally = Tally::default();
+                self.measured = Baseline {
+                    start: arrival,
+                    engine: engine.stats().clone(),
+                    hdd: DeviceStats { merged: self.dev.hdd.merged(), ..*self.dev.hdd.stats() },
+                    ssd: *self.dev.ssd.stats(),
+                };
+            }
+            seen += 1;
             tally.record(rec);
             self.request(engine, rec, arrival, &mut tally);
-            if cfg.check_every > 0 && tally.requests % cfg.check_every == 0 {
-                engine
-                    .check_invariants()
-                    .map_err(|message| SimError::Invariant { request: tally.requests, message })?;
+            if cfg.check_every > 0 && seen.is_multiple_of(cfg.check_every) {
+                engine.check_invariants().map_err(|message| SimError::Invariant { request: seen, message })?;
             }
-            if tally.requests & 0xffff == 0 {
-                progress.update(tally.requests);
+            if seen & 0xffff == 0 {
+                progress.update(seen);
             }
             Ok(())
         });
@@ -598,7 +642,7 @@ impl Timed {
             Ok(_) | Err(SimError::TimeLimitReached) => {}
             Err(e) => return Err(e),
         }
-        progress.update(tally.requests);
+        progress.update(seen);
         // Let requests and background work in flight finish (timers are not run past the last
         // request).
         self.drain(engine)?;
@@ -609,12 +653,22 @@ impl Timed {
             self.drain(engine)?;
         }
         let end = self.clock.now().max(self.last_completion);
-        let hdd = self.dev.hdd.finish(end);
-        let ssd = self.dev.ssd.finish(end);
+        let mut hdd = self.dev.hdd.finish(end);
+        let mut ssd = self.dev.ssd.finish(end);
+        if cfg.measure_from > 0 {
+            // Everything over the measured window: counters since its start, and the energy of
+            // the window's busy, standby and idle time.
+            let window = end.saturating_sub(self.measured.start).0;
+            hdd = window_since(&hdd, &self.measured.hdd, window);
+            hdd.energy_j = self.dev.hdd.device.energy_j(&hdd);
+            ssd = window_since(&ssd, &self.measured.ssd, window);
+            ssd.energy_j = self.dev.ssd.energy_j(&ssd);
+        }
         let mut report = SimReport::default();
-        fill_counts(&mut report, &tally, engine);
+        crate::sim::warm_up_note(&mut report, cfg, seen)?;
+        fill_counts(&mut report, &tally, &crate::filesim::report::stats_since(engine.stats(), &self.measured.engine));
         report.latency = self.hist.summary();
-        report.duration_s = self.last_completion.as_secs_f64();
+        report.duration_s = self.last_completion.saturating_sub(self.measured.start).as_secs_f64();
         if report.duration_s > 0.0 {
             report.iops = tally.requests as f64 / report.duration_s;
             report.mb_s = (tally.read_bytes + tally.write_bytes) as f64 / 1e6 / report.duration_s;

@@ -2,8 +2,6 @@
 //! brute force over a random multi-volume block trace with misaligned, multi-block requests;
 //! popularity and per-volume sums; and the bundled traces' accesses all accounted for.
 
-#![expect(clippy::unwrap_used, reason = "a failing setup should stop the test loudly")]
-
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::Arc;

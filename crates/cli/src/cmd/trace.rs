@@ -150,7 +150,7 @@ fn print_analysis(a: &tierwise_sim::analysis::TraceAnalysis) {
     }
     if a.per_volume.len() > 1 {
         let mut v = a.per_volume.clone();
-        v.sort_by(|x, y| y.requests.cmp(&x.requests));
+        v.sort_by_key(|x| std::cmp::Reverse(x.requests));
         println!(
             "volumes        {} (busiest 16)  {:>10}  {:>7}  {:>10}  {:>10}  {:>10}",
             a.per_volume.len(),

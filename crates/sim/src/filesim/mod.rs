@@ -39,7 +39,7 @@
 
 mod front_end;
 pub mod page_cache;
-mod report;
+pub(crate) mod report;
 mod timed;
 mod working_set;
 

@@ -95,7 +95,7 @@ impl FileSim {
 }
 
 /// Engine counters accumulated since `base`.
-fn stats_since(now: &EngineStats, base: &EngineStats) -> EngineStats {
+pub(crate) fn stats_since(now: &EngineStats, base: &EngineStats) -> EngineStats {
     let sub3 = |a: [u64; 3], b: [u64; 3]| std::array::from_fn(|i| a[i].saturating_sub(b[i]));
     let sub5 = |a: [u64; 5], b: [u64; 5]| std::array::from_fn(|i| a[i].saturating_sub(b[i]));
     EngineStats {
@@ -115,7 +115,7 @@ fn stats_since(now: &EngineStats, base: &EngineStats) -> EngineStats {
 }
 
 /// Device counters accumulated since `base` (energy and elapsed time stay whole-run).
-fn device_since(now: &DeviceStats, base: &DeviceStats) -> DeviceStats {
+pub(crate) fn device_since(now: &DeviceStats, base: &DeviceStats) -> DeviceStats {
     DeviceStats {
         reads: now.reads - base.reads,
         writes: now.writes - base.writes,

@@ -128,7 +128,7 @@ fn section(path: &str, a: &TraceAnalysis) -> String {
     o.push_str(&figure(&mix, "Request sizes in power-of-two buckets, reads and writes."));
     if a.per_volume.len() > 1 {
         let mut v = a.per_volume.clone();
-        v.sort_by(|x, y| y.requests.cmp(&x.requests));
+        v.sort_by_key(|x| std::cmp::Reverse(x.requests));
         let mut csv = String::from("volume,requests,reads,read_bytes,write_bytes,objects,footprint_bytes\n");
         let mut rows = Vec::new();
         for x in &v {

@@ -243,7 +243,9 @@ pub struct SimJob {
     /// File traces: directories are not objects.
     #[serde(default)]
     pub no_dirs: bool,
-    /// File traces: `auto` or an operation index where measuring starts.
+    /// Where measuring starts. File traces: `auto` (after the setup phase) or an operation
+    /// index. Block traces: `auto` (= 0, everything), a request index or a share of the
+    /// requests (`20%`); the requests before it warm the cache up.
     #[serde(default = "default_measure_from")]
     pub measure_from: String,
 }
@@ -316,11 +318,42 @@ pub fn run_sim(job: &SimJob, progress: &mut dyn Progress) -> Result<SimOutcome, 
         0
     };
     cfg.ssd_bytes = size.resolve(fp, mode.object_size().max(1));
+    cfg.measure_from = block_measure_from(&job.measure_from, || {
+        let mut t = open_trace(&job.trace, &open)?;
+        let mut n = 0u64;
+        t.for_each(cfg.max_requests.unwrap_or(u64::MAX), |_| -> Result<(), TraceError> {
+            n += 1;
+            Ok(())
+        })?;
+        Ok(n)
+    })?;
     let mut t = open_trace(&job.trace, &open)?;
     let mut r = simulate(&mut t, &cfg, progress)?;
     r.notes.extend(anchor_note);
     let size_fraction = if fp > 0 { cfg.ssd_bytes as f64 / fp as f64 } else { 0.0 };
     Ok(SimOutcome { report: r, size_label: size.label(), size_fraction })
+}
+
+/// The request index a block trace is measured from: `auto` (0), an index, or a share of the
+/// requests (`count` counts them, only then).
+fn block_measure_from(spec: &str, count: impl FnOnce() -> Result<u64, TraceError>) -> Result<u64, JobError> {
+    let bad = || {
+        JobError::Input(format!(
+            "--measure-from {spec}: for a block trace `auto` (everything measured), a request index, or a share \
+             of the requests such as `20%`"
+        ))
+    };
+    if spec == "auto" {
+        return Ok(0);
+    }
+    if let Some(p) = spec.strip_suffix('%') {
+        let share: f64 = p.trim().parse().map_err(|_| bad())?;
+        if !(0.0..100.0).contains(&share) {
+            return Err(bad());
+        }
+        return Ok((count()? as f64 * share / 100.0).round() as u64);
+    }
+    spec.parse().map_err(|_| bad())
 }
 
 /// A sim job on a file trace: the file-level simulator.
@@ -705,8 +738,15 @@ pub fn check_sim_job(job: &SimJob) -> Result<(), JobError> {
         SsdSize::Fraction(_) => 1 << 30,
     };
     if is_file_job(job)? {
+        if job.measure_from != "auto" && job.measure_from.parse::<u64>().is_err() {
+            return Err(JobError::Input(format!(
+                "--measure-from {}: for a file trace `auto` or an operation index",
+                job.measure_from
+            )));
+        }
         return Ok(file_arch_allowed(&job.arch)?);
     }
+    block_measure_from(&job.measure_from, || Ok(0))?;
     let setup = tierwise_core::Setup { fast_capacity: ssd, slow_capacity: 0, object_size };
     // As `sim` runs it: an architecture with its own extent size has requests split at it.
     tierwise_core::ArchSpec::parse(&job.arch)
