@@ -207,6 +207,7 @@ fn unreachable_set() -> DeviceSet {
             active_w: 2.85,
             idle_w: 0.55,
             usd_per_gb: 1.76,
+            endurance_gb: crate::ssd::GREENDM_ENDURANCE_GB,
         },
         ram: RamSpec { description: String::new(), latency_ns: 100.0, mb_s: 10000.0, usd_per_gb: 10.0 },
     }

@@ -36,6 +36,17 @@ pub struct SsdSpec {
     pub idle_w: f64,
     /// Price per GB.
     pub usd_per_gb: f64,
+    /// Host writes the drive is rated for, GB (a datasheet's TBW × 1000); the endurance
+    /// figures count wear against it. Default: GreenDM's 36,500 GB (20 GB a day for 5 years).
+    #[serde(default = "greendm_endurance_gb")]
+    pub endurance_gb: f64,
+}
+
+/// GreenDM's SSD write limit: 20 GB a day for five years.
+pub const GREENDM_ENDURANCE_GB: f64 = 36_500.0;
+
+fn greendm_endurance_gb() -> f64 {
+    GREENDM_ENDURANCE_GB
 }
 
 impl SsdSpec {
@@ -47,6 +58,7 @@ impl SsdSpec {
             ("write_mb_s", self.write_mb_s),
             ("read_iops", self.read_iops),
             ("write_iops", self.write_iops),
+            ("endurance_gb", self.endurance_gb),
         ] {
             if !(v.is_finite() && v > 0.0) {
                 return Err(format!("{name}: must be a positive number"));

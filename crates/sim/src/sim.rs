@@ -477,23 +477,26 @@ pub(crate) fn warm_up_note(report: &mut SimReport, cfg: &SimConfig, seen: u64) -
     Ok(())
 }
 
-/// GreenDM's limits.
-pub const SSD_WRITE_LIMIT_BYTES: f64 = 36_500e9;
+/// GreenDM's SSD write limit (the default of a preset's `endurance_gb`).
+pub const SSD_WRITE_LIMIT_BYTES: f64 = tierwise_devices::ssd::GREENDM_ENDURANCE_GB * 1e9;
 /// GreenDM's HDD start/stop limit.
 pub const HDD_START_STOP_LIMIT: f64 = 300_000.0;
 
-/// GreenDM's endurance reductions for one run's device counters.
+/// GreenDM's endurance reductions for one run's device counters; the SSD's wear counts
+/// against its preset's rated writes (`endurance_gb`).
 pub(crate) fn endurance(
     read_weight: f64,
+    devices: &DeviceSet,
     hdd: &crate::device::DeviceStats,
     ssd: &crate::device::DeviceStats,
 ) -> Endurance {
     let wear = ssd.write_bytes as f64 + ssd.read_bytes as f64 * read_weight;
+    let limit = devices.ssd.endurance_gb * 1e9;
     Endurance {
-        ssd_eu: wear / SSD_WRITE_LIMIT_BYTES * 1e6,
+        ssd_eu: wear / limit * 1e6,
         hdd_eu: hdd.spin_downs as f64 / HDD_START_STOP_LIMIT * 1e6,
         read_weight,
-        ssd_limit_bytes: SSD_WRITE_LIMIT_BYTES,
+        ssd_limit_bytes: limit,
         hdd_start_stop_limit: HDD_START_STOP_LIMIT,
     }
 }

@@ -676,7 +676,7 @@ impl Timed {
         report.energy_j = hdd.energy_j + ssd.energy_j;
         let elapsed = hdd.elapsed_ns.max(ssd.elapsed_ns) as f64 / 1e9;
         report.mean_power_w = if elapsed > 0.0 { report.energy_j / elapsed } else { 0.0 };
-        report.endurance = endurance(cfg.read_weight, &hdd, &ssd);
+        report.endurance = endurance(cfg.read_weight, &cfg.devices, &hdd, &ssd);
         report.cost = cost(
             &cfg.arch,
             cfg.ssd_bytes,

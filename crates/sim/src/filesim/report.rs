@@ -76,7 +76,7 @@ impl FileSim {
             r.mean_power_w = if elapsed > 0.0 { r.energy_j / elapsed } else { 0.0 };
             r.hdd = device_since(&hdd, &self.base_hdd);
             r.ssd = device_since(&ssd, &self.base_ssd);
-            r.endurance = crate::sim::endurance(self.cfg.read_weight, &hdd, &ssd);
+            r.endurance = crate::sim::endurance(self.cfg.read_weight, &self.cfg.devices, &hdd, &ssd);
             r.cost = crate::sim::cost(
                 &self.cfg.arch,
                 self.cfg.ssd_bytes,

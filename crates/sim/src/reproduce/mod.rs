@@ -542,7 +542,12 @@ fn num(x: f64) -> String {
 
 /// SSD wear in eu for read weight `r` (GreenDM's model), from the SSD's byte counters.
 fn ssd_eu(rep: &SimReport, r: f64) -> f64 {
-    (rep.ssd.write_bytes as f64 + rep.ssd.read_bytes as f64 * r) / crate::sim::SSD_WRITE_LIMIT_BYTES * 1e6
+    let limit = if rep.endurance.ssd_limit_bytes > 0.0 {
+        rep.endurance.ssd_limit_bytes
+    } else {
+        crate::sim::SSD_WRITE_LIMIT_BYTES
+    };
+    (rep.ssd.write_bytes as f64 + rep.ssd.read_bytes as f64 * r) / limit * 1e6
 }
 
 impl Chart {
