@@ -166,7 +166,7 @@ pub fn comparison_table(c: &Comparison) -> String {
                 num(r.mean_power_w),
                 num(r.endurance.ssd_eu),
                 num(r.endurance.hdd_eu),
-                format!("{:.4}", r.cost.usd_per_iops),
+                per_iops(r),
             ]);
         } else {
             t.row(vec![
@@ -298,7 +298,15 @@ pub fn report_text(r: &SimReport) -> String {
             r.endurance.read_weight,
             num(r.endurance.hdd_eu)
         );
-        let _ = writeln!(o, "cost           ${:.2} capex, ${:.5} per IOPS", r.cost.capex_usd, r.cost.usd_per_iops);
+        if r.cost.usd_per_iops > 0.0 {
+            let _ = writeln!(o, "cost           ${} capex, ${} per IOPS", significant(r.cost.capex_usd), per_iops(r));
+        } else {
+            let _ = writeln!(
+                o,
+                "cost           ${} capex (no cost per IOPS in open loop: its IOPS is the offered load; run closed-loop)",
+                significant(r.cost.capex_usd)
+            );
+        }
         let h = &r.hca;
         let _ = writeln!(
             o,
@@ -420,4 +428,18 @@ mod tests {
         assert_eq!(csv_row(&r, "10%", 0.1).split(',').count(), CSV_HEADER.split(',').count());
         assert_eq!(csv_escape("a,b"), "\"a,b\"");
     }
+}
+
+/// Cost per IOPS with three significant digits, or "–" when the run gives none (open loop).
+fn per_iops(r: &SimReport) -> String {
+    if r.cost.usd_per_iops > 0.0 { significant(r.cost.usd_per_iops) } else { "–".into() }
+}
+
+/// Three significant digits, never a run of zeros for a small amount.
+fn significant(v: f64) -> String {
+    if !(v.is_finite() && v != 0.0) {
+        return if v == 0.0 { "0".into() } else { "–".into() };
+    }
+    let digits = (2 - v.abs().log10().floor() as i32).clamp(0, 12) as usize;
+    format!("{v:.digits$}")
 }

@@ -501,7 +501,8 @@ pub(crate) fn endurance(
     }
 }
 
-/// Capital cost of the devices a configuration needs, and per IOPS.
+/// Capital cost of the devices a configuration needs, and per IOPS (0 when `iops` is 0: an
+/// open-loop run, whose IOPS is the offered load, gives none).
 pub(crate) fn cost(arch: &str, ssd_bytes: u64, footprint: Option<u64>, iops: f64, ssd_usd: f64, hdd_usd: f64) -> Cost {
     let data = footprint.unwrap_or(0) as f64 / 1e9;
     let name = arch.split(':').next().unwrap_or("");

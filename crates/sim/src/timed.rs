@@ -677,11 +677,14 @@ impl Timed {
         let elapsed = hdd.elapsed_ns.max(ssd.elapsed_ns) as f64 / 1e9;
         report.mean_power_w = if elapsed > 0.0 { report.energy_j / elapsed } else { 0.0 };
         report.endurance = endurance(cfg.read_weight, &cfg.devices, &hdd, &ssd);
+        // Open loop: IOPS is the offered load (or below it when the system falls behind), not
+        // what the configuration can serve, so no cost per IOPS (closed-loop runs give it).
+        let served_iops = if matches!(self.timing, Timing::Open { .. }) { 0.0 } else { report.iops };
         report.cost = cost(
             &cfg.arch,
             cfg.ssd_bytes,
             cfg.footprint_bytes,
-            report.iops,
+            served_iops,
             self.dev.ssd.usd_per_gb(),
             self.dev.hdd.device.usd_per_gb(),
         );

@@ -34,4 +34,13 @@ fn the_open_loop_speed_leaves_hdd_only_unsaturated() {
     // Unsaturated: a mean response of a few service times, not seconds.
     assert!(hdd.report.latency.mean_us < 100_000.0, "HDD-only mean {} µs; {note}", hdd.report.latency.mean_us);
     assert!(note.contains("busy") && !note.contains("still queued"), "{note}");
+    // Cost per IOPS only where IOPS is what the configuration serves: closed loop. Open loop
+    // serves the offered load, so every architecture would look alike but for its capex.
+    for r in &latency.rows {
+        assert_eq!(r.report.cost.usd_per_iops, 0.0, "{} open loop", r.report.arch);
+        assert!(r.report.cost.capex_usd > 0.0);
+    }
+    for r in &out.throughput.rows {
+        assert!(r.report.cost.usd_per_iops > 0.0, "{} closed loop", r.report.arch);
+    }
 }

@@ -77,11 +77,13 @@ impl FileSim {
             r.hdd = device_since(&hdd, &self.base_hdd);
             r.ssd = device_since(&ssd, &self.base_ssd);
             r.endurance = crate::sim::endurance(self.cfg.read_weight, &self.cfg.devices, &hdd, &ssd);
+            // Open loop: no cost per IOPS (see `timed`).
+            let served_iops = if matches!(self.cfg.timing, crate::Timing::Open { .. }) { 0.0 } else { r.iops };
             r.cost = crate::sim::cost(
                 &self.cfg.arch,
                 self.cfg.ssd_bytes,
                 self.cfg.footprint_bytes,
-                r.iops,
+                served_iops,
                 timed.dev.ssd.usd_per_gb(),
                 timed.dev.hdd.device.usd_per_gb(),
             );

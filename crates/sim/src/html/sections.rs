@@ -217,7 +217,8 @@ fn significant(v: f64) -> String {
         return "–".into();
     }
     if v == 0.0 {
-        return "0".into();
+        // Only open-loop runs give no cost per IOPS (their IOPS is the offered load).
+        return "–".into();
     }
     let digits = (2 - v.abs().log10().floor() as i32).clamp(0, 12) as usize;
     if v.abs() < 1e-4 { format!("{v:.2e}") } else { format!("{v:.digits$}") }
@@ -305,7 +306,10 @@ pub fn comparison(c: &Comparison, file: &str) -> String {
     }));
     if timing != "none" {
         o.push_str(&chart("Energy", "energy of both devices (J)", |r| r.energy_j));
-        o.push_str(&chart("Cost per IOPS", "capital cost per IOPS (USD)", |r| r.cost.usd_per_iops));
+        if !timing.starts_with("open") {
+            // Open loop serves the offered load: no cost per IOPS.
+            o.push_str(&chart("Cost per IOPS", "capital cost per IOPS (USD)", |r| r.cost.usd_per_iops));
+        }
     }
     o
 }
@@ -476,7 +480,7 @@ pub fn single(r: &SimReport) -> String {
         ),
         kv("SSD writes", format!("{} GiB (EU {:.3e})", gib(r.ssd.write_bytes), r.endurance.ssd_eu)),
         kv("energy", format!("{} J, mean {} W", f(r.energy_j, 0), f(r.mean_power_w, 2))),
-        kv("cost", format!("${} capex, ${} per IOPS", f(r.cost.capex_usd, 0), f(r.cost.usd_per_iops, 4))),
+        kv("cost", format!("${} capex, ${} per IOPS", f(r.cost.capex_usd, 0), significant(r.cost.usd_per_iops))),
     ];
     let mut o = table(&["", ""], &rows, "kv");
     let csv = format!("{}\n{}\n", crate::report::CSV_HEADER, crate::report::csv_row(r, "", 0.0));
@@ -495,6 +499,6 @@ mod tests {
         assert_eq!(significant(0.001_234), "0.00123");
         assert_eq!(significant(12.345), "12.3");
         assert_eq!(significant(1234.6), "1235");
-        assert_eq!(significant(0.0), "0");
+        assert_eq!(significant(0.0), "–", "open loop: no cost per IOPS");
     }
 }
