@@ -93,13 +93,18 @@ def test_chromium_renders_every_table_and_chart(report: Path, browser: str, tmp_
         charts = body.count("<svg")
         if title.startswith(("Comparison", "Sweep")):
             closed = "closed(32)" in body
-            # throughput (closed loop), p50/p95/p99, reads from SSD, SSD writes, energy, cost
-            assert charts == (8 if closed else 7), (title, charts)
+            # throughput (closed loop), p50/p95/p99, reads from SSD, SSD writes, energy, and cost
+            # per IOPS only in closed loop (open loop's IOPS is the offered load)
+            assert charts == (8 if closed else 6), (title, charts)
             assert "download=" in body and "data:text/csv;base64," in body
         elif title.startswith("Miss-ratio"):
             assert charts == 1
         elif title.startswith("Reproduction"):
             assert charts == 2 and ("held" in body)
+        elif title.startswith("Trace"):
+            # reuse distance, popularity, op × size
+            assert charts == 3 and "Zipf exponent" in body, title
+    assert {"Trace — msr_hm_0.excerpt1000.csv", "Trace — tpcc_unverified.mqsim_ascii.trace"} <= set(titles)
     for needle in ["Traces", "Architectures and knobs", "device presets", "hdd wd5000aaks", "seed 42", "msr_hm_0.excerpt1000.csv"]:
         assert needle in by_section["provenance"], needle
     # Every series of a chart has a legend entry: the compare chart names both architectures.

@@ -1,6 +1,14 @@
 //! `tierwise report`: one self-contained HTML file from result files (compare, sweep, mrc, sim,
 //! reproduce). No network and no scripts: charts are inline SVG, the data is embedded as CSV
 //! behind download links, and the page reads on a laptop, a phone and on paper.
+//!
+//! What is a library's and what is ours: the charts are drawn by plotters' SVG backend
+//! (`crate::plot`; we add only what plotters lacks: wrapped legends, error bars, group labels
+//! under bars, one tick format per axis); the embedded CSV is encoded by the `base64` crate. The
+//! page's markup is written here with `format!` and one escaper ([`esc`], every interpolated
+//! text goes through it): a templating crate (maud, askama) would add a proc-macro dependency
+//! for a page of a dozen element kinds, and the Python package builds the same report through
+//! these functions, so one place renders it.
 
 mod replicates;
 mod sections;
@@ -234,20 +242,8 @@ pub fn esc(s: &str) -> String {
 
 /// Standard base64 (for the embedded CSV downloads).
 fn base64(data: &[u8]) -> String {
-    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut o = String::with_capacity(data.len().div_ceil(3) * 4);
-    for chunk in data.chunks(3) {
-        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                o.push(A[(n >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
-                o.push('=');
-            }
-        }
-    }
-    o
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(data)
 }
 
 /// A download link carrying `csv` in the page itself.

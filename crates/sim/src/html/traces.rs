@@ -33,10 +33,30 @@ pub(super) fn named_traces(inputs: &[(PathBuf, ResultFile)]) -> Vec<(String, Str
     traces
 }
 
+/// The traces to analyse: every trace named, but one replicate per synthetic workload of a
+/// sweep (its replicates differ only in their seed).
+fn analysed_traces(inputs: &[(PathBuf, ResultFile)]) -> Vec<String> {
+    let mut replicates: Vec<&str> = Vec::new();
+    for (_, r) in inputs {
+        if let ResultFile::Sweep(s) = r {
+            // (workload, its first replicate's trace)
+            let mut first: Vec<(&str, &str)> = Vec::new();
+            for row in s.rows.iter().filter(|r| !r.workload.is_empty() && r.workload != r.trace) {
+                match first.iter().find(|f| f.0 == row.workload) {
+                    Some(f) if f.1 != row.trace => replicates.push(&row.trace),
+                    Some(_) => {}
+                    None => first.push((&row.workload, &row.trace)),
+                }
+            }
+        }
+    }
+    named_traces(inputs).into_iter().map(|t| t.0).filter(|t| !replicates.contains(&t.as_str())).collect()
+}
+
 /// One section per trace that is here and readable: (trace name, HTML).
 pub(super) fn analyses(inputs: &[(PathBuf, ResultFile)]) -> Vec<(String, String)> {
     let mut out = Vec::new();
-    for (t, _) in named_traces(inputs) {
+    for t in analysed_traces(inputs) {
         let p = Path::new(&t);
         if std::fs::metadata(p).map_or(true, |m| m.len() >= MAX_TRACE_BYTES) {
             continue;
