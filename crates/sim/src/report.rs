@@ -412,6 +412,20 @@ pub fn comparison_csv(c: &Comparison) -> String {
     s
 }
 
+/// Cost per IOPS with three significant digits, or "–" when the run gives none (open loop).
+fn per_iops(r: &SimReport) -> String {
+    if r.cost.usd_per_iops > 0.0 { significant(r.cost.usd_per_iops) } else { "–".into() }
+}
+
+/// Three significant digits, never a run of zeros for a small amount.
+fn significant(v: f64) -> String {
+    if !(v.is_finite() && v != 0.0) {
+        return if v == 0.0 { "0".into() } else { "–".into() };
+    }
+    let digits = (2 - v.abs().log10().floor() as i32).clamp(0, 12) as usize;
+    format!("{v:.digits$}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -428,18 +442,4 @@ mod tests {
         assert_eq!(csv_row(&r, "10%", 0.1).split(',').count(), CSV_HEADER.split(',').count());
         assert_eq!(csv_escape("a,b"), "\"a,b\"");
     }
-}
-
-/// Cost per IOPS with three significant digits, or "–" when the run gives none (open loop).
-fn per_iops(r: &SimReport) -> String {
-    if r.cost.usd_per_iops > 0.0 { significant(r.cost.usd_per_iops) } else { "–".into() }
-}
-
-/// Three significant digits, never a run of zeros for a small amount.
-fn significant(v: f64) -> String {
-    if !(v.is_finite() && v != 0.0) {
-        return if v == 0.0 { "0".into() } else { "–".into() };
-    }
-    let digits = (2 - v.abs().log10().floor() as i32).clamp(0, 12) as usize;
-    format!("{v:.digits$}")
 }

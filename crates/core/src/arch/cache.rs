@@ -418,18 +418,19 @@ impl Cache {
         self.used + size <= self.capacity
     }
 
-    /// Places a missed object: returns its slot when the fill was issued.
-    fn fill(&mut self, cx: &mut Ctx<'_>, slot: Option<Slot>, id: ObjectId, size: u32, source_in_ram: bool) {
-        if let Some(s) = slot
-            && !self.collector.admits(s)
-        {
-            return;
+    /// The collector's admission of a missed object (a tracked slot's counter, then the miss
+    /// itself, which S3-FIFO refuses for objects larger than its small queue).
+    fn admitted(&mut self, slot: Option<Slot>, id: ObjectId, size: u32) -> bool {
+        if slot.is_some_and(|s| !self.collector.admits(s)) {
+            return false;
         }
         self.collector.on_miss(id, u64::from(size));
-        if !self.collector.admits_new(id, u64::from(size)) {
-            return;
-        }
-        if !self.make_room(cx, u64::from(size)) {
+        self.collector.admits_new(id, u64::from(size))
+    }
+
+    /// Places a missed object: returns its slot when the fill was issued.
+    fn fill(&mut self, cx: &mut Ctx<'_>, slot: Option<Slot>, id: ObjectId, size: u32, source_in_ram: bool) {
+        if !self.admitted(slot, id, size) || !self.make_room(cx, u64::from(size)) {
             return;
         }
         let s = match slot {
@@ -529,16 +530,7 @@ impl Cache {
         if !allocate || !absorb || !admit {
             return Served::by(Level::Slow);
         }
-        if let Some(s) = slot
-            && !self.collector.admits(s)
-        {
-            return Served::by(Level::Slow);
-        }
-        self.collector.on_miss(req.obj, u64::from(size));
-        if !self.collector.admits_new(req.obj, u64::from(size)) {
-            return Served::by(Level::Slow);
-        }
-        if !self.make_room(cx, u64::from(size)) {
+        if !self.admitted(slot, req.obj, size) || !self.make_room(cx, u64::from(size)) {
             return Served::by(Level::Slow);
         }
         let s = match slot {
