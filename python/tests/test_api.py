@@ -80,6 +80,23 @@ def test_reproduce_equals_the_cli(cli: Path, tmp_path: Path) -> None:
     assert len(sized) >= 6 and set(g["verdict"]) <= {"held", "direction-only", "not-held"}
     assert (sized["ratio"] == sized["our_effect"] / sized["paper_effect"]).all()
     assert len(r.runs) == len(r.raw["runs"]) and r.tables
+    # Tables come back with numbers as numbers, a shared unit in the column name.
+    for title, t in r.tables.items():
+        assert any(t[c].dtype == float for c in t.columns), f"{title}: no number column"
+    fig11 = next(t for title, t in r.tables.items() if "Figure 11" in title)
+    assert fig11["LRU speed-up (x)"].dtype == float and fig11["workload"].dtype != float
+
+
+def test_reproduction_tables_parse_numbers_and_keep_text() -> None:
+    from tierwise._api import _numeric_table
+
+    t = _numeric_table(
+        ["name", "n", "share", "gain", "mixed"],
+        [["a", "1,234", "12.5 %", "+58 %", "3x"], ["b", "\u2013", "7%", "-4 %", "n/a"]],
+    )
+    assert list(t.columns) == ["name", "n", "share (%)", "gain (%)", "mixed"]
+    assert t["n"].iloc[0] == 1234.0 and t["n"].isna().iloc[1]
+    assert list(t["gain (%)"]) == [58.0, -4.0] and t["mixed"].tolist() == ["3x", "n/a"]
 
 
 def test_architectures_are_the_registry(cli: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import math
 import os
 from pathlib import Path
@@ -218,6 +219,47 @@ def _finding_row(f: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+_NUMBER = re.compile(r"^[+-]?(\d[\d,]*\.?\d*|\.\d+)([eE][+-]?\d+)?$")
+
+
+def _cell_number(cell: str) -> tuple[float, str] | None:
+    """A table cell as (number, unit suffix: "", "%" or "x"), or None when it is text."""
+    c = cell.strip().replace("\u2009", "").replace("\u00a0", "")
+    unit = ""
+    if c.endswith("%") or c.endswith("x") or c.endswith("\u00d7"):
+        unit = "%" if c.endswith("%") else "x"
+        c = c[:-1].strip()
+    if not _NUMBER.match(c):
+        return None
+    return float(c.replace(",", "")), unit
+
+
+def _numeric_table(headers: list[str], rows: list[list[str]]) -> pd.DataFrame:
+    """A reproduction table with its number columns as numbers: a column whose every cell is a
+    number (or "–"/empty for none) becomes float; a shared "%" or "x" suffix moves into the
+    column name (``LRU/LFU (%)``, ``LRU speed-up (x)``). Text columns stay text."""
+    names, columns = [], []
+    for i, h in enumerate(headers):
+        cells = [r[i] for r in rows]
+        parsed = [None if c.strip() in ("", "\u2013", "-") else _cell_number(c) for c in cells]
+        units = {p[1] for p in parsed if p is not None}
+        numeric = (
+            bool(rows)
+            and len(units) == 1
+            and all(p is not None or c.strip() in ("", "\u2013", "-") for c, p in zip(cells, parsed))
+        )
+        if not numeric:
+            names.append(h)
+            columns.append(cells)
+            continue
+        unit = units.pop()
+        names.append(h if not unit or unit in h else f"{h} ({unit})")
+        columns.append([float("nan") if p is None else p[0] for p in parsed])
+    df = pd.DataFrame({i: col for i, col in enumerate(columns)}) if rows else pd.DataFrame(columns=range(len(names)))
+    df.columns = names
+    return df
+
+
 class Reproduction:
     """A seed paper's experiments beside its numbers (``tierwise reproduce``)."""
 
@@ -233,7 +275,7 @@ class Reproduction:
             [report_row(r["report"], workload=r["workload"], label=r["label"], ssd_fraction=r["ssd_fraction"])
              for r in raw["runs"]]
         )
-        self.tables = {t["title"]: pd.DataFrame(t["rows"], columns=t["headers"]) for t in raw["tables"]}
+        self.tables = {t["title"]: _numeric_table(t["headers"], t["rows"]) for t in raw["tables"]}
 
     @property
     def held(self) -> int:
