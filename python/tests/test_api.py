@@ -75,7 +75,12 @@ def test_reproduce_equals_the_cli(cli: Path, tmp_path: Path) -> None:
         "claim", "paper", "ours", "held", "verdict", "paper_effect", "our_effect", "ratio"
     ]
     # A size-of-effect claim carries the paper's effect, ours and their ratio.
-    g = tierwise.reproduce("greendm", scale=0.02, traces=TRACES).findings
+    gr = tierwise.reproduce("greendm", scale=0.02, traces=TRACES)
+    g = gr.findings
+    # Its Web-search figure draws caching beside tiering, as the paper's does.
+    web = next(c for c in gr.raw["charts"] if c["file"] == "greendm-websearch-iops.png")
+    labels = [s[0] for s in web["series"]]
+    assert {"tiering MCML=16", "caching MCML=16", "Mylinear"} <= set(labels), labels
     sized = g.dropna(subset=["ratio"])
     assert len(sized) >= 6 and set(g["verdict"]) <= {"held", "direction-only", "not-held"}
     assert (sized["ratio"] == sized["our_effect"] / sized["paper_effect"]).all()
