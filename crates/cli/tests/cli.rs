@@ -151,6 +151,11 @@ fn misaligned_traces_are_shown_and_anchored() {
     assert!(r.contains("blocks:4KiB@3584"), "{r}");
     let r = ok(&["sim", &cp, "--arch", "cache", "--ssd", "10%", "--objects", "blocks:4KiB@0"]);
     assert!(!r.contains("anchored") && !r.contains("@3584"), "{r}");
+    // `trace convert` anchors blocks as runs do and names the anchor it used.
+    let out = tempfile::tempdir().unwrap();
+    let og = out.path().join("cp.og").display().to_string();
+    let c = ok(&["trace", "convert", &cp, "-o", &og, "--objects", "blocks:4KiB"]);
+    assert!(c.contains("(blocks:4KiB@3584)") && c.contains("note: objects anchored at byte 3584"), "{c}");
 }
 
 #[test]
@@ -524,6 +529,7 @@ fn report_writes_one_self_contained_page_and_names_a_bad_input() {
         assert!(page.contains(t), "{t}");
     }
     assert_eq!(page.matches("Reuse distance").count(), 2);
+    assert!(!page.contains("@auto"), "the report names the anchor used, not `auto`");
     assert!(page.contains("Rank-frequency plot") && page.contains("Requests by operation and size"));
     // A file that is not a tierwise result is named, and nothing is written.
     let other = out.path().join("other.json");

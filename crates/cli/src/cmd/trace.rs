@@ -80,6 +80,9 @@ pub(crate) fn cmd_trace(t: TraceCommand, bars: &Bars) -> Result<()> {
         }
         TraceCommand::Convert { trace, output, trace_opts, objects } => {
             let mode = ObjectMode::parse(&objects).map_err(anyhow::Error::msg).context("--objects")?;
+            // `blocks:…@auto` is resolved as runs resolve it, and the output names the anchor used.
+            let (mode, anchor_note) =
+                tierwise_sim::alignment::resolve_anchor_of(&trace, &trace_opts.job_options().open_options(), mode)?;
             let mut tr = trace_opts.open(&trace)?;
             let mapper = Mapper::new(mode, tr.info().object_trace);
             let recs = collect_objects(&mut tr, &mapper)?;
@@ -88,6 +91,9 @@ pub(crate) fn cmd_trace(t: TraceCommand, bars: &Bars) -> Result<()> {
             write_oracle_general(&recs, &mut w)?;
             w.flush()?;
             println!("wrote {} oracleGeneral records ({}) to {}", recs.len(), mapper.mode().label(), output.display());
+            if let Some(note) = anchor_note {
+                println!("note: {note}");
+            }
             Ok(())
         }
         TraceCommand::Gen { output, requests, objects, alpha, size, write_fraction, rate, seed, standin, scale } => {

@@ -38,8 +38,8 @@ fn traces_table(inputs: &[(PathBuf, ResultFile)]) -> String {
     for (t, fmt) in &super::traces::named_traces(inputs) {
         let p = Path::new(t);
         let stats = std::fs::metadata(p).ok().filter(|m| m.len() < 512 << 20).and_then(|_| {
+            let mode = super::traces::resolved_blocks(p)?;
             let mut tr = crate::trace::open_trace(p, &crate::trace::OpenOptions::default()).ok()?;
-            let mode = crate::objects::ObjectMode::parse("blocks:4KiB").ok()?;
             crate::stat::trace_stats(&mut tr, mode, &mut crate::sim::NoProgress).ok()
         });
         match stats {

@@ -61,13 +61,20 @@ pub(super) fn analyses(inputs: &[(PathBuf, ResultFile)]) -> Vec<(String, String)
         if std::fs::metadata(p).map_or(true, |m| m.len() >= MAX_TRACE_BYTES) {
             continue;
         }
-        let Ok(mode) = crate::objects::ObjectMode::parse("blocks:4KiB") else { continue };
+        let Some(mode) = resolved_blocks(p) else { continue };
         let open = || crate::trace::open_trace(p, &crate::trace::OpenOptions::default());
         if let Ok(a) = crate::analysis::analyse(open, mode, &mut crate::sim::NoProgress) {
             out.push((trace_name(&t), section(&t, &a)));
         }
     }
     out
+}
+
+/// 4 KiB blocks anchored where the trace's requests start, as runs anchor them: the object
+/// mode the report names is the one used (`blocks:4KiB@3584`, not `@auto`).
+pub(super) fn resolved_blocks(path: &Path) -> Option<crate::objects::ObjectMode> {
+    let mode = crate::objects::ObjectMode::parse("blocks:4KiB").ok()?;
+    crate::alignment::resolve_anchor_of(path, &crate::trace::OpenOptions::default(), mode).ok().map(|m| m.0)
 }
 
 fn pct(part: u64, whole: u64) -> String {
