@@ -278,3 +278,27 @@ def test_a_script_without_a_main_guard_is_told_what_to_do(tmp_path: Path) -> Non
     r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
     assert r.returncode != 0
     assert 'under `if __name__ == "__main__":`' in r.stderr and "every worker process died" in r.stderr, r.stderr
+
+
+def test_a_numeric_knob_gets_a_response_curve(tmp_path: Path) -> None:
+    out = tmp_path / "sweep"
+    df = tierwise.sweep(
+        [MSR],
+        ["bcache-like:cache-mode=writeback", "dm-cache-smq-like"],
+        ["10%"],
+        knobs={"writeback-percent": [5, 10, 20, 40], "promote-hits": [1, 4, 16]},
+        out=out,
+        executor="processes",
+        workers=1,
+        model={"timing": "closed:8"},
+    )
+    assert len(df) == 4 + 3
+    html = tmp_path / "r.html"
+    tierwise.report([out], html)
+    page = html.read_text()
+    for knob in ("writeback-percent", "promote-hits"):
+        section = page.split(f"Sweep — {knob} on msr_hm_0.excerpt1000.csv</h2>")[1].split("</section>")[0]
+        assert section.count("<svg") == 1 and f"Throughput against {knob}" in section, knob
+    # One line per spec without the knob: the curve of bcache-like's write-back share.
+    curve = page.split("Sweep — writeback-percent on msr_hm_0.excerpt1000.csv</h2>")[1].split("</section>")[0]
+    assert "bcache-like:cache-mode=writeback @ 10%" in curve and curve.count("<tr>") >= 5

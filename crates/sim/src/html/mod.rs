@@ -10,6 +10,7 @@
 //! for a page of a dozen element kinds, and the Python package builds the same report through
 //! these functions, so one place renders it.
 
+mod knobs;
 mod replicates;
 mod sections;
 mod traces;
@@ -117,6 +118,9 @@ pub struct SweepRow {
     pub size_label: String,
     /// The size as a share of the footprint.
     pub size_fraction: f64,
+    /// The swept knobs' values in this job (empty without knob axes).
+    #[serde(default)]
+    pub knobs: std::collections::BTreeMap<String, String>,
     /// The report.
     pub report: SimReport,
 }
@@ -331,6 +335,9 @@ pub fn render(inputs: &[(PathBuf, ResultFile)], title: &str) -> String {
                         format!("Sweep — {}", sections::trace_name(&c.trace)),
                         sections::comparison(c, &format!("sweep-{}.csv", sections::trace_name(&c.trace))),
                     );
+                }
+                for (j, (title, html)) in knobs::sections(s).into_iter().enumerate() {
+                    section(format!("r{i}-knob{j}"), title, html);
                 }
                 if !s.failed.is_empty() {
                     section(format!("r{i}-failed"), "Sweep — failed jobs".into(), sections::sweep_failures(s));

@@ -111,7 +111,17 @@ pub fn svg(spec: &ChartSpec) -> Result<String, String> {
 pub fn comparison_spec(c: &Comparison) -> ChartSpec {
     let timing = c.rows.first().map(|r| r.report.timing.clone()).unwrap_or_default();
     let name = Path::new(&c.trace).file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
-    let (what, unit, value): (&str, &str, fn(&crate::metrics::SimReport) -> f64) = if timing.starts_with("closed") {
+    let (what, unit, value) = key_metric(&timing);
+    bars_by_size(c, &format!("{what} by SSD size — {name} ({timing})"), unit, value)
+}
+
+/// A run's key metric for its timing: (title, axis label with unit, value).
+pub type KeyMetric = (&'static str, &'static str, fn(&crate::metrics::SimReport) -> f64);
+
+/// Throughput for closed-loop runs, mean response time for open-loop runs, the share of reads
+/// served without the HDD for untimed ones.
+pub fn key_metric(timing: &str) -> KeyMetric {
+    if timing.starts_with("closed") {
         ("Throughput", "throughput (IOPS)", |r| r.iops)
     } else if timing == "none" {
         ("Reads served without the HDD", "reads served by SSD or RAM (%)", |r| {
@@ -119,8 +129,7 @@ pub fn comparison_spec(c: &Comparison) -> ChartSpec {
         })
     } else {
         ("Mean response time", "mean response time (ms)", |r| r.latency.mean_us / 1e3)
-    };
-    bars_by_size(c, &format!("{what} by SSD size — {name} ({timing})"), unit, value)
+    }
 }
 
 /// Any per-run figure of a comparison as grouped bars per SSD size, one bar per architecture.
