@@ -84,7 +84,9 @@ pub struct TraceAnalysis {
     pub per_volume: Vec<VolumeStats>,
 }
 
-fn bucket(v: u64) -> usize {
+/// The power-of-two bucket of `v`: 0 for 0 and 1, else ceil(log2 v) (`trace stat`'s size
+/// histogram uses it too).
+pub(crate) fn bucket(v: u64) -> usize {
     if v <= 1 { 0 } else { (64 - (v - 1).leading_zeros()) as usize }
 }
 

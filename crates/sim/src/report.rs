@@ -417,8 +417,9 @@ fn per_iops(r: &SimReport) -> String {
     if r.cost.usd_per_iops > 0.0 { significant(r.cost.usd_per_iops) } else { "–".into() }
 }
 
-/// Three significant digits, never a run of zeros for a small amount.
-fn significant(v: f64) -> String {
+/// Three significant digits, never a run of zeros for a small amount (the report's tables
+/// format with the same rule, `html::sections`).
+pub(crate) fn significant(v: f64) -> String {
     if !(v.is_finite() && v != 0.0) {
         return if v == 0.0 { "0".into() } else { "–".into() };
     }

@@ -98,8 +98,7 @@ pub fn trace_stats(trace: &mut Trace, mode: ObjectMode, progress: &mut dyn Progr
         }
         last = last.max(rec.time_ns);
         max_vol = Some(max_vol.map_or(rec.volume, |v| v.max(rec.volume)));
-        let bucket = if rec.len <= 1 { 0 } else { 64 - (rec.len - 1).leading_zeros() as usize };
-        hist[bucket.min(64)] += 1;
+        hist[crate::analysis::bucket(rec.len).min(64)] += 1;
         if block_mode {
             alignment.add(&mut residues, rec.offset, rec.len);
         }

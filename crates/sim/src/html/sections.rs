@@ -220,8 +220,7 @@ fn significant(v: f64) -> String {
         // Only open-loop runs give no cost per IOPS (their IOPS is the offered load).
         return "–".into();
     }
-    let digits = (2 - v.abs().log10().floor() as i32).clamp(0, 12) as usize;
-    if v.abs() < 1e-4 { format!("{v:.2e}") } else { format!("{v:.digits$}") }
+    if v.abs() < 1e-4 { format!("{v:.2e}") } else { crate::report::significant(v) }
 }
 
 fn comparison_table(rows: &[&crate::compare::CompareRow]) -> String {
