@@ -5,7 +5,8 @@ Every bundled trace is converted once to libCacheSim's oracleGeneral format by
 `tierwise trace convert` (libCacheSim-compatible mapping: one request = one object, writes as
 reads, empty requests dropped). Then LRU, FIFO, ARC, LFU, CLOCK and S3-FIFO run on that same request
 stream in both simulators, in object mode (every object of size 1) and in byte mode, at
-several cache sizes; their miss counts must be equal.
+several cache sizes; their miss counts must be equal. Belady's MIN (`tierwise mrc --belady`,
+offline) is checked the same way against libCacheSim's `Belady`.
 
 ARC in byte mode is reported but excepted: libCacheSim adapts ARC's target p by
 max(|B2|/|B1|, 1) *bytes* per ghost hit, so in byte mode p barely moves; tierwise scales the
@@ -25,7 +26,9 @@ import libcachesim as lcs
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACES = sorted(p for p in (ROOT / "data/traces").iterdir() if not p.name.endswith(".md"))
-COLLECTORS = {"lru": "LRU", "fifo": "FIFO", "arc": "ARC", "lfu": "LFU", "clock": "Clock", "s3fifo": "S3FIFO"}
+COLLECTORS = {
+    "lru": "LRU", "fifo": "FIFO", "arc": "ARC", "lfu": "LFU", "clock": "Clock", "s3fifo": "S3FIFO", "belady": "Belady",
+}
 SHARES = (0.01, 0.1, 0.5)
 
 
@@ -61,12 +64,19 @@ def main():
                         if collector == "s3fifo" and int(size * 0.1) == 0:
                             # libCacheSim aborts the process on an empty small queue.
                             continue
-                        report = Path(tmp) / "r.json"
-                        tierwise(
-                            binary, "sim", str(og), "--arch", f"cache:mode=read-only,collector={collector}",
-                            "--ssd", str(size), "--objects", mode, "--timing", "none", "--json", str(report),
-                        )
-                        ours = json.loads(report.read_text())["request_misses"]
+                        if collector == "belady":
+                            # Offline: the reference line of `tierwise mrc`, not a collector.
+                            out = Path(tmp) / "mrc"
+                            tierwise(binary, "-q", "mrc", str(og), "--objects", mode, "--sizes", str(size), "--belady",
+                                     "--out", str(out))
+                            ours = json.loads((out / "mrc.json").read_text())["belady"][0]["misses"]
+                        else:
+                            report = Path(tmp) / "r.json"
+                            tierwise(
+                                binary, "sim", str(og), "--arch", f"cache:mode=read-only,collector={collector}",
+                                "--ssd", str(size), "--objects", mode, "--timing", "none", "--json", str(report),
+                            )
+                            ours = json.loads(report.read_text())["request_misses"]
                         theirs = round(lcs_misses(og, collector, size, ignore_size) * n)
                         checks += 1
                         line = f"{trace.name:45} {mode:15} {size:>12} {collector:5} ours {ours:>8} libCacheSim {theirs:>8}"

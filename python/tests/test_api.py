@@ -61,6 +61,10 @@ def test_mrc_and_trace_stat_equal_the_cli(cli: Path, tmp_path: Path) -> None:
     assert m.attrs["tierwise"] == load(tmp_path / "mrc.json")
     assert list(m.columns) == ["size_bytes", "misses", "miss_ratio"]
     assert m["miss_ratio"].is_monotonic_decreasing
+    # Belady's MIN beside it: the same sizes, never more misses.
+    b = tierwise.mrc(SYSTOR, points=12, belady=True)
+    assert list(b.columns) == ["size_bytes", "misses", "miss_ratio", "belady_miss_ratio", "belady_misses"]
+    assert (b["belady_misses"] <= b["misses"]).all() and (b["belady_misses"] < b["misses"]).any()
     import json
 
     stat = json.loads(run_cli(cli, "trace", "stat", str(MSR), "--json"))

@@ -145,13 +145,16 @@ def mrc(
     sample: float = 1.0,
     seed: int = 1,
     exact_error: bool = False,
+    belady: bool = False,
     progress: ProgressArg = None,
     frame: Frame = "pandas",
 ) -> Any:
     """A miss-ratio curve (``tierwise mrc``): size_bytes, miss_ratio, misses. LRU in one pass,
     any other ``collector`` by one simulation per size; ``sample`` < 1 computes it on a SHARDS
     spatial sample of that share of the objects (drawn with ``seed``), and ``exact_error`` also
-    computes the exact curve and puts the sample's error in ``df.attrs["tierwise"]["error"]``."""
+    computes the exact curve and puts the sample's error in ``df.attrs["tierwise"]["error"]``.
+    ``belady`` adds ``belady_miss_ratio`` and ``belady_misses``: Belady's MIN (the offline
+    optimum for objects of one size) at the same sizes on the same accesses."""
     job = {
         "trace": os.fspath(trace),
         "trace_options": _trace_options(format, skip_bad_lines),
@@ -162,10 +165,15 @@ def mrc(
         "sample": sample,
         "seed": seed,
         "exact_error": exact_error,
+        "belady": belady,
     }
     with records_bar(progress, f"mrc {Path(trace).name}") as cb:
         out = json.loads(_native.mrc(json.dumps(job), cb))
     df = pd.DataFrame(out["mrc"]["points"])
+    if out["mrc"].get("belady"):
+        opt = pd.DataFrame(out["mrc"]["belady"])
+        df["belady_miss_ratio"] = opt["miss_ratio"].to_numpy()
+        df["belady_misses"] = opt["misses"].to_numpy()
     df.attrs["tierwise"] = out["mrc"]
     df.attrs["objects"] = out["objects"]
     return _frame(df, frame)

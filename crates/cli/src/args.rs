@@ -304,6 +304,10 @@ pub(crate) struct MrcArgs {
     /// Threads for the per-size simulations (0: every core).
     #[arg(long, default_value_t = 0)]
     pub(crate) threads: usize,
+    /// Also compute Belady's MIN (the offline optimum for objects of one size) at the same
+    /// sizes on the same accesses, and draw it under the curve.
+    #[arg(long)]
+    pub(crate) belady: bool,
     /// Directory for mrc.csv, mrc.json and mrc.png.
     #[arg(long, default_value = "out")]
     pub(crate) out: PathBuf,

@@ -200,6 +200,21 @@ fn mrc_writes_curve() {
     assert!(s.contains("one pass"), "{s}");
     assert_eq!(std::fs::read_to_string(out.path().join("mrc.csv")).unwrap().lines().count(), 1 + 8);
     assert!(out.path().join("mrc.png").exists());
+    // --belady: MIN at the same sizes, never above the curve, in the table, CSV, JSON and report.
+    let s = ok(&["mrc", &trace("msr_hm_0.excerpt1000.csv"), "--points", "8", "--belady", "--out", &dir]);
+    assert!(s.contains("Belady miss ratio"), "{s}");
+    let csv = std::fs::read_to_string(out.path().join("mrc.csv")).unwrap();
+    assert!(csv.starts_with("size_bytes,miss_ratio,misses,belady_miss_ratio,belady_misses\n"), "{csv}");
+    for line in csv.lines().skip(1) {
+        let f: Vec<u64> = [2usize, 4].iter().map(|&i| line.split(',').nth(i).unwrap().parse().unwrap()).collect();
+        assert!(f[1] <= f[0], "Belady above LRU: {line}");
+    }
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(out.path().join("mrc.json")).unwrap()).unwrap();
+    assert_eq!(v["belady"].as_array().unwrap().len(), 8);
+    let html = out.path().join("r.html").display().to_string();
+    ok(&["report", &out.path().join("mrc.json").display().to_string(), "-o", &html]);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("Belady MIN, offline optimum") && page.contains("Belady miss ratio"));
 }
 
 #[test]

@@ -13,6 +13,7 @@ pub mod jobs;
 pub mod layout;
 pub mod metrics;
 pub mod mrc;
+pub mod mrc_belady;
 pub mod mrc_sampled;
 pub mod objects;
 pub mod plot;

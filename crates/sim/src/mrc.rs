@@ -137,10 +137,32 @@ pub struct Mrc {
     /// Its error against the exact curve, when that was computed too.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<crate::mrc_sampled::CurveError>,
+    /// Belady's MIN at the same sizes on the same accesses (`mrc --belady`): the offline
+    /// optimum for objects of one size ([`crate::mrc_belady`]); empty when not asked for.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub belady: Vec<MrcPoint>,
 }
 
 fn lru() -> String {
     "lru".into()
+}
+
+impl Mrc {
+    /// `mrc.csv`: size_bytes, miss_ratio, misses, and Belady's two when computed.
+    pub fn to_csv(&self) -> String {
+        use std::fmt::Write as _;
+        let belady = !self.belady.is_empty();
+        let mut csv = String::from("size_bytes,miss_ratio,misses");
+        csv.push_str(if belady { ",belady_miss_ratio,belady_misses\n" } else { "\n" });
+        for (i, p) in self.points.iter().enumerate() {
+            let _ = write!(csv, "{},{:.6},{}", p.size_bytes, p.miss_ratio, p.misses);
+            if let Some(b) = self.belady.get(i).filter(|_| belady) {
+                let _ = write!(csv, ",{:.6},{}", b.miss_ratio, b.misses);
+            }
+            csv.push('\n');
+        }
+        csv
+    }
 }
 
 /// Computes the LRU miss-ratio curve at `sizes` (bytes, any order) in one pass. Every access
@@ -269,6 +291,7 @@ fn one_pass<W: Weight>(
         collector: lru(),
         sampling: None,
         error: None,
+        belady: Vec::new(),
     })
 }
 

@@ -74,17 +74,55 @@ fn sample_hash(id: u64, seed: u64) -> u64 {
 /// The sampled accesses as libCacheSim-style object records (one per object access, reads),
 /// the mode they are simulated in, the object unit (0: sizes vary), and the full trace's
 /// accesses and distinct objects.
-struct Sample {
-    records: Arc<Vec<TraceRecord>>,
-    mode: ObjectMode,
-    unit: u64,
-    accesses: u64,
-    objects: u64,
+pub(crate) struct Sample {
+    /// The sampled accesses (length 1 when every object has one size, else bytes).
+    pub(crate) records: Arc<Vec<TraceRecord>>,
+    pub(crate) mode: ObjectMode,
+    /// Bytes of an object when every object has one size, else 0.
+    pub(crate) unit: u64,
+    /// Accesses and distinct objects of the whole trace.
+    pub(crate) accesses: u64,
+    pub(crate) objects: u64,
     footprint: u64,
     sampled_objects: u64,
 }
 
-fn take_sample(trace: &mut Trace, mode: ObjectMode, rate: f64, seed: u64) -> Result<Sample, TraceError> {
+impl Sample {
+    /// A cache of `size` bytes as the sample simulates it: objects (fixed sizes) or bytes,
+    /// times the sampling rate.
+    pub(crate) fn scaled(&self, size: u64, rate: f64) -> u64 {
+        let units = size.checked_div(self.unit).unwrap_or(size) as f64;
+        (units * rate.min(1.0)).round() as u64
+    }
+}
+
+/// `f` of every size in `jobs`, `threads` at a time, in the order of `jobs`.
+pub(crate) fn per_size<T: Send>(
+    jobs: &[u64],
+    threads: usize,
+    f: impl Fn(u64) -> Result<T, CurveRunError> + Sync,
+) -> Result<Vec<T>, CurveRunError> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results = std::sync::Mutex::new((0..jobs.len()).map(|_| None).collect::<Vec<_>>());
+    std::thread::scope(|scope| {
+        for _ in 0..threads.clamp(1, jobs.len().max(1)) {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(&job) = jobs.get(i) else { break };
+                    let r = f(job);
+                    if let Ok(mut v) = results.lock() {
+                        v[i] = Some(r);
+                    }
+                }
+            });
+        }
+    });
+    let results = results.into_inner().map_err(|_| CurveRunError::Sim("a worker panicked".into()))?;
+    results.into_iter().map(|r| r.unwrap_or_else(|| Err(CurveRunError::Sim("a size did not run".into())))).collect()
+}
+
+pub(crate) fn take_sample(trace: &mut Trace, mode: ObjectMode, rate: f64, seed: u64) -> Result<Sample, TraceError> {
     let mapper = Mapper::new(mode, trace.info().object_trace);
     let (unit, sim_mode) = match mapper.mode() {
         ObjectMode::Blocks { size, .. } => (size, ObjectMode::LibCacheSim { ignore_size: true }),
@@ -154,10 +192,7 @@ pub fn collector_mrc(
     sizes.dedup();
     let s = take_sample(trace, mode, rate, seed)?;
     progress.update(s.accesses);
-    let scaled = |size: u64| -> u64 {
-        let units = size.checked_div(s.unit).unwrap_or(size) as f64;
-        (units * rate.min(1.0)).round() as u64
-    };
+    let scaled = |size: u64| s.scaled(size, rate);
     // A size whose scaled cache holds less than one object (fixed sizes; a byte for variable
     // ones), or fewer than the policy needs to work as designed (S3-FIFO's small queue), is
     // below what the sample can tell: it is left out, and said (`smallest_bytes`).
@@ -183,27 +218,7 @@ pub fn collector_mrc(
         cap.iter().map(|c| (by_size.get(c).copied().unwrap_or(m.accesses), m.accesses)).collect()
     } else {
         let jobs: Vec<u64> = sizes.iter().map(|&c| scaled(c)).collect();
-        let next = std::sync::atomic::AtomicUsize::new(0);
-        let results = std::sync::Mutex::new((0..jobs.len()).map(|_| None).collect::<Vec<_>>());
-        std::thread::scope(|scope| {
-            for _ in 0..threads.clamp(1, jobs.len().max(1)) {
-                scope.spawn(|| {
-                    loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some(&cap) = jobs.get(i) else { break };
-                        let r = simulate_size(&s, base, collector, cap);
-                        if let Ok(mut v) = results.lock() {
-                            v[i] = Some(r);
-                        }
-                    }
-                });
-            }
-        });
-        let results = results.into_inner().map_err(|_| CurveRunError::Sim("a worker panicked".into()))?;
-        results
-            .into_iter()
-            .map(|r| r.unwrap_or_else(|| Err(CurveRunError::Sim("a size did not run".into()))))
-            .collect::<Result<_, _>>()?
+        per_size(&jobs, threads, |cap| simulate_size(&s, base, collector, cap))?
     };
     let mrc_points = sizes
         .iter()
@@ -235,6 +250,7 @@ pub fn collector_mrc(
             smallest_bytes,
         }),
         error: None,
+        belady: Vec::new(),
     };
     Ok(mrc)
 }

@@ -136,3 +136,56 @@ fn a_one_percent_shards_sample_stays_near_the_exact_curve() {
         assert_ne!(other.sampling.unwrap().sampled_accesses, s.sampled_accesses, "another seed, another sample");
     }
 }
+
+/// Belady's MIN is the fewest misses for objects of one size: no collector's curve lies below
+/// it, on every bundled block trace (every access: writes too), and libCacheSim's `Belady`
+/// gives the same counts (pinned here; `scripts/libcachesim_diff.py` checks every trace).
+#[test]
+fn belady_lies_under_every_collector_on_every_bundled_trace() {
+    use tierwise_sim::mrc_belady::belady_mrc;
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/traces");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .filter(|n| !n.ends_with(".md"))
+        .collect();
+    names.sort();
+    assert!(names.len() >= 6, "{names:?}");
+    let mode = ObjectMode::Blocks { size: 4096, anchor: Anchor::At(0) };
+    for name in &names {
+        let path = dir.join(name);
+        let mut t = open_trace(&path, &OpenOptions::default()).unwrap();
+        let fp = tierwise_sim::sim::footprint(&mut t, mode).unwrap().1;
+        let sizes = log_sizes(4096 * 8, fp.max(4096 * 16), 4, 4096);
+        let mut t = open_trace(&path, &OpenOptions::default()).unwrap();
+        let opt = belady_mrc(&mut t, mode, &sizes, 1.0, 1, 2).unwrap();
+        let mut t = open_trace(&path, &OpenOptions::default()).unwrap();
+        let lru = lru_mrc(&mut t, mode, &sizes, &mut NoProgress).unwrap();
+        assert_eq!(opt.len(), sizes.len());
+        for collector in ["lru", "arc", "fifo", "clock", "lfu", "s3fifo"] {
+            let m =
+                if collector == "lru" { lru.clone() } else { collector_curve(&path, mode, &sizes, collector, 1.0, 1) };
+            for (p, o) in m.points.iter().zip(&opt) {
+                assert_eq!(p.size_bytes, o.size_bytes);
+                assert!(
+                    o.misses <= p.misses,
+                    "{name}: {collector} {} < Belady {} at {}",
+                    p.misses,
+                    o.misses,
+                    p.size_bytes
+                );
+                assert!(o.misses >= lru.cold_misses, "{name}: Belady under the cold misses at {}", o.size_bytes);
+            }
+        }
+        // The floor: at the footprint only cold misses remain.
+        let mut t = open_trace(&path, &OpenOptions::default()).unwrap();
+        let whole = belady_mrc(&mut t, mode, &[fp], 1.0, 1, 1).unwrap();
+        assert_eq!(whole[0].misses, lru.cold_misses, "{name}");
+    }
+    // libCacheSim 0.3.5's Belady on CloudPhysics, objects of size 1, 1 % and 10 % of the
+    // objects (the counts scripts/libcachesim_diff.py prints).
+    let path = trace("cloudphysics_libcachesim.sample.vscsi.gz");
+    let mut t = open_trace(&path, &OpenOptions::default()).unwrap();
+    let lcs = belady_mrc(&mut t, ObjectMode::LibCacheSim { ignore_size: true }, &[489, 4897], 1.0, 1, 2).unwrap();
+    assert_eq!(lcs.iter().map(|p| p.misses).collect::<Vec<_>>(), [90_263, 71_620]);
+}

@@ -23,6 +23,7 @@ pub(crate) fn cmd_mrc(a: MrcArgs, bars: &Bars) -> Result<()> {
         seed: a.seed,
         exact_error: a.exact_error,
         threads: a.threads,
+        belady: a.belady,
     };
     let mut spinner = Spinner::new(bars, "mrc");
     let wall = std::time::Instant::now();
@@ -32,14 +33,24 @@ pub(crate) fn cmd_mrc(a: MrcArgs, bars: &Bars) -> Result<()> {
         println!("note: {note}");
     }
     let secs = wall.elapsed().as_secs_f64();
-    let mut table = report::Table::new(&["size", "bytes", "miss ratio", "misses"]);
-    for p in &m.points {
-        table.row(vec![
+    let belady = !m.belady.is_empty();
+    let headers: &[&str] = if belady {
+        &["size", "bytes", "miss ratio", "misses", "Belady miss ratio", "Belady misses"]
+    } else {
+        &["size", "bytes", "miss ratio", "misses"]
+    };
+    let mut table = report::Table::new(headers);
+    for (i, p) in m.points.iter().enumerate() {
+        let mut row = vec![
             tierwise_core::Bytes(p.size_bytes).to_string(),
             p.size_bytes.to_string(),
             format!("{:.4}", p.miss_ratio),
             p.misses.to_string(),
-        ]);
+        ];
+        if let Some(b) = m.belady.get(i).filter(|_| belady) {
+            row.extend([format!("{:.4}", b.miss_ratio), b.misses.to_string()]);
+        }
+        table.row(row);
     }
     let how = match &m.sampling {
         Some(s) => format!(
@@ -82,11 +93,7 @@ pub(crate) fn cmd_mrc(a: MrcArgs, bars: &Bars) -> Result<()> {
         println!("error against the exact curve: max |Δ miss ratio| {:.4}, mean {:.4}", e.max_abs, e.mean_abs);
     }
     fs::create_dir_all(&a.out)?;
-    let mut csv = String::from("size_bytes,miss_ratio,misses\n");
-    for p in &m.points {
-        csv.push_str(&format!("{},{:.6},{}\n", p.size_bytes, p.miss_ratio, p.misses));
-    }
-    write_file(&a.out.join("mrc.csv"), csv.as_bytes())?;
+    write_file(&a.out.join("mrc.csv"), m.to_csv().as_bytes())?;
     write_file(&a.out.join("mrc.json"), serde_json::to_string_pretty(&m)?.as_bytes())?;
     let name = a.trace.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
     let label = if m.collector == "lru" && m.sampling.is_none() { name } else { format!("{name}, {}", m.collector) };

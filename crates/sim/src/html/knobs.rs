@@ -73,7 +73,7 @@ fn curve(knob: &str, trace: &str, rows: &[&SweepRow]) -> String {
         .into_iter()
         .map(|(label, mut points)| {
             points.sort_by(|a, b| a.0.total_cmp(&b.0));
-            Series { label, points }
+            Series::new(label, points)
         })
         .collect();
     let xs: Vec<f64> = series.iter().flat_map(|s| s.points.iter().map(|p| p.0)).collect();

@@ -361,22 +361,40 @@ pub fn mrc(m: &Mrc, file: &str) -> String {
             e.max_abs, e.mean_abs
         );
     }
+    if !m.belady.is_empty() {
+        o.push_str(
+            "<p class=\"meta\">Dashed: Belady's MIN on the same accesses at the same sizes, the offline optimum for \
+             objects of one size (evict the object whose next access is furthest away; libCacheSim's Belady gives \
+             the same counts). No policy that caches every miss can go below it.</p>",
+        );
+    }
     let caption = format!("{} miss ratio by cache size", crate::plot::mrc_name(m));
     o.push_str(&figure(&mrc_spec(m, &trace_name(&m.trace)), &caption));
-    let mut csv = String::from("size_bytes,miss_ratio,misses\n");
+    let belady = !m.belady.is_empty();
     let rows: Vec<Vec<String>> = m
         .points
         .iter()
-        .map(|p| {
-            let _ = writeln!(csv, "{},{:.6},{}", p.size_bytes, p.miss_ratio, p.misses);
-            vec![tierwise_core::Bytes(p.size_bytes).to_string(), f(p.miss_ratio, 4), p.misses.to_string()]
+        .enumerate()
+        .map(|(i, p)| {
+            let mut row =
+                vec![tierwise_core::Bytes(p.size_bytes).to_string(), f(p.miss_ratio, 4), p.misses.to_string()];
+            if let Some(b) = m.belady.get(i).filter(|_| belady) {
+                row.extend([f(b.miss_ratio, 4), b.misses.to_string()]);
+            }
+            row
         })
         .collect();
+    let headers: &[&str] = if belady {
+        &["cache size", "miss ratio", "misses", "Belady miss ratio", "Belady misses"]
+    } else {
+        &["cache size", "miss ratio", "misses"]
+    };
+    let csv = m.to_csv();
     let _ = write!(
         o,
         "<details><summary>{} points</summary>{}</details>{}",
         rows.len(),
-        table(&["cache size", "miss ratio", "misses"], &rows, "data"),
+        table(headers, &rows, "data"),
         csv_link(&file.replace(".json", ".csv"), &csv)
     );
     o

@@ -114,11 +114,8 @@ fn section(path: &str, a: &TraceAnalysis) -> String {
         x_label: "distance since the object's previous access (log)".into(),
         y_label: "share of reuses at or below".into(),
         series: vec![
-            Series { label: "reuse time (accesses)".into(), points: cdf(&a.reuse_time) },
-            Series {
-                label: "stack distance (distinct objects = LRU cache size)".into(),
-                points: cdf(&a.stack_distance),
-            },
+            Series::new("reuse time (accesses)", cdf(&a.reuse_time)),
+            Series::new("stack distance (distinct objects = LRU cache size)", cdf(&a.stack_distance)),
         ],
         log_x: true,
         log_y: Some(false),
@@ -132,10 +129,10 @@ fn section(path: &str, a: &TraceAnalysis) -> String {
         title: "Popularity".into(),
         x_label: "object rank (log)".into(),
         y_label: "accesses (log)".into(),
-        series: vec![Series {
-            label: "accesses of the object of that rank".into(),
-            points: p.rank_frequency.iter().map(|&(r, c)| (r as f64, c as f64)).collect(),
-        }],
+        series: vec![Series::new(
+            "accesses of the object of that rank",
+            p.rank_frequency.iter().map(|&(r, c)| (r as f64, c as f64)).collect(),
+        )],
         log_x: true,
         log_y: Some(true),
     });

@@ -46,6 +46,9 @@ pub struct MrcJob {
     /// Threads for the per-size simulations (0: every core).
     #[serde(default)]
     pub threads: usize,
+    /// Also compute Belady's MIN at the same sizes on the same accesses (the reference line).
+    #[serde(default)]
+    pub belady: bool,
 }
 
 fn default_collector() -> String {
@@ -91,16 +94,24 @@ pub fn run_mrc(job: &MrcJob, progress: &mut dyn Progress) -> Result<MrcOutcome, 
     if !(job.sample > 0.0 && job.sample <= 1.0) {
         return Err(JobError::Input(format!("sample {}: the share of objects kept, within (0, 1]", job.sample)));
     }
+    let threads =
+        if job.threads == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { job.threads };
+    let with_belady = |mut mrc: Mrc| -> Result<MrcOutcome, JobError> {
+        if job.belady {
+            let on_curve: Vec<u64> = mrc.points.iter().map(|p| p.size_bytes).collect();
+            let mut t = open_trace(&job.trace, &open)?;
+            mrc.belady = crate::mrc_belady::belady_mrc(&mut t, mode, &on_curve, job.sample, job.seed, threads)
+                .map_err(curve_error)?;
+        }
+        Ok(MrcOutcome { mrc, mode, note: note.clone() })
+    };
     if job.collector == "lru" && job.sample >= 1.0 {
         let mut t = open_trace(&job.trace, &open)?;
-        let mrc = lru_mrc(&mut t, mode, &sizes, progress)?;
-        return Ok(MrcOutcome { mrc, mode, note });
+        return with_belady(lru_mrc(&mut t, mode, &sizes, progress)?);
     }
     let collector = job.collector.split(':').next().unwrap_or("");
     tierwise_core::collector::collector_info(collector).map_err(|e| input("collector", e))?;
     let base = ModelOptions { timing: "none".into(), ..ModelOptions::default() }.base()?;
-    let threads =
-        if job.threads == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { job.threads };
     let curve = |rate: f64, progress: &mut dyn Progress| -> Result<Mrc, JobError> {
         let mut t = open_trace(&job.trace, &open)?;
         crate::mrc_sampled::collector_mrc(
@@ -114,17 +125,21 @@ pub fn run_mrc(job: &MrcJob, progress: &mut dyn Progress) -> Result<MrcOutcome, 
             threads,
             progress,
         )
-        .map_err(|e| match e {
-            crate::mrc_sampled::CurveRunError::Trace(t) => JobError::from(t),
-            crate::mrc_sampled::CurveRunError::Sim(m) | crate::mrc_sampled::CurveRunError::TooSmall(m) => {
-                JobError::Input(m)
-            }
-        })
+        .map_err(curve_error)
     };
     let mut mrc = curve(job.sample, progress)?;
     if job.exact_error && job.sample < 1.0 {
         let exact = curve(1.0, &mut crate::sim::NoProgress)?;
         mrc.error = Some(crate::mrc_sampled::curve_error(&mrc, &exact));
     }
-    Ok(MrcOutcome { mrc, mode, note })
+    with_belady(mrc)
+}
+
+fn curve_error(e: crate::mrc_sampled::CurveRunError) -> JobError {
+    match e {
+        crate::mrc_sampled::CurveRunError::Trace(t) => JobError::from(t),
+        crate::mrc_sampled::CurveRunError::Sim(m) | crate::mrc_sampled::CurveRunError::TooSmall(m) => {
+            JobError::Input(m)
+        }
+    }
 }

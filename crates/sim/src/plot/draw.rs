@@ -7,7 +7,7 @@ use plotters::coord::ranged1d::ValueFormatter;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::{BarChart, ChartSpec, LineChart};
+use super::{BarChart, ChartSpec, LineChart, Stroke};
 
 /// Twenty colours that stay apart from each other (the tab10 set and ten darker or brighter
 /// hues), so that up to twenty series never share one.
@@ -214,11 +214,12 @@ pub fn wrap(label: &str, width: u32) -> Vec<String> {
     lines
 }
 
-/// The legend in its own column: a marker (and a line for line charts) and the label.
+/// The legend in its own column: a marker (and the series' line for line charts: `strokes`)
+/// and the label.
 fn legend<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     labels: &[&str],
-    lines: bool,
+    strokes: Option<&[Stroke]>,
     top: i32,
 ) -> Result<(), String> {
     let (w, _) = area.dim_in_pixel();
@@ -226,8 +227,17 @@ fn legend<DB: DrawingBackend>(
     let mut y = top + 12;
     for (i, l) in labels.iter().enumerate() {
         let c = colour(i);
-        if lines {
-            area.draw(&PathElement::new(vec![(6, y), (34, y)], c.stroke_width(2))).map_err(|e| e.to_string())?;
+        match strokes.map(|s| s.get(i).copied().unwrap_or_default()) {
+            Some(Stroke::Solid) => {
+                area.draw(&PathElement::new(vec![(6, y), (34, y)], c.stroke_width(2))).map_err(|e| e.to_string())?
+            }
+            Some(Stroke::Dashed) => {
+                for x in [4, 16, 28] {
+                    area.draw(&PathElement::new(vec![(x, y), (x + 7, y)], c.stroke_width(2)))
+                        .map_err(|e| e.to_string())?;
+                }
+            }
+            Some(Stroke::Markers) | None => {}
         }
         marker(area, i, (20, y), c)?;
         let wrapped = wrap(l, w);
@@ -342,9 +352,17 @@ fn line<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, spec: &LineChart) -> 
                 let c = colour(i);
                 let pts: Vec<(f64, f64)> =
                     s.points.iter().copied().filter(|p| p.0.is_finite() && p.1.is_finite()).collect();
-                chart
-                    .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2)))
-                    .map_err(|e| e.to_string())?;
+                match s.stroke {
+                    Stroke::Solid => chart
+                        .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2)))
+                        .map(|_| ())
+                        .map_err(|e| e.to_string())?,
+                    Stroke::Dashed => chart
+                        .draw_series(DashedLineSeries::new(pts.iter().copied(), 8, 6, c.stroke_width(2)))
+                        .map(|_| ())
+                        .map_err(|e| e.to_string())?,
+                    Stroke::Markers => {}
+                }
                 for p in &pts {
                     let px = chart.backend_coord(p);
                     marker(root, i, px, c)?;
@@ -358,7 +376,8 @@ fn line<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, spec: &LineChart) -> 
         (false, true) => body!(b.build_cartesian_2d(x0..x1, (y0..y1).log_scale())),
         (false, false) => body!(b.build_cartesian_2d(x0..x1, y0..y1)),
     }
-    legend(&side, &labels, true, 40)
+    let strokes: Vec<Stroke> = spec.series.iter().map(|s| s.stroke).collect();
+    legend(&side, &labels, Some(&strokes), 40)
 }
 
 fn bars<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, spec: &BarChart) -> Result<(), String> {
@@ -428,5 +447,5 @@ fn bars<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, spec: &BarChart) -> R
     } else {
         body!(b.build_cartesian_2d(0.0..groups, y0..y1));
     }
-    legend(&side, &labels, false, 40)
+    legend(&side, &labels, None, 40)
 }

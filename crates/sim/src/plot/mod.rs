@@ -23,6 +23,18 @@ fn ensure_font() {
     });
 }
 
+/// How a series is drawn.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Stroke {
+    /// A solid line with a marker per point: a result of ours.
+    #[default]
+    Solid,
+    /// A dashed line: a reference such as Belady's optimum.
+    Dashed,
+    /// Markers without a line: published values (a paper's points).
+    Markers,
+}
+
 /// One line of a chart.
 #[derive(Clone, Debug)]
 pub struct Series {
@@ -30,6 +42,20 @@ pub struct Series {
     pub label: String,
     /// Points (x, y).
     pub points: Vec<(f64, f64)>,
+    /// How it is drawn.
+    pub stroke: Stroke,
+}
+
+impl Series {
+    /// A solid line.
+    pub fn new(label: impl Into<String>, points: Vec<(f64, f64)>) -> Series {
+        Series { label: label.into(), points, stroke: Stroke::Solid }
+    }
+    /// The same drawn as `stroke`.
+    pub fn drawn(mut self, stroke: Stroke) -> Series {
+        self.stroke = stroke;
+        self
+    }
 }
 
 /// A line chart.
@@ -177,13 +203,21 @@ pub fn comparison_chart(c: &Comparison, path: &Path) -> Result<(), String> {
 
 /// An MRC as a line chart (log-scale cache size).
 pub fn mrc_spec(m: &Mrc, label: &str) -> ChartSpec {
-    let pts = m.points.iter().map(|p| (p.size_bytes as f64 / (1u64 << 20) as f64, p.miss_ratio)).collect();
+    let mib = |p: &crate::mrc::MrcPoint| (p.size_bytes as f64 / (1u64 << 20) as f64, p.miss_ratio);
     let name = mrc_name(m);
+    let mut series = vec![Series::new(name.clone(), m.points.iter().map(mib).collect())];
+    if !m.belady.is_empty() {
+        let on = if m.sampling.is_some() { " (same sample)" } else { "" };
+        series.push(
+            Series::new(format!("Belady MIN, offline optimum{on}"), m.belady.iter().map(mib).collect())
+                .drawn(Stroke::Dashed),
+        );
+    }
     ChartSpec::Line(LineChart {
         title: format!("{name} miss-ratio curve — {label}"),
         x_label: "cache size (MiB, log scale)".into(),
         y_label: "miss ratio (fraction of accesses)".into(),
-        series: vec![Series { label: name, points: pts }],
+        series,
         log_x: true,
         log_y: Some(false),
     })
@@ -225,6 +259,23 @@ mod tests {
     }
 
     #[test]
+    fn belady_is_a_dashed_second_line() {
+        let pt = |s, m| crate::mrc::MrcPoint { size_bytes: s, misses: m, miss_ratio: m as f64 / 10.0 };
+        let mut m = Mrc { points: vec![pt(4096, 9), pt(8192, 7)], collector: "lru".into(), ..Mrc::default() };
+        let ChartSpec::Line(one) = mrc_spec(&m, "t") else { panic!("a line chart") };
+        assert_eq!(one.series.len(), 1);
+        m.belady = vec![pt(4096, 8), pt(8192, 5)];
+        let ChartSpec::Line(two) = mrc_spec(&m, "t") else { panic!("a line chart") };
+        assert_eq!(two.series.len(), 2);
+        assert_eq!((two.series[0].stroke, two.series[1].stroke), (Stroke::Solid, Stroke::Dashed));
+        assert!(two.series[1].label.starts_with("Belady MIN"));
+        // Drawn, the dashes are many short segments: more line elements than the solid chart.
+        let lines = |c: &LineChart| svg(&ChartSpec::Line(c.clone())).map(|s| s.matches("<polyline").count());
+        let (one, two) = (lines(&one).expect("svg"), lines(&two).expect("svg"));
+        assert!(two > one + 2, "{two} vs {one}");
+    }
+
+    #[test]
     fn twenty_series_get_twenty_colours() {
         let mut seen: Vec<(u8, u8, u8)> = (0..20).map(|i| (colour(i).0, colour(i).1, colour(i).2)).collect();
         seen.sort_unstable();
@@ -261,7 +312,7 @@ mod tests {
             title: "t".into(),
             x_label: "x".into(),
             y_label: "y".into(),
-            series: vec![Series { label: "s".into(), points: vec![(1.0, 1.0), (10.0, 40.0), (40.0, 3.0)] }],
+            series: vec![Series::new("s", vec![(1.0, 1.0), (10.0, 40.0), (40.0, 3.0)])],
             log_x: true,
             log_y: Some(true),
         });

@@ -369,7 +369,7 @@ impl Chart {
             title: self.title.clone(),
             x_label: self.x_label.clone(),
             y_label: self.y_label.clone(),
-            series: self.series.iter().map(|(l, pts)| Series { label: l.clone(), points: pts.clone() }).collect(),
+            series: self.series.iter().map(|(l, pts)| Series::new(l.clone(), pts.clone())).collect(),
             log_x: self.log_x,
             log_y: None,
         })
