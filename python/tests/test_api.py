@@ -85,6 +85,8 @@ def test_reproduce_equals_the_cli(cli: Path, tmp_path: Path) -> None:
     web = next(c for c in gr.raw["charts"] if c["file"] == "greendm-websearch-iops.png")
     labels = [s[0] for s in web["series"]]
     assert {"tiering MCML=16", "caching MCML=16", "Mylinear"} <= set(labels), labels
+    # The paper's points are drawn beside ours, on the PT values it printed.
+    assert [p[1][0][0] for p in web["paper"]] == [1.0, 4.0], web["paper"]
     sized = g.dropna(subset=["ratio"])
     assert len(sized) >= 6 and set(g["verdict"]) <= {"held", "direction-only", "not-held"}
     assert (sized["ratio"] == sized["our_effect"] / sized["paper_effect"]).all()

@@ -148,6 +148,7 @@ fn bars(rows: &[&SweepAggregate], title: &str, y_label: &str, key: &str, scale: 
         groups,
         series,
         intervals,
+        published: Vec::new(),
         log_y: Some(false),
     })
 }

@@ -446,7 +446,12 @@ pub fn reproduction(r: &Reproduction) -> String {
         );
     }
     for c in &r.charts {
-        o.push_str(&figure(&c.spec(), &c.title));
+        let caption = if c.paper.is_empty() {
+            c.title.clone()
+        } else {
+            format!("{} — outlined bars and bare markers (\"paper: …\") are the paper's published values", c.title)
+        };
+        o.push_str(&figure(&c.spec(), &caption));
     }
     for n in &r.notes {
         let _ = write!(o, "<p class=\"meta\">note: {}</p>", esc(n));

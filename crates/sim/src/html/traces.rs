@@ -147,6 +147,7 @@ fn section(path: &str, a: &TraceAnalysis) -> String {
             ("writes".into(), a.op_size_mix.iter().map(|m| Some(m.writes as f64)).collect()),
         ],
         intervals: Vec::new(),
+        published: Vec::new(),
         log_y: None,
     });
     o.push_str(&figure(&mix, "Request sizes in power-of-two buckets, reads and writes."));

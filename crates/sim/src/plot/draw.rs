@@ -406,11 +406,11 @@ fn bars<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, spec: &BarChart) -> R
                     let Some(v) = v.filter(|v| v.is_finite()) else { continue };
                     let left = g as f64 + 0.1 + i as f64 * width;
                     let top = if log_y { v.max(y0) } else { v };
+                    // A published value (a paper's) is an outlined bar beside our filled ones.
+                    let published = spec.published.get(i).copied().unwrap_or(false);
+                    let style = if published { c.stroke_width(2) } else { c.filled() };
                     chart
-                        .draw_series(std::iter::once(Rectangle::new(
-                            [(left, y0), (left + width * 0.92, top)],
-                            c.filled(),
-                        )))
+                        .draw_series(std::iter::once(Rectangle::new([(left, y0), (left + width * 0.92, top)], style)))
                         .map_err(|e| e.to_string())?;
                     let interval = spec.intervals.get(i).and_then(|v| v.get(g).copied().flatten());
                     if n <= 12.0 {

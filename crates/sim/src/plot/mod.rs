@@ -90,6 +90,8 @@ pub struct BarChart {
     pub series: Vec<(String, Vec<Option<f64>>)>,
     /// Error bars, parallel to `series` (low, high per group); empty: none.
     pub intervals: Vec<Vec<Option<(f64, f64)>>>,
+    /// Parallel to `series`: published values (a paper's), drawn as outlined bars; empty: none.
+    pub published: Vec<bool>,
     /// Logarithmic y axis; `None`: when the values span orders of magnitude.
     pub log_y: Option<bool>,
 }
@@ -192,6 +194,7 @@ pub fn bars_by_size(
         groups,
         series,
         intervals: Vec::new(),
+        published: Vec::new(),
         log_y: None,
     })
 }
@@ -349,6 +352,7 @@ mod tests {
                 groups: vec!["10%".into(), "25%".into()],
                 series: vec![("a".into(), vec![Some(100.0), Some(110.0)]), ("b".into(), vec![Some(90.0), None])],
                 intervals,
+                published: Vec::new(),
                 log_y: Some(false),
             }))
             .expect("svg")
@@ -375,6 +379,7 @@ mod tests {
                 ("ssd-only".into(), vec![Some(2e4), None]),
             ],
             intervals: Vec::new(),
+            published: Vec::new(),
             log_y: None,
         });
         let s = svg(&spec).expect("svg");

@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use serde::{Deserialize, Serialize};
 
 use crate::metrics::SimReport;
-use crate::plot::{BarChart, ChartSpec, LineChart, Series};
+use crate::plot::{BarChart, ChartSpec, LineChart, Series, Stroke};
 use crate::report::{CSV_HEADER, Table, csv_row};
 use crate::sim::{NoProgress, SimConfig, SimError, simulate};
 use crate::trace::{OpenOptions, Trace, TraceError, TraceReader, TraceRecord, open_trace};
@@ -340,6 +340,10 @@ pub struct Chart {
     pub log_x: bool,
     /// Lines: label and points.
     pub series: Vec<(String, Vec<(f64, f64)>)>,
+    /// The paper's published values at our x values, label and points: drawn as outlined bars
+    /// or bare markers beside ours (empty: the paper prints no number this figure can place).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paper: Vec<(String, Vec<(f64, f64)>)>,
 }
 
 impl Chart {
@@ -351,25 +355,34 @@ impl Chart {
         let shared = !first.is_empty() && first.len() <= 8 && self.series.iter().all(|s| xs(&s.1) == first);
         if shared {
             // Categories are evenly spaced: a log scale's wording no longer applies.
+            let at = |pts: &Vec<(f64, f64)>| -> Vec<Option<f64>> {
+                first
+                    .iter()
+                    .map(|x| pts.iter().find(|p| (p.0 - x).abs() <= 1e-9 * x.abs().max(1.0)).map(|p| p.1))
+                    .collect()
+            };
+            let mut series: Vec<(String, Vec<Option<f64>>)> =
+                self.series.iter().map(|(l, pts)| (l.clone(), at(pts))).collect();
+            series.extend(self.paper.iter().map(|(l, pts)| (l.clone(), at(pts))));
+            let published = (0..series.len()).map(|i| i >= self.series.len()).collect();
             return ChartSpec::Bars(BarChart {
                 title: self.title.clone(),
                 x_label: self.x_label.replace(", log scale", ""),
                 y_label: self.y_label.clone(),
                 groups: first.iter().map(|x| crate::plot::short(*x)).collect(),
-                series: self
-                    .series
-                    .iter()
-                    .map(|(l, pts)| (l.clone(), pts.iter().map(|p| Some(p.1)).collect()))
-                    .collect(),
+                series,
                 intervals: Vec::new(),
+                published,
                 log_y: None,
             });
         }
+        let ours = self.series.iter().map(|(l, pts)| Series::new(l.clone(), pts.clone()));
+        let paper = self.paper.iter().map(|(l, pts)| Series::new(l.clone(), pts.clone()).drawn(Stroke::Markers));
         ChartSpec::Line(LineChart {
             title: self.title.clone(),
             x_label: self.x_label.clone(),
             y_label: self.y_label.clone(),
-            series: self.series.iter().map(|(l, pts)| Series::new(l.clone(), pts.clone())).collect(),
+            series: ours.chain(paper).collect(),
             log_x: self.log_x,
             log_y: None,
         })
@@ -560,7 +573,14 @@ impl Chart {
             y_label: y_label.into(),
             log_x: false,
             series,
+            paper: Vec::new(),
         }
+    }
+
+    /// The same with the paper's values drawn beside ours.
+    fn with_paper(mut self, paper: Vec<(String, Vec<(f64, f64)>)>) -> Chart {
+        self.paper = paper;
+        self
     }
 
     /// The same with a logarithmic x axis.
@@ -655,5 +675,32 @@ impl Reproduction {
             files.push(path);
         }
         Ok(files)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_papers_points_are_drawn_beside_ours() {
+        let ours = vec![("ours".to_string(), vec![(1.0, 10.0), (4.0, 20.0), (16.0, 30.0)])];
+        let paper = vec![("paper: x".to_string(), vec![(4.0, 25.0)])];
+        // Few shared x values: grouped bars, the paper's an outlined bar in its group only.
+        let ChartSpec::Bars(b) = Chart::new("f.png", "t", "x", "y", ours.clone()).with_paper(paper.clone()).spec()
+        else {
+            panic!("bars")
+        };
+        assert_eq!(b.series[1], ("paper: x".to_string(), vec![None, Some(25.0), None]));
+        assert_eq!(b.published, [false, true]);
+        // Many x values: lines, the paper's as bare markers.
+        let many = vec![("ours".to_string(), (1..=12).map(|i| (f64::from(i), 1.0)).collect())];
+        let ChartSpec::Line(l) = Chart::new("f.png", "t", "x", "y", many).with_paper(paper).spec() else {
+            panic!("lines")
+        };
+        assert_eq!((l.series[0].stroke, l.series[1].stroke), (Stroke::Solid, Stroke::Markers));
+        // Without the paper's values, nothing is added.
+        let ChartSpec::Bars(b) = Chart::new("f.png", "t", "x", "y", ours).spec() else { panic!("bars") };
+        assert_eq!((b.series.len(), b.published), (1, vec![false]));
     }
 }
