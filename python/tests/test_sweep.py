@@ -302,3 +302,42 @@ def test_a_numeric_knob_gets_a_response_curve(tmp_path: Path) -> None:
     # One line per spec without the knob: the curve of bcache-like's write-back share.
     curve = page.split("Sweep — writeback-percent on msr_hm_0.excerpt1000.csv</h2>")[1].split("</section>")[0]
     assert "bcache-like:cache-mode=writeback @ 10%" in curve and curve.count("<tr>") >= 5
+
+
+def test_model_options_are_sweep_axes(tmp_path: Path) -> None:
+    """A model option given as a list is an axis: every value runs, rows carry it among their
+    knobs, each timing × queue is its own comparison, and a numeric axis gets its curve."""
+    out = tmp_path / "sweep"
+    df = tierwise.sweep(
+        [MSR],
+        ["hdd-only", "cache:mode=write-back"],
+        ["10%"],
+        out=out,
+        executor="processes",
+        workers=1,
+        model={"timing": ["closed:1", "closed:4", "closed:16"], "hdd_queue": ["mq-deadline", "fifo"]},
+    )
+    assert len(df) == 2 * 3 * 2 and df["key"].is_unique
+    knobs = [json.loads(k) for k in df["knobs"]]
+    assert {(k["model.timing"], k["model.hdd_queue"]) for k in knobs} == {
+        (t, q) for t in ("closed:1", "closed:4", "closed:16") for q in ("mq-deadline", "fifo")
+    }
+    # The options reached the simulator: a deeper queue gives the HDD more to reorder.
+    hdd = df[df["spec"] == "hdd-only"]
+    by_variant = {tuple(sorted(json.loads(k).values())): v for k, v in zip(hdd["knobs"], hdd["iops"])}
+    iops = {t: by_variant[tuple(sorted([t, "mq-deadline"]))] for t in ("closed:1", "closed:16")}
+    assert iops["closed:1"] < iops["closed:16"], iops
+    # A rerun reuses every variant; a new value of an axis adds only its own jobs.
+    again = tierwise.sweep(
+        [MSR], ["hdd-only", "cache:mode=write-back"], ["10%"], out=out, executor="processes", workers=1,
+        model={"timing": ["closed:1", "closed:4", "closed:16", "closed:32"], "hdd_queue": ["mq-deadline", "fifo"]},
+    )
+    assert (again.attrs["sweep"].cached, again.attrs["sweep"].ran) == (12, 4)
+    html = tmp_path / "r.html"
+    tierwise.report([out], html)
+    page = html.read_text()
+    assert "Sweep — msr_hm_0.excerpt1000.csv (hdd_queue=fifo, timing=closed:4)</h2>" in page
+    curve = page.split("Sweep — model.timing on msr_hm_0.excerpt1000.csv</h2>")[1].split("</section>")[0]
+    assert "queue depth (timing closed:N)" in curve and "hdd-only [hdd_queue=fifo] @ 10%" in curve
+    with pytest.raises(tierwise.SpecError, match="model.timing=bogus"):
+        tierwise.sweep([MSR], ["hdd-only"], ["10%"], out=tmp_path / "bad", model={"timing": ["closed:1", "bogus"]})

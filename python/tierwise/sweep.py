@@ -146,6 +146,28 @@ def _arch_knobs() -> dict[str, set[str]]:
     return out
 
 
+MODEL_AXIS = "model."
+
+
+def model_variants(model: Mapping[str, Any] | None) -> list[tuple[dict[str, Any], dict[str, str]]]:
+    """The model options as variants: a value given as a list (``timing = ["closed:8",
+    "closed:32"]``, ``hdd = [...]``, ``hdd_queue = [...]``) is an axis of the sweep, and every
+    combination of the axes' values is one variant. Returns (the options of the variant, its
+    axis values as ``{"model.timing": "closed:8", …}``, which rows carry among their knobs)."""
+    model = dict(model or {})
+    axes = {k: list(v) for k, v in model.items() if isinstance(v, list | tuple)}
+    for k, vals in axes.items():
+        if not vals:
+            raise _native.SpecError(f"model option `{k}`: an empty list; give one value or several to sweep over")
+    fixed = {k: v for k, v in model.items() if k not in axes}
+    out = []
+    for combo in itertools.product(*axes.values()):
+        chosen = dict(zip(axes, combo))
+        named = {MODEL_AXIS + k: str(v) for k, v in chosen.items() if len(axes[k]) > 1}
+        out.append(({**fixed, **chosen}, named))
+    return out
+
+
 def expand(
     traces: Sequence[str | os.PathLike[str]],
     archs: Sequence[str],
@@ -162,7 +184,9 @@ def expand(
     architectures that have it; a knob no architecture has, an unknown architecture, option or
     trace path raises :class:`SpecError` naming the entry. A synthetic workload
     (``zipf:requests=…,objects=…,alpha=…``) runs ``replicates`` times, with seeds ``seed``,
-    ``seed + 1``, …; its traces are written under ``workdir``."""
+    ``seed + 1``, …; its traces are written under ``workdir``. A model option given as a list
+    is an axis too (:func:`model_variants`); rows carry its value among their knobs as
+    ``model.OPTION``."""
     if not traces or not archs or not ssd:
         raise _native.SpecError("a sweep needs at least one trace, one architecture and one SSD size")
     if replicates < 1:
@@ -189,7 +213,7 @@ def expand(
     for name in knobs:
         if not any(name in known.get(a.split(":")[0], set()) for a in archs):
             raise _native.SpecError(f"knob `{name}`: none of the sweep's architectures has it ({', '.join(archs)})")
-    model = dict(model or {})
+    variants = model_variants(model)
     trace_options = dict(trace_options or {})
     digests: dict[str, str] = {}
     for t, *_ in entries:
@@ -200,12 +224,15 @@ def expand(
     jobs: list[Job] = []
     version = _native.version()
     build = build_stamp()["stamp"]
-    for (t, workload, replicate, rep_seed), arch, size in itertools.product(entries, archs, ssd):
+    for (t, workload, replicate, rep_seed), arch, size, (model, axes) in itertools.product(
+        entries, archs, ssd, variants
+    ):
         base = arch.split(":")[0]
         mine = [k for k in knobs if k in known.get(base, set())]
         for values in itertools.product(*(knobs[k] for k in mine)):
             kv = dict(zip(mine, values))
             spec = _spec_with(arch, kv)
+            kv.update(axes)
             job = {
                 "trace": os.fspath(t),
                 "arch": spec,
@@ -217,7 +244,8 @@ def expand(
             try:
                 _native.check_sim(json.dumps(job))
             except _native.TierwiseError as e:
-                raise type(e)(f"sweep entry trace={t} arch={spec} ssd={size}: {e}") from None
+                where = "".join(f" {k}={v}" for k, v in axes.items())
+                raise type(e)(f"sweep entry trace={t} arch={spec} ssd={size}{where}: {e}") from None
             ident = {k: v for k, v in job.items() if k != "trace"}
             ident["trace_sha256"] = digests[os.fspath(t)]
             ident["tierwise"] = version

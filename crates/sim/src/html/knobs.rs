@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use super::sections::{figure, trace_name};
-use super::{SweepRow, SweepSummary, esc, table};
+use super::{MODEL_AXIS, SweepRow, SweepSummary, esc, model_variant, table, with_variant};
 use crate::plot::{ChartSpec, LineChart, Series, key_metric};
 
 /// A knob value as a number: plain, a percentage, a size (bytes) or a duration (seconds).
@@ -21,6 +21,38 @@ fn numeric(v: &str) -> Option<f64> {
         return Some(b as f64);
     }
     tierwise_core::params::parse_duration(v).ok().map(|d| d.0 as f64 / 1e9)
+}
+
+/// The number of each of `vals`, and the axis' wording: plain numbers, or `P:N` values with
+/// one prefix `P` (a model axis such as `timing = ["closed:1", "closed:8", "closed:32"]`).
+fn numeric_axis(knob: &str, vals: &[&str]) -> Option<(String, Vec<f64>)> {
+    if let Some(xs) = vals.iter().map(|v| numeric(v)).collect::<Option<Vec<f64>>>() {
+        return Some((knob.to_string(), xs));
+    }
+    let prefix = vals.first()?.split_once(':')?.0;
+    let xs = vals
+        .iter()
+        .map(|v| v.split_once(':').filter(|(p, _)| *p == prefix).and_then(|(_, n)| numeric(n)))
+        .collect::<Option<Vec<f64>>>()?;
+    let name = knob.strip_prefix(MODEL_AXIS).unwrap_or(knob);
+    let label = if name == "timing" && prefix == "closed" {
+        "queue depth (timing closed:N)".to_string()
+    } else {
+        format!("{name} ({prefix}:N)")
+    };
+    Some((label, xs))
+}
+
+/// The x value of a run on `knob`'s axis.
+fn x_of(r: &SweepRow, knob: &str) -> Option<f64> {
+    let v = r.knobs.get(knob)?;
+    numeric(v).or_else(|| v.split_once(':').and_then(|(_, n)| numeric(n)))
+}
+
+/// What a line of a knob's curve is of: the spec without the knob, the other model axes, the
+/// SSD size.
+fn line_of(r: &SweepRow, knob: &str) -> String {
+    with_variant(&without(&r.spec, knob), &model_variant(&r.knobs, knob))
 }
 
 /// The spec without `knob=…`: what a curve's line is of.
@@ -43,9 +75,7 @@ pub fn sections(s: &SweepSummary) -> Vec<(String, String)> {
     }
     let mut out = Vec::new();
     for (knob, vals) in values {
-        if vals.len() < 3 || vals.iter().any(|v| numeric(v).is_none()) {
-            continue;
-        }
+        let Some((axis, _)) = numeric_axis(knob, &vals).filter(|_| vals.len() >= 3) else { continue };
         let mut traces: Vec<&str> = Vec::new();
         for r in s.rows.iter().filter(|r| r.knobs.contains_key(knob)) {
             if !traces.contains(&r.trace.as_str()) {
@@ -54,19 +84,21 @@ pub fn sections(s: &SweepSummary) -> Vec<(String, String)> {
         }
         for t in traces {
             let rows: Vec<&SweepRow> = s.rows.iter().filter(|r| r.trace == t && r.knobs.contains_key(knob)).collect();
-            out.push((format!("Sweep — {knob} on {}", trace_name(t)), curve(knob, t, &rows)));
+            out.push((format!("Sweep — {knob} on {}", trace_name(t)), curve(knob, &axis, t, &rows)));
         }
     }
     out
 }
 
-fn curve(knob: &str, trace: &str, rows: &[&SweepRow]) -> String {
+fn curve(knob: &str, axis: &str, trace: &str, rows: &[&SweepRow]) -> String {
     let timing = rows.first().map(|r| r.report.timing.clone()).unwrap_or_default();
     let (what, unit, value) = key_metric(&timing);
+    // On the timing axis the first run's timing names one point, not the chart.
+    let timing = if knob == format!("{MODEL_AXIS}timing") { "timing on the x axis".to_string() } else { timing };
     let mut lines: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
     for r in rows {
-        let Some(x) = r.knobs.get(knob).and_then(|v| numeric(v)) else { continue };
-        let label = format!("{} @ {}", without(&r.spec, knob), r.size_label);
+        let Some(x) = x_of(r, knob) else { continue };
+        let label = format!("{} @ {}", line_of(r, knob), r.size_label);
         lines.entry(label).or_default().push((x, value(&r.report)));
     }
     let series: Vec<Series> = lines
@@ -79,25 +111,25 @@ fn curve(knob: &str, trace: &str, rows: &[&SweepRow]) -> String {
     let xs: Vec<f64> = series.iter().flat_map(|s| s.points.iter().map(|p| p.0)).collect();
     let log_x = crate::plot::wants_log(xs.iter().copied());
     let spec = ChartSpec::Line(LineChart {
-        title: format!("{what} against {knob} — {} ({timing})", trace_name(trace)),
-        x_label: format!("{knob}{}", if log_x { " (log)" } else { "" }),
+        title: format!("{what} against {axis} — {} ({timing})", trace_name(trace)),
+        x_label: format!("{axis}{}", if log_x { " (log)" } else { "" }),
         y_label: unit.to_string(),
         series,
         log_x,
         log_y: None,
     });
     let mut ordered: Vec<&&SweepRow> = rows.iter().collect();
-    let x_of = |r: &SweepRow| r.knobs.get(knob).and_then(|v| numeric(v)).unwrap_or(f64::NAN);
+    let x = |r: &SweepRow| x_of(r, knob).unwrap_or(f64::NAN);
     ordered.sort_by(|a, b| {
-        (without(&a.spec, knob), a.size_fraction.to_bits(), 0)
-            .cmp(&(without(&b.spec, knob), b.size_fraction.to_bits(), 0))
-            .then(x_of(a).total_cmp(&x_of(b)))
+        (line_of(a, knob), a.size_fraction.to_bits(), 0)
+            .cmp(&(line_of(b, knob), b.size_fraction.to_bits(), 0))
+            .then(x(a).total_cmp(&x(b)))
     });
     let rows_html: Vec<Vec<String>> = ordered
         .iter()
         .map(|r| {
             vec![
-                esc(&without(&r.spec, knob)),
+                esc(&line_of(r, knob)),
                 esc(&r.size_label),
                 esc(r.knobs.get(knob).map_or("", |v| v.as_str())),
                 format!("{:.4}", value(&r.report)),
@@ -124,5 +156,10 @@ mod tests {
         assert_eq!(numeric("lru"), None);
         assert_eq!(without("cache:mode=write-back,dirty-high=20%", "dirty-high"), "cache:mode=write-back");
         assert_eq!(without("cache:dirty-high=20%", "dirty-high"), "cache");
+        // A model axis of one prefix is numeric by its numbers; mixed prefixes are not.
+        let (label, xs) = numeric_axis("model.timing", &["closed:1", "closed:8", "closed:32"]).unwrap_or_default();
+        assert_eq!((label.as_str(), xs), ("queue depth (timing closed:N)", vec![1.0, 8.0, 32.0]));
+        assert!(numeric_axis("model.timing", &["closed:1", "open:2", "closed:4"]).is_none());
+        assert!(numeric_axis("model.hdd", &["wd5000aaks", "st"]).is_none());
     }
 }

@@ -83,6 +83,9 @@ pub struct SweepAggregate {
     pub spec: String,
     /// The size as asked for.
     pub size_label: String,
+    /// The swept knobs' values, model axes (`model.timing`, …) included.
+    #[serde(default)]
+    pub knobs: std::collections::BTreeMap<String, String>,
     /// Replicates.
     pub n: u32,
     /// Confidence of the intervals (0.95).
@@ -123,6 +126,32 @@ pub struct SweepRow {
     pub knobs: std::collections::BTreeMap<String, String>,
     /// The report.
     pub report: SimReport,
+}
+
+/// The prefix of a model option swept as an axis among a row's knobs (`model.timing`).
+pub const MODEL_AXIS: &str = "model.";
+
+/// The model axes' values of a run, `timing=closed:8, hdd_queue=fifo` (empty: none swept),
+/// leaving out `except`.
+pub fn model_variant(knobs: &std::collections::BTreeMap<String, String>, except: &str) -> String {
+    knobs
+        .iter()
+        .filter(|(k, _)| k.as_str() != except)
+        .filter_map(|(k, v)| k.strip_prefix(MODEL_AXIS).map(|name| format!("{name}={v}")))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A spec with the model variant it ran under: `cache [timing=closed:8]`.
+pub fn with_variant(spec: &str, variant: &str) -> String {
+    if variant.is_empty() { spec.to_string() } else { format!("{spec} [{variant}]") }
+}
+
+impl SweepAggregate {
+    /// The spec with its model variant: what a series of the replicate charts is.
+    pub fn label(&self) -> String {
+        with_variant(&self.spec, &model_variant(&self.knobs, ""))
+    }
 }
 
 /// One input of the report.
@@ -199,22 +228,25 @@ pub fn collect(inputs: &[PathBuf]) -> Result<Vec<(PathBuf, ResultFile)>, ReportE
 }
 
 /// A sweep's rows for one trace as a comparison (sizes × specs).
-pub fn sweep_comparisons(s: &SweepSummary) -> Vec<Comparison> {
-    let mut traces: Vec<&str> = Vec::new();
+pub fn sweep_comparisons(s: &SweepSummary) -> Vec<(String, Comparison)> {
+    // One comparison per trace and model variant (the model axes' values: another timing or
+    // device is another experiment, not another series).
+    let mut groups: Vec<(&str, String)> = Vec::new();
     // Replicates are shown summarised (mean and interval), not one comparison per replicate.
     let replicated = |r: &SweepRow| s.aggregates.iter().any(|a| a.workload == r.workload);
     for r in s.rows.iter().filter(|r| !replicated(r)) {
-        if !traces.contains(&r.trace.as_str()) {
-            traces.push(&r.trace);
+        let g = (r.trace.as_str(), model_variant(&r.knobs, ""));
+        if !groups.contains(&g) {
+            groups.push(g);
         }
     }
-    traces
-        .iter()
-        .map(|t| {
+    groups
+        .into_iter()
+        .map(|(t, variant)| {
             let rows: Vec<CompareRow> = s
                 .rows
                 .iter()
-                .filter(|r| r.trace == *t)
+                .filter(|r| r.trace == t && model_variant(&r.knobs, "") == variant)
                 .map(|r| CompareRow {
                     size_label: r.size_label.clone(),
                     size_fraction: r.size_fraction,
@@ -223,7 +255,17 @@ pub fn sweep_comparisons(s: &SweepSummary) -> Vec<Comparison> {
                 .collect();
             let footprint = rows.iter().find_map(|r| r.report.footprint_bytes).unwrap_or(0);
             let build = rows.first().map(|r| r.report.build.clone()).unwrap_or_default();
-            Comparison { build, trace: t.to_string(), objects: 0, footprint_bytes: footprint, rows, notes: Vec::new() }
+            let name = sections::trace_name(t);
+            let title = if variant.is_empty() { name } else { format!("{name} ({variant})") };
+            let c = Comparison {
+                build,
+                trace: t.to_string(),
+                objects: 0,
+                footprint_bytes: footprint,
+                rows,
+                notes: Vec::new(),
+            };
+            (title, c)
         })
         .collect()
 }
@@ -329,11 +371,11 @@ pub fn render(inputs: &[(PathBuf, ResultFile)], title: &str) -> String {
                 for (j, (workload, html)) in replicates::sections(s).into_iter().enumerate() {
                     section(format!("r{i}-rep{j}"), format!("Sweep — {workload} (replicates)"), html);
                 }
-                for (j, c) in sweep_comparisons(s).iter().enumerate() {
+                for (j, (title, c)) in sweep_comparisons(s).iter().enumerate() {
                     section(
                         format!("r{i}-{j}"),
-                        format!("Sweep — {}", sections::trace_name(&c.trace)),
-                        sections::comparison(c, &format!("sweep-{}.csv", sections::trace_name(&c.trace))),
+                        format!("Sweep — {title}"),
+                        sections::comparison(c, &format!("sweep-{j}-{}.csv", sections::trace_name(&c.trace))),
                     );
                 }
                 for (j, (title, html)) in knobs::sections(s).into_iter().enumerate() {

@@ -72,7 +72,7 @@ fn workload(s: &SweepSummary, w: &str) -> String {
     let body: Vec<Vec<String>> = rows
         .iter()
         .map(|a| {
-            let mut r = vec![format!("<code>{}</code>", esc(&a.spec)), esc(&a.size_label), a.n.to_string()];
+            let mut r = vec![format!("<code>{}</code>", esc(&a.label())), esc(&a.size_label), a.n.to_string()];
             r.extend(shown.iter().map(|(_, key, scale, digits)| cell(a, key, *scale, *digits)));
             r
         })
@@ -86,7 +86,7 @@ fn workload(s: &SweepSummary, w: &str) -> String {
                 csv,
                 "\"{}\",\"{}\",{},{},{key},{},{},{},{}",
                 a.workload.replace('"', "\"\""),
-                a.spec.replace('"', "\"\""),
+                a.label().replace('"', "\"\""),
                 a.size_label,
                 a.n,
                 v(e.mean),
@@ -119,17 +119,17 @@ fn workload(s: &SweepSummary, w: &str) -> String {
 /// Grouped bars per SSD size, one per spec, with error bars.
 fn bars(rows: &[&SweepAggregate], title: &str, y_label: &str, key: &str, scale: f64) -> ChartSpec {
     let mut groups: Vec<String> = Vec::new();
-    let mut specs: Vec<&str> = Vec::new();
+    let mut specs: Vec<String> = Vec::new();
     for a in rows {
         if !groups.contains(&a.size_label) {
             groups.push(a.size_label.clone());
         }
-        if !specs.contains(&a.spec.as_str()) {
-            specs.push(&a.spec);
+        if !specs.contains(&a.label()) {
+            specs.push(a.label());
         }
     }
     let find = |spec: &str, g: &str| {
-        rows.iter().find(|a| a.spec == spec && a.size_label == g).and_then(|a| a.metrics.get(key))
+        rows.iter().find(|a| a.label() == spec && a.size_label == g).and_then(|a| a.metrics.get(key))
     };
     let series = specs
         .iter()
