@@ -3,7 +3,8 @@
 curve per seed, and the error of each sample against the exact curve (max and mean |Δ miss
 ratio| over the sizes). Prints a Markdown table (docs/MODELS.md).
 
-Usage: scripts/shards_error.py [TIERWISE_BINARY] [--rate 0.01] [--seeds 5] [--points 16]
+Usage: scripts/shards_error.py [TIERWISE_BINARY] [--rate 0.01] [--seeds 5] [--points 16] [--collectors lru,arc]
+       [--traces msr,systor]
 """
 
 import argparse
@@ -35,12 +36,14 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--points", type=int, default=16)
     ap.add_argument("--collectors", default="lru,arc,s3fifo,fifo,clock,lfu")
+    ap.add_argument("--traces", default="", help="comma-separated parts of bundled trace names (default: every one)")
     a = ap.parse_args()
+    traces = [t for t in TRACES if not a.traces or any(part in t.name for part in a.traces.split(","))]
     print(f"| trace | objects | sampled objects | sizes on the curve | collector | max abs error: mean over {a.seeds} seeds | worst seed | mean abs error |")
     print("|---|---:|---:|---:|---|---:|---:|---:|")
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
-        for trace in TRACES:
+        for trace in traces:
             for collector in a.collectors.split(","):
                 exact = curve(a.binary, trace, collector, 1.0, 1, a.points, tmp)
                 maxes, means, sampled, kept = [], [], [], 0
