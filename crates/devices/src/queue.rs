@@ -5,9 +5,12 @@
 //! - [`Scheduler::Fifo`]: the simulator's old model — arrival order, no merging, one command
 //!   at a time, priorities ignored. For comparison only.
 //! - [`Scheduler::None`]: blk-mq `none`: arrival order, merging, NCQ.
-//! - [`Scheduler::MqDeadline`] (the default for rotational disks): requests sorted by sector
-//!   and dispatched in one ascending sweep (C-LOOK), reads preferred, with read and write
-//!   deadlines (500 ms / 5 s) after which the oldest goes first, and I/O priority classes:
+//! - [`Scheduler::MqDeadline`] (the default for rotational disks), as `block/mq-deadline.c`
+//!   dispatches: in batches of up to `fifo_batch` (16) requests of one direction in ascending
+//!   sector order from where that direction last stopped; each new batch prefers reads, but
+//!   writes get the next batch once reads have been chosen over waiting writes `writes_starved`
+//!   (2) times; a batch starts at the oldest request when its deadline (reads 500 ms, writes
+//!   5 s) has passed or nothing lies ahead. I/O priority classes:
 //!   idle-class requests go only when no normal request is queued, after an idle gap, unless
 //!   they have waited `prio_aging` (10 s, mq-deadline's `prio_aging_expire`).
 //!
@@ -64,6 +67,10 @@ pub struct QueueConfig {
     pub read_expire: Nanos,
     /// mq-deadline `write_expire`.
     pub write_expire: Nanos,
+    /// mq-deadline `fifo_batch`: requests dispatched in one direction before choosing again.
+    pub fifo_batch: u32,
+    /// mq-deadline `writes_starved`: read batches chosen over waiting writes before writes go.
+    pub writes_starved: u32,
     /// mq-deadline `prio_aging_expire`: idle-class requests older than this go as normal.
     pub prio_aging: Nanos,
     /// A command the drive has held this long goes before shorter-positioning ones.
@@ -77,6 +84,8 @@ impl Default for QueueConfig {
             max_request_bytes: 1280 << 10,
             read_expire: Nanos::from_millis(500),
             write_expire: Nanos::from_secs(5),
+            fifo_batch: 16,
+            writes_starved: 2,
             prio_aging: Nanos::from_secs(10),
             ncq_starvation: Nanos::from_secs(1),
         }
@@ -146,6 +155,13 @@ pub struct DiskQueue {
     in_service: Option<Pending>,
     seq: u64,
     sweep_pos: u64,
+    /// mq-deadline: where each class and direction last stopped (`latest_pos`).
+    latest_pos: [[u64; 2]; 2],
+    /// mq-deadline: the batch being dispatched (class, direction) and its length so far.
+    batch: Option<(usize, usize)>,
+    batching: u32,
+    /// mq-deadline: read batches chosen while writes waited.
+    starved: u32,
     last_normal: Nanos,
     queued: usize,
     merged: u64,
@@ -166,6 +182,10 @@ impl DiskQueue {
             in_service: None,
             seq: 0,
             sweep_pos: 0,
+            latest_pos: [[0; 2]; 2],
+            batch: None,
+            batching: 0,
+            starved: 0,
             last_normal: Nanos::ZERO,
             queued: 0,
             merged: 0,
@@ -304,21 +324,9 @@ impl DiskQueue {
                             return Err(due.max(now));
                         }
                     }
-                    let (re, we) = (self.cfg.read_expire, self.cfg.write_expire);
-                    let expired = Self::expired(&mut self.lanes[li][0], now, re)
-                        .map(|k| (0, k))
-                        .or_else(|| Self::expired(&mut self.lanes[li][1], now, we).map(|k| (1, k)));
-                    match expired {
+                    match self.mq_deadline_pick(li, now) {
                         Some((w, k)) => (li, w, k),
-                        None => {
-                            // Reads first (mq-deadline prefers reads; writes go when no read
-                            // waits or when they expire).
-                            let w = usize::from(self.lanes[li][0].by_addr.is_empty());
-                            match Self::sweep(&self.lanes[li][w], self.sweep_pos) {
-                                Some(k) => (li, w, k),
-                                None => return Ok(None),
-                            }
-                        }
+                        None => return Ok(None),
                     }
                 }
             }
@@ -327,8 +335,52 @@ impl DiskQueue {
         if let Some(p) = &p {
             self.queued -= 1;
             self.sweep_pos = p.addr + p.len;
+            self.latest_pos[li][wi] = p.addr + p.len;
         }
         Ok(p)
+    }
+
+    /// mq-deadline's choice in class `li`: the batch goes on in sector order while it is
+    /// shorter than `fifo_batch` and a request lies ahead; otherwise a new batch picks its
+    /// direction (reads, unless writes have been passed over `writes_starved` times) and
+    /// starts at the oldest request if that one has expired or nothing lies ahead.
+    fn mq_deadline_pick(&mut self, li: usize, now: Nanos) -> Option<(usize, (u64, u64))> {
+        let ahead = |lane: &Lane, pos: u64| lane.by_addr.range((pos, 0)..).next().map(|(k, _)| *k);
+        if let Some((bl, w)) = self.batch
+            && bl == li
+            && self.batching < self.cfg.fifo_batch
+            && let Some(k) = ahead(&self.lanes[li][w], self.latest_pos[li][w])
+        {
+            self.batching += 1;
+            return Some((w, k));
+        }
+        let (reads, writes) = (!self.lanes[li][0].by_addr.is_empty(), !self.lanes[li][1].by_addr.is_empty());
+        let w = if reads && !(writes && self.pass_over_writes()) {
+            0
+        } else if writes {
+            self.starved = 0;
+            1
+        } else {
+            return None;
+        };
+        let expire = if w == 0 { self.cfg.read_expire } else { self.cfg.write_expire };
+        let lane = &mut self.lanes[li][w];
+        let expired = Self::expired(lane, now, expire);
+        let k = match (expired, ahead(lane, self.latest_pos[li][w])) {
+            (None, Some(k)) => k,
+            _ => Self::expired(lane, now, Nanos::ZERO).or_else(|| Self::sweep(lane, 0))?,
+        };
+        self.batch = Some((li, w));
+        self.batching = 1;
+        Some((w, k))
+    }
+
+    /// Reads are chosen while writes wait: counts it, and says when writes have waited long
+    /// enough (mq-deadline's `starved++ >= writes_starved`).
+    fn pass_over_writes(&mut self) -> bool {
+        let starved = self.starved >= self.cfg.writes_starved;
+        self.starved += 1;
+        starved
     }
 
     /// If the device is free at `now`, fills the drive's queue and starts the command with the
@@ -462,6 +514,40 @@ mod tests {
         q.complete();
         assert_eq!(dev.stats().writes, 1, "three 4 KiB writes, one device write");
         assert!(q.is_idle());
+    }
+
+    #[test]
+    fn writes_go_after_two_read_batches_not_after_their_deadline() {
+        // Reads keep 32 queued; one write waits among them. mq-deadline passes it over for two
+        // read batches (writes_starved = 2) of at most 16 (fifo_batch), then writes: well
+        // before its 5 s deadline.
+        let mut dev = hdd();
+        let mut q = DiskQueue::new(QueueConfig::default(), &dev);
+        let mut now = Nanos::ZERO;
+        let mut addr = |i: u64| (i.wrapping_mul(2_654_435_761) % 100_000_000) * 4096;
+        for t in 0..32 {
+            q.submit(now, DevOp::Read, addr(t), 4096, Class::Normal, t);
+        }
+        q.submit(now, DevOp::Write, 7 << 30, 4096, Class::Normal, 1_000_000);
+        let (mut next, mut served) = (32u64, 0u64);
+        let written_after = loop {
+            let Dispatch::Started(t) = q.dispatch(now, &mut dev) else { panic!("queue stalled") };
+            now = t;
+            let done = q.complete().to_vec();
+            if done.contains(&1_000_000) {
+                break served;
+            }
+            served += done.len() as u64;
+            for _ in &done {
+                q.submit(now, DevOp::Read, addr(next), 4096, Class::Normal, next);
+                next += 1;
+            }
+            assert!(served < 1000, "the write starved");
+        };
+        // Two read batches, plus the commands the drive already held (NCQ).
+        let ncq = u64::from(dev.queue_depth());
+        assert!(written_after <= 2 * 16 + ncq, "the write waited for {written_after} reads");
+        assert!(now < Nanos::from_secs(1), "the write went at {now}, not at its deadline");
     }
 
     #[test]
