@@ -219,6 +219,7 @@ pub(crate) fn read(sh: &Shared, buf: &mut [u8], offset: u64) -> Result<(), Devic
             let mut c = sh.lock();
             c.stats.read_bytes += buf.len() as u64;
             prefetch_slots(sh, &c, &ps);
+            c.engine.begin_request();
             for p in &ps {
                 let req = Request::read(ObjectId(p.block), p.inner, p.len);
                 let served = c.engine.access(&req);
@@ -390,6 +391,7 @@ pub(crate) fn write(sh: &Shared, buf: &[u8], offset: u64) -> Result<(), DeviceEr
         let mut c = sh.lock();
         c.stats.write_bytes += buf.len() as u64;
         prefetch_slots(sh, &c, &ps);
+        c.engine.begin_request();
         for p in &ps {
             let req = Request::write(ObjectId(p.block), p.inner, p.len);
             let served = c.engine.access(&req);

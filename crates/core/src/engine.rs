@@ -155,6 +155,9 @@ pub struct Ctx<'a> {
     /// The access is one told before and asked again after a wait ([`Engine::access_again`]):
     /// the architecture MUST NOT count it again towards its ranking.
     pub repeat: bool,
+    /// The client request (bio) this access is a piece of, numbered by
+    /// [`Engine::begin_request`]; 0 when the front end does not say.
+    pub request: u64,
 }
 
 impl Ctx<'_> {
@@ -199,6 +202,8 @@ pub struct Engine<C: Clock = ManualClock> {
     out: Vec<Work>,
     stats: EngineStats,
     seq: u64,
+    /// The current client request's number ([`Engine::begin_request`]).
+    request: u64,
     instant: bool,
     deferred: Vec<Work>,
     report_invalidations: bool,
@@ -231,6 +236,7 @@ impl<C: Clock> Engine<C> {
             out: Vec::with_capacity(64),
             stats: EngineStats::default(),
             seq: 0,
+            request: 0,
             instant: false,
             deferred: Vec::with_capacity(64),
             report_invalidations: true,
@@ -294,6 +300,7 @@ impl<C: Clock> Engine<C> {
             deferred,
             report_invalidations,
             repeat: false,
+            request: self.request,
         };
         (cx, &mut self.arch)
     }
@@ -310,6 +317,14 @@ impl<C: Clock> Engine<C> {
         if let Some(d) = cx.deferred.as_deref_mut() {
             d.clear();
         }
+    }
+
+    /// Starts a client request (a bio): the accesses told until the next call are its pieces
+    /// (`Ctx::request`), so an architecture can count a request once where the real stack
+    /// does (dm-cache's hot-spot hits). Front ends that split requests into objects call it
+    /// before each request's pieces.
+    pub fn begin_request(&mut self) {
+        self.request += 1;
     }
 
     /// Tells the engine about one access and returns how to serve it. Background work decided

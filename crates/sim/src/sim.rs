@@ -421,6 +421,7 @@ fn run_untimed(
             engine.prefetch(mapper.first_object(a), true);
         }
         tally.record(rec);
+        engine.begin_request();
         let mut all_fast = true;
         let n = mapper.split(rec, |p| {
             let served = engine.access(&p.req);

@@ -497,6 +497,7 @@ impl Timed {
 
     /// Starts one request arriving at `now`.
     fn request(&mut self, engine: &mut Engine<ManualClock>, rec: &TraceRecord, now: Nanos, tally: &mut Tally) {
+        engine.begin_request();
         self.pieces.clear();
         let pieces = &mut self.pieces;
         let n = self.mapper.split(rec, |p| {
