@@ -524,7 +524,7 @@ mod tests {
         let mut dev = hdd();
         let mut q = DiskQueue::new(QueueConfig::default(), &dev);
         let mut now = Nanos::ZERO;
-        let mut addr = |i: u64| (i.wrapping_mul(2_654_435_761) % 100_000_000) * 4096;
+        let addr = |i: u64| (i.wrapping_mul(2_654_435_761) % 100_000_000) * 4096;
         for t in 0..32 {
             q.submit(now, DevOp::Read, addr(t), 4096, Class::Normal, t);
         }

@@ -60,10 +60,10 @@ pub fn belady_misses(records: &[TraceRecord], next: &[u64], capacity: u64) -> u6
             let Some((when, victim)) = heap.pop() else { break };
             // Entries are unique per (access, object) except NEVER, which an object gets
             // once (at its last access), so an entry is current iff it matches the table.
-            if cached.get(&victim).is_some_and(|e| e.0 == when) {
-                if let Some((_, s)) = cached.remove(&victim) {
-                    used -= s;
-                }
+            if cached.get(&victim).is_some_and(|e| e.0 == when)
+                && let Some((_, s)) = cached.remove(&victim)
+            {
+                used -= s;
             }
         }
         cached.insert(id, (n, size));
