@@ -102,21 +102,21 @@ pub fn belady_mrc(
         .collect())
 }
 
-/// The object ids of `records`, for tests that build their own access strings.
-pub fn records_of(ids: &[u64]) -> Vec<TraceRecord> {
-    ids.iter()
-        .map(|&id| TraceRecord { key: id, len: 1, op: crate::trace::IoOp::Read, ..TraceRecord::default() })
-        .collect()
-}
-
-/// [`belady_misses`] with the next accesses computed here.
-pub fn belady_misses_of(records: &[TraceRecord], capacity: u64) -> u64 {
-    belady_misses(records, &next_accesses(records), capacity)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Records of the object ids `ids`, one read each.
+    fn records_of(ids: &[u64]) -> Vec<TraceRecord> {
+        ids.iter()
+            .map(|&id| TraceRecord { key: id, len: 1, op: crate::trace::IoOp::Read, ..TraceRecord::default() })
+            .collect()
+    }
+
+    /// [`belady_misses`] with the next accesses computed here.
+    fn belady_misses_of(records: &[TraceRecord], capacity: u64) -> u64 {
+        belady_misses(records, &next_accesses(records), capacity)
+    }
 
     /// Every eviction choice tried: the fewest misses any demand-paging policy can have.
     fn brute_force(ids: &[u64], capacity: usize) -> u64 {
