@@ -38,6 +38,10 @@ pub(crate) enum Command {
     Sweep(crate::cmd::workbench::SweepArgs),
     /// Measure the speed and memory targets (generates seeded workloads once, then reuses them).
     Bench(BenchArgs),
+    /// Measure a disk or a file under direct I/O (random 4 KiB reads and writes at queue
+    /// depths 1, 4 and 32, sequential rates, read time by seek distance, the write cache) and
+    /// write a device preset fitted to it, with the fitted model beside every measurement.
+    Calibrate(crate::cmd::calibrate::CalibrateArgs),
     /// Mount a hybrid file system (FUSE) over an SSD directory and an HDD directory.
     #[command(after_long_help = crate::mount::LONG_HELP)]
     Mount(crate::mount::MountArgs),

@@ -569,3 +569,61 @@ fn sweep_without_the_python_package_says_how_to_install_it() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("pip install './python[dask]'"), "{err}");
 }
+
+#[test]
+fn calibrate_writes_a_preset_that_sim_uses() {
+    let out = tempfile::tempdir().unwrap();
+    // A directory on the build's disk: /tmp may be in memory.
+    let disk = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let preset = out.path().join("mine.toml");
+    let json = out.path().join("cal.json");
+    let (d, p, j) = (disk.path().display().to_string(), preset.display().to_string(), json.display().to_string());
+    let report = ok(&[
+        "calibrate",
+        &d,
+        "--size",
+        "32MiB",
+        "--seconds",
+        "0.2",
+        "--depths",
+        "1,8",
+        "--kind",
+        "ssd",
+        "--name",
+        "mine",
+        "-o",
+        &p,
+        "--json",
+        &j,
+    ]);
+    for want in ["randread-qd8", "randwrite-sync-qd1", "model ÷ measured", "no: a check", "preset written to"] {
+        assert!(report.contains(want), "{want} missing from\n{report}");
+    }
+    let cal: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(cal["kind"], "ssd");
+    assert_eq!(cal["checks"].as_array().unwrap().len(), 5);
+    let sim_json = out.path().join("sim.json");
+    let sj = sim_json.display().to_string();
+    ok(&[
+        "sim",
+        &trace("msr_hm_0.excerpt1000.csv"),
+        "--arch",
+        "ssd-only",
+        "--ssd",
+        "100%",
+        "--devices",
+        &p,
+        "--ssd-model",
+        "mine",
+        "--timing",
+        "closed:4",
+        "--json",
+        &sj,
+    ]);
+    let sim: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&sim_json).unwrap()).unwrap();
+    assert!(sim["devices"].as_str().unwrap().contains("ssd mine"), "{}", sim["devices"]);
+    assert!(sim["iops"].as_f64().unwrap() > 0.0);
+    fails(&["calibrate", &d, "--kind", "tape"], &["expected hdd or ssd"]);
+    fails(&["calibrate", &d, "--base", "nosuch"], &["--base nosuch", "tierwise list devices"]);
+    assert_eq!(std::fs::read_dir(disk.path()).unwrap().count(), 0, "scratch files are removed");
+}

@@ -2,6 +2,7 @@
 //! through the library crates; nothing here is policy or model code.
 
 pub(crate) mod bench;
+pub(crate) mod calibrate;
 pub(crate) mod compare;
 pub(crate) mod list;
 pub(crate) mod mrc;
