@@ -127,6 +127,11 @@ pub fn random(file: &File, span: u64, t: RandomTest) -> io::Result<Measured> {
                     let mut lat = Vec::with_capacity(4096);
                     while Instant::now() < deadline {
                         let offset = rng.below(slots) * t.block;
+                        if t.op == Op::Write {
+                            // New content in every write (as fio's scramble_buffers): a
+                            // deduplicating or compressing device must not see one block again.
+                            buf.bytes_mut()[..8].copy_from_slice(&rng.next_u64().to_le_bytes());
+                        }
                         let t0 = Instant::now();
                         io_at(file, t.op, &mut buf, offset)?;
                         lat.push(t0.elapsed().as_secs_f64() * 1e6);
