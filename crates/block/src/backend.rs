@@ -5,7 +5,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -56,6 +56,8 @@ pub struct FileBackend {
     files: [Flock<File>; 2],
     paths: [PathBuf; 2],
     data_runs: [Mutex<DataRuns>; 2],
+    /// Set when the images are open with `O_DIRECT` (`serve --direct`).
+    direct: Option<crate::direct::DirectIo>,
 }
 
 /// Runs of data [`Backend::holes`] found in an image, kept until a discard may punch a hole in
@@ -94,6 +96,17 @@ impl FileBackend {
     /// Opens both images read-write and locks them; creates them first when `create` gives
     /// their lengths (an existing file is kept, so an HDD image is adopted in place).
     pub fn open(ssd: &Path, hdd: &Path, create: Option<(u64, u64)>) -> Result<FileBackend, DeviceError> {
+        FileBackend::open_with(ssd, hdd, create, false)
+    }
+
+    /// As [`FileBackend::open`]; with `direct`, both images are opened with `O_DIRECT` (the
+    /// page cache bypassed: the devices under them answer every request).
+    pub fn open_with(
+        ssd: &Path,
+        hdd: &Path,
+        create: Option<(u64, u64)>,
+        direct: bool,
+    ) -> Result<FileBackend, DeviceError> {
         if ssd == hdd || ssd.canonicalize().ok().is_some_and(|s| hdd.canonicalize().ok().is_some_and(|h| h == s)) {
             return Err(DeviceError::Images(format!("--ssd and --hdd name the same image {}", ssd.display())));
         }
@@ -103,7 +116,19 @@ impl FileBackend {
             if len.is_some() {
                 o.create(true);
             }
-            let f = o.open(p).map_err(|e| DeviceError::io(format!("opening {}", p.display()), e))?;
+            if direct {
+                o.custom_flags(nix::fcntl::OFlag::O_DIRECT.bits());
+            }
+            let f = o.open(p).map_err(|e| {
+                if direct && e.raw_os_error() == Some(nix::libc::EINVAL) {
+                    DeviceError::Images(format!(
+                        "{}: its file system does not support direct I/O (O_DIRECT); serve it without --direct",
+                        p.display()
+                    ))
+                } else {
+                    DeviceError::io(format!("opening {}", p.display()), e)
+                }
+            })?;
             Flock::lock(f, FlockArg::LockExclusiveNonblock).map_err(|(_, e)| {
                 if e == nix::errno::Errno::EWOULDBLOCK {
                     DeviceError::InUse(p.display().to_string())
@@ -114,21 +139,37 @@ impl FileBackend {
         };
         let s = open(ssd, create.map(|c| c.0))?;
         let h = open(hdd, create.map(|c| c.1))?;
-        Ok(FileBackend { files: [s, h], paths: [ssd.to_path_buf(), hdd.to_path_buf()], data_runs: Default::default() })
+        Ok(FileBackend {
+            files: [s, h],
+            paths: [ssd.to_path_buf(), hdd.to_path_buf()],
+            data_runs: Default::default(),
+            direct: direct.then(crate::direct::DirectIo::default),
+        })
     }
 
     /// The image's path.
     pub fn path(&self, dev: Dev) -> &Path {
         &self.paths[dev as usize]
     }
+
+    /// Whether the images are open with `O_DIRECT`.
+    pub fn is_direct(&self) -> bool {
+        self.direct.is_some()
+    }
 }
 
 impl Backend for FileBackend {
     fn read(&self, dev: Dev, buf: &mut [u8], off: u64) -> io::Result<()> {
-        self.files[dev as usize].read_exact_at(buf, off)
+        match &self.direct {
+            Some(d) => d.read(&self.files[dev as usize], buf, off),
+            None => self.files[dev as usize].read_exact_at(buf, off),
+        }
     }
     fn write(&self, dev: Dev, buf: &[u8], off: u64) -> io::Result<()> {
-        self.files[dev as usize].write_all_at(buf, off)
+        match &self.direct {
+            Some(d) => d.write(&self.files[dev as usize], buf, off),
+            None => self.files[dev as usize].write_all_at(buf, off),
+        }
     }
     fn sync(&self, dev: Dev) -> io::Result<()> {
         self.files[dev as usize].sync_data()

@@ -12,6 +12,7 @@
 
 pub mod backend;
 mod device;
+pub mod direct;
 pub mod emulate;
 pub mod error;
 mod failover;

@@ -22,6 +22,7 @@ pub fn answer(dev: &HybridDevice, line: &str) -> String {
                 "block_size": dev.block_size(),
                 "emulation": dev.emulation(),
                 "emulated_devices": crate::emulated_stats(),
+                "direct_io": crate::DIRECT.load(std::sync::atomic::Ordering::Relaxed),
                 "movers": dev.movers(),
                 "device": dev.stats(),
                 "health": dev.health(),

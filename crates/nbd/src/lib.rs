@@ -36,6 +36,8 @@ struct Config {
     emulate_hdd: Option<String>,
     emulate_ssd: Option<String>,
     hdd_queue: Option<String>,
+    /// Open the images with O_DIRECT.
+    direct: bool,
 }
 
 static CONFIG: Mutex<Config> = Mutex::new(Config {
@@ -52,7 +54,10 @@ static CONFIG: Mutex<Config> = Mutex::new(Config {
     emulate_hdd: None,
     emulate_ssd: None,
     hdd_queue: None,
+    direct: false,
 });
+/// Whether the images are open with O_DIRECT (for `stats`).
+pub(crate) static DIRECT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 static DEVICE: OnceLock<Arc<HybridDevice>> = OnceLock::new();
 /// The emulated images, when `--emulate-*` asked for them (their own stats for `stats`).
 static EMULATED: OnceLock<Arc<Emulated>> = OnceLock::new();
@@ -61,6 +66,15 @@ static EMULATED: OnceLock<Arc<Emulated>> = OnceLock::new();
 pub(crate) fn emulated_stats() -> serde_json::Value {
     let devices = EMULATED.get().map(|e| e.device_stats()).unwrap_or_default();
     devices.into_iter().map(|(label, stats)| serde_json::json!({"label": label, "stats": stats})).collect()
+}
+
+/// A `key=true|false` parameter.
+fn boolean(key: &str, value: &str) -> Result<bool> {
+    match value {
+        "true" | "yes" | "1" | "on" => Ok(true),
+        "false" | "no" | "0" | "off" => Ok(false),
+        _ => Err(Error::new(libc::EINVAL, format!("{key}={value}: expected true or false"))),
+    }
 }
 
 fn config() -> std::sync::MutexGuard<'static, Config> {
@@ -119,7 +133,9 @@ impl Server for Connection {
              metrics=ADDR    Prometheus metrics on ADDR:PORT\n\
              emulate-hdd=PRESET  the HDD image answers at this simulated disk's speed (labelled)\n\
              emulate-ssd=PRESET  the SSD image answers at this simulated SSD's speed (labelled)\n\
-             hdd-queue=Q     the emulated HDD's queue: mq-deadline (default; with NCQ), none or fifo",
+             hdd-queue=Q     the emulated HDD's queue: mq-deadline (default; with NCQ), none or fifo\n\
+             direct=true     open the images with O_DIRECT (no page cache between the device and\n\
+                             the disks under the images)",
         )
     }
 
@@ -133,18 +149,8 @@ impl Server for Connection {
                 "ssd" => c.ssd = Some(PathBuf::from(value)),
                 "hdd" => c.hdd = Some(PathBuf::from(value)),
                 "policy" => c.policy = Some(value.to_string()),
-                "force-policy" => {
-                    c.force_policy = match value {
-                        "true" | "yes" | "1" | "on" => true,
-                        "false" | "no" | "0" | "off" => false,
-                        _ => {
-                            return Err(Error::new(
-                                libc::EINVAL,
-                                format!("force-policy={value}: expected true or false"),
-                            ));
-                        }
-                    }
-                }
+                "force-policy" => c.force_policy = boolean(key, value)?,
+                "direct" => c.direct = boolean(key, value)?,
                 "movers" => c.movers = Some(number(value)?.clamp(1, 64) as usize),
                 "move-rate" => c.move_rate = Some(number(value)?),
                 "control" => c.control = Some(PathBuf::from(value)),
@@ -161,7 +167,7 @@ impl Server for Connection {
                     return Err(Error::new(
                         libc::EINVAL,
                         format!(
-                            "unknown parameter {key}; allowed: ssd, hdd, policy, force-policy, movers, move-rate, control, pidfile, socket, metrics, emulate-hdd, emulate-ssd, hdd-queue"
+                            "unknown parameter {key}; allowed: ssd, hdd, policy, force-policy, movers, move-rate, control, pidfile, socket, metrics, emulate-hdd, emulate-ssd, hdd-queue, direct"
                         ),
                     ));
                 }
@@ -189,7 +195,8 @@ impl Server for Connection {
             let (Some(ssd), Some(hdd)) = (c.ssd, c.hdd) else {
                 return Err(Error::new(libc::EINVAL, "ssd=PATH and hdd=PATH are required"));
             };
-            let files = FileBackend::open(&ssd, &hdd, None).map_err(to_nbd)?;
+            let files = FileBackend::open_with(&ssd, &hdd, None, c.direct).map_err(to_nbd)?;
+            DIRECT.store(c.direct, std::sync::atomic::Ordering::Relaxed);
             // The policy kept with the data, unless another is asked for with force-policy.
             let (spec, change) =
                 tierwise_block::choose_policy(&files, c.policy.as_deref(), c.force_policy).map_err(to_nbd)?;

@@ -52,12 +52,18 @@ pub struct ReplayArgs {
     /// SSD bytes for the simulation [default: what the mount's policy may use].
     #[arg(long)]
     ssd: Option<String>,
-    /// HDD preset for the simulation [default: the mount's emulated HDD, else wd5000aaks].
+    /// HDD preset for the simulation [default: the mount's or served device's emulated HDD,
+    /// else wd5000aaks].
     #[arg(long)]
     hdd: Option<String>,
-    /// SSD preset for the simulation [default: the mount's emulated SSD, else vertex3].
+    /// SSD preset for the simulation [default: the mount's or served device's emulated SSD,
+    /// else vertex3].
     #[arg(long)]
     ssd_model: Option<String>,
+    /// TOML file merged over the device presets for the simulation (a `tierwise calibrate`
+    /// preset of the disks under the images or directories).
+    #[arg(long)]
+    devices: Option<PathBuf>,
     /// The simulated FUSE front end's time per request (open, each 128 KiB of data on regular
     /// I/O, flush, release): `auto` is the time calibrated on this machine (docs/PERFORMANCE.md)
     /// when replaying on a tierwise mount and none elsewhere; `0` models none.
@@ -74,6 +80,13 @@ pub struct ReplayArgs {
     /// Write both results as JSON.
     #[arg(long)]
     json: Option<PathBuf>,
+}
+
+/// The built-in presets, with `--devices` merged over them.
+pub(crate) fn presets(devices: Option<&Path>) -> Result<Presets> {
+    let Some(p) = devices else { return Ok(Presets::builtin()) };
+    let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+    Ok(Presets::with_overrides(&text, &p.display().to_string())?)
 }
 
 /// Both sides of a replay.
@@ -119,6 +132,9 @@ pub fn cmd_replay(a: ReplayArgs, bars: &Bars) -> Result<()> {
                 no_sim: a.no_sim,
                 json: a.json.as_deref(),
                 request_cost: &a.nbd_request_cost,
+                hdd: a.hdd.as_deref(),
+                ssd_model: a.ssd_model.as_deref(),
+                devices: a.devices.as_deref(),
             },
             bars,
         );
@@ -212,7 +228,7 @@ fn simulate(
     let ssd =
         a.ssd_model.clone().or_else(|| snap.and_then(|s| s.emulate_ssd.clone())).unwrap_or_else(|| "vertex3".into());
     let mut cfg = FileSimConfig::new(arch, ssd_bytes);
-    cfg.devices = Presets::builtin().set(&hdd, &ssd, "ddr3")?;
+    cfg.devices = presets(a.devices.as_deref())?.set(&hdd, &ssd, "ddr3")?;
     // The mount has no buffer cache of its own and places files, not directories.
     cfg.ram_bytes = 0;
     cfg.dirs = false;

@@ -12,7 +12,7 @@ use anyhow::{Context, Result, bail};
 use serde::Serialize;
 use tierwise_core::Nanos;
 use tierwise_nbd_client::NbdClient;
-use tierwise_sim::device::{Presets, Scheduler};
+use tierwise_sim::device::Scheduler;
 use tierwise_sim::objects::ObjectMode;
 use tierwise_sim::trace::{IoOp, OpenOptions, TraceRecord, open_bytes, open_trace};
 use tierwise_sim::{SimConfig, Timing};
@@ -30,6 +30,11 @@ pub(crate) struct NbdReplay<'a> {
     pub(crate) json: Option<&'a Path>,
     /// `--nbd-request-cost`.
     pub(crate) request_cost: &'a str,
+    /// `--hdd`, `--ssd-model`: the prediction's presets instead of the emulated devices'.
+    pub(crate) hdd: Option<&'a str>,
+    pub(crate) ssd_model: Option<&'a str>,
+    /// `--devices`: presets merged over the built-in ones.
+    pub(crate) devices: Option<&'a Path>,
 }
 
 /// An NBD request's cost outside the devices as the prediction adds it, calibrated on this
@@ -326,9 +331,10 @@ fn predict(
 ) -> Result<tierwise_sim::metrics::SimReport> {
     let (workers, trace) = (a.workers, a.trace);
     let ssd_bytes = stats.and_then(|v| v["device"]["ssd_capacity"].as_u64()).unwrap_or(0);
-    let presets = Presets::builtin();
-    let hdd = preset_of(emulation, "hdd").unwrap_or_else(|| "wd5000aaks".into());
-    let ssd = preset_of(emulation, "ssd").unwrap_or_else(|| "vertex3".into());
+    let presets = crate::cmd::replay::presets(a.devices)?;
+    let hdd = a.hdd.map(str::to_string).or_else(|| preset_of(emulation, "hdd")).unwrap_or_else(|| "wd5000aaks".into());
+    let ssd =
+        a.ssd_model.map(str::to_string).or_else(|| preset_of(emulation, "ssd")).unwrap_or_else(|| "vertex3".into());
     let mut cfg = SimConfig::new(spec, ssd_bytes);
     cfg.devices = presets.set(&hdd, &ssd, "ddr3")?;
     cfg.objects = ObjectMode::parse(&format!("blocks:{block}@0")).map_err(anyhow::Error::msg)?;
