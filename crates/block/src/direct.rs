@@ -160,7 +160,6 @@ impl DirectIo {
 
 #[cfg(test)]
 mod tests {
-    #![expect(clippy::unwrap_used, reason = "tests")]
 
     use std::os::unix::fs::OpenOptionsExt;
 

@@ -9,7 +9,7 @@
 use std::io;
 
 use tierwise_devices::realtime::Emulator;
-use tierwise_devices::{DevOp, Scheduler};
+use tierwise_devices::{DevOp, QueueConfig};
 
 use crate::backend::{Backend, Dev};
 
@@ -34,7 +34,7 @@ impl Emulated {
         inner: Box<dyn Backend>,
         hdd: Option<&str>,
         ssd: Option<&str>,
-        hdd_queue: Scheduler,
+        hdd_queue: QueueConfig,
     ) -> Result<Emulated, String> {
         let hdd = hdd.map(|p| Emulator::hdd_queued(p, hdd_queue)).transpose()?;
         let ssd = ssd.map(Emulator::ssd).transpose()?;
@@ -93,8 +93,13 @@ mod tests {
 
     #[test]
     fn an_emulated_hdd_takes_milliseconds_for_a_random_read_and_the_ssd_stays_fast() {
-        let e = Emulated::new(Box::new(MemBackend::new(1 << 20, 64 << 20)), Some("wd5000aaks"), None, Scheduler::Fifo)
-            .unwrap_or_else(|err| panic!("{err}"));
+        let e = Emulated::new(
+            Box::new(MemBackend::new(1 << 20, 64 << 20)),
+            Some("wd5000aaks"),
+            None,
+            QueueConfig::parse("fifo").unwrap_or_default(),
+        )
+        .unwrap_or_else(|err| panic!("{err}"));
         assert_eq!(e.labels().len(), 1);
         let mut buf = vec![0u8; 4096];
         let t = Instant::now();
@@ -112,6 +117,14 @@ mod tests {
         assert_eq!((stats[0].1.reads, stats[0].1.read_bytes), (5, 5 * 4096));
         assert!(stats[0].1.busy_ns > 10_000_000, "{:?}", stats[0].1);
         assert!(t.elapsed() < hdd / 10, "the SSD is not emulated: {:?}", t.elapsed());
-        assert!(Emulated::new(Box::new(MemBackend::new(1, 1)), Some("no-such-disk"), None, Scheduler::Fifo).is_err());
+        assert!(
+            Emulated::new(
+                Box::new(MemBackend::new(1, 1)),
+                Some("no-such-disk"),
+                None,
+                QueueConfig::parse("fifo").unwrap_or_default()
+            )
+            .is_err()
+        );
     }
 }

@@ -38,7 +38,7 @@ pub use health::{HealthReport, IoErrors};
 pub use recovery::{CreateOptions, change_policy, choose_policy, create, open, servable, servable_names};
 pub use status::Extent;
 /// The emulated HDD's request queue (`Emulated::new`).
-pub use tierwise_devices::Scheduler as HddQueue;
+pub use tierwise_devices::QueueConfig as HddQueue;
 
 /// The architecture `tierwise serve` runs when none is named: a write-through cache (losing
 /// the SSD loses no data), as bcache and dm-cache default to.

@@ -241,8 +241,6 @@ pub fn model_seek_curve(spec: &HddSpec, measured: &[SeekPoint], seed: u64) -> Re
 
 #[cfg(test)]
 mod tests {
-    #![expect(clippy::unwrap_used, reason = "tests")]
-
     use tierwise_sim::device::Presets;
 
     use super::*;
@@ -283,8 +281,7 @@ mod tests {
 
     /// Measurements as the model of `d` itself would give them.
     fn measurements_of(d: &HddSpec) -> (Vec<Measured>, Vec<SeekPoint>) {
-        let mut devices = DeviceSet::default();
-        devices.hdd = d.clone();
+        let devices = DeviceSet { hdd: d.clone(), ..DeviceSet::default() };
         let probe = |name: &str, op, depth, sync| {
             let m = measured(name, op, depth, sync, 1.0, 1.0, 4096);
             let iops = model_iops(&m, SPAN, Kind::Hdd, &devices).unwrap();
@@ -319,8 +316,7 @@ mod tests {
         assert_eq!(fit.capacity, "4096MiB");
         assert_eq!(fit.active_w, base.active_w, "power comes from the base preset");
         // NCQ at QD32 is not fitted: the checks run it, and the model agrees with itself.
-        let mut devices = DeviceSet::default();
-        devices.hdd = fit;
+        let devices = DeviceSet { hdd: fit, ..DeviceSet::default() };
         let checks = checks(&tests, SPAN, Kind::Hdd, &devices).unwrap();
         let qd32 = checks.iter().find(|c| c.test == "randread-qd32").unwrap();
         assert!(!qd32.fitted && (qd32.ratio - 1.0).abs() < 0.1, "{qd32:?}");
@@ -356,8 +352,7 @@ mod tests {
         assert_eq!((fit.read_iops, fit.write_iops), (30_000.0, 60_000.0));
         // 4096 bytes at 500 MB/s is 8.192 µs of transfer, which the model adds back.
         assert_eq!((fit.read_latency_us, fit.write_latency_us), (80.0, 40.0));
-        let mut devices = DeviceSet::default();
-        devices.ssd = fit;
+        let devices = DeviceSet { ssd: fit, ..DeviceSet::default() };
         for c in checks(&tests, SPAN, Kind::Ssd, &devices).unwrap() {
             assert!(c.fitted && (c.ratio - 1.0).abs() < 0.02, "{c:?}");
         }

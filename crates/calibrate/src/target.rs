@@ -124,7 +124,7 @@ impl Target {
         }
         let stat = nix::sys::statvfs::statvfs(dir)
             .map_err(|e| CalibrateError::Io { what: format!("free space of {}", dir.display()), source: e.into() })?;
-        let free = u64::from(stat.blocks_available()).saturating_mul(u64::from(stat.fragment_size()));
+        let free = stat.blocks_available().saturating_mul(stat.fragment_size());
         // Leave the file system a margin: a full disk is worse than a refused calibration.
         if free < span.saturating_add(span / 10).saturating_add(256 << 20) {
             return Err(CalibrateError::Input(format!(
@@ -198,31 +198,6 @@ fn sysfs_device(dev: u64) -> (Option<String>, Option<bool>) {
     (name, rotational)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn einval_on_open_means_no_direct_io() {
-        let e = open_error(Path::new("/mnt/x"), std::io::Error::from_raw_os_error(nix::libc::EINVAL));
-        assert!(matches!(e, CalibrateError::NoDirectIo(_)));
-        assert!(e.to_string().contains("/mnt/x") && e.to_string().contains("O_DIRECT"));
-        let e = open_error(Path::new("/mnt/x"), std::io::Error::from_raw_os_error(nix::libc::EACCES));
-        assert!(e.to_string().starts_with("opening /mnt/x"), "{e}");
-    }
-
-    #[test]
-    fn buffers_are_aligned_and_filled() {
-        for len in [4096, 1 << 20] {
-            let mut b = AlignedBuf::new(len, 5);
-            assert_eq!(b.bytes().as_ptr().align_offset(ALIGN as usize), 0);
-            assert_eq!(b.bytes().len(), len);
-            assert!(b.bytes().iter().any(|&x| x != 0));
-            b.bytes_mut()[0] = 1;
-        }
-    }
-}
-
 /// A buffer whose start is `ALIGN`-aligned, as `O_DIRECT` needs (found inside a larger
 /// vector, so no unsafe allocation is needed).
 pub struct AlignedBuf {
@@ -254,5 +229,30 @@ impl AlignedBuf {
     /// The aligned bytes, writable.
     pub fn bytes_mut(&mut self) -> &mut [u8] {
         &mut self.raw[self.start..self.start + self.len]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn einval_on_open_means_no_direct_io() {
+        let e = open_error(Path::new("/mnt/x"), std::io::Error::from_raw_os_error(nix::libc::EINVAL));
+        assert!(matches!(e, CalibrateError::NoDirectIo(_)));
+        assert!(e.to_string().contains("/mnt/x") && e.to_string().contains("O_DIRECT"));
+        let e = open_error(Path::new("/mnt/x"), std::io::Error::from_raw_os_error(nix::libc::EACCES));
+        assert!(e.to_string().starts_with("opening /mnt/x"), "{e}");
+    }
+
+    #[test]
+    fn buffers_are_aligned_and_filled() {
+        for len in [4096, 1 << 20] {
+            let mut b = AlignedBuf::new(len, 5);
+            assert_eq!(b.bytes().as_ptr().align_offset(ALIGN as usize), 0);
+            assert_eq!(b.bytes().len(), len);
+            assert!(b.bytes().iter().any(|&x| x != 0));
+            b.bytes_mut()[0] = 1;
+        }
     }
 }

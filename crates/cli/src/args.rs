@@ -144,7 +144,9 @@ pub(crate) struct ModelOpts {
     #[arg(long)]
     pub(crate) devices: Option<PathBuf>,
     /// The HDD's I/O scheduler: mq-deadline (a stock Linux host: sorted dispatch, merging,
-    /// NCQ), none (merging, NCQ, arrival order) or fifo (the old model: one at a time).
+    /// NCQ), none (merging, NCQ, arrival order) or fifo (the old model: one at a time), with
+    /// the kernel's knobs after a colon: mq-deadline:fifo_batch=16,writes_starved=2,
+    /// read_expire=500,write_expire=5000 (ms),max_sectors_kb=1280 (these are the defaults).
     #[arg(long, default_value = "mq-deadline")]
     pub(crate) hdd_queue: String,
     /// Spin the HDD down after this idle time (the preset's 5 s when given without a value).

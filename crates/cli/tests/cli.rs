@@ -627,3 +627,35 @@ fn calibrate_writes_a_preset_that_sim_uses() {
     fails(&["calibrate", &d, "--base", "nosuch"], &["--base nosuch", "tierwise list devices"]);
     assert_eq!(std::fs::read_dir(disk.path()).unwrap().count(), 0, "scratch files are removed");
 }
+
+#[test]
+fn hdd_queue_takes_the_kernels_knobs() {
+    let t = trace("msr_hm_0.excerpt1000.csv");
+    let run = |queue: &str| {
+        let out = tempfile::tempdir().unwrap();
+        let j = out.path().join("r.json");
+        ok(&[
+            "sim",
+            &t,
+            "--arch",
+            "cache:mode=write-back",
+            "--ssd",
+            "25%",
+            "--timing",
+            "closed:16",
+            "--hdd-queue",
+            queue,
+            "--json",
+            j.to_str().unwrap(),
+        ]);
+        let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(j).unwrap()).unwrap();
+        r["latency"]["p99_us"].as_f64().unwrap()
+    };
+    // One request per batch and reads always first against the default batches of 16: the
+    // knob reaches the model (the tail of the mixed closed loop moves).
+    assert_ne!(run("mq-deadline"), run("mq-deadline:fifo_batch=1,writes_starved=64"));
+    fails(
+        &["sim", &t, "--arch", "hdd-only", "--ssd", "1%", "--hdd-queue", "mq-deadline:quantum=4"],
+        &["quantum=4", "fifo_batch"],
+    );
+}

@@ -92,6 +92,60 @@ impl Default for QueueConfig {
     }
 }
 
+impl QueueConfig {
+    /// Parses `mq-deadline`, `none` or `fifo`, optionally followed by `:KNOB=N,...` with the
+    /// kernel's names (`/sys/block/DEV/queue/iosched/` and `queue/max_sectors_kb`): `fifo_batch`,
+    /// `writes_starved`, `read_expire` and `write_expire` (ms), `max_sectors_kb`.
+    pub fn parse(s: &str) -> Result<QueueConfig, String> {
+        let (name, knobs) = s.split_once(':').unwrap_or((s, ""));
+        let mut c = QueueConfig { scheduler: Scheduler::parse(name)?, ..QueueConfig::default() };
+        const ALLOWED: &str = "fifo_batch (1..=1024), writes_starved (0..=1024), read_expire and write_expire \
+                               (ms, 1..=3600000), max_sectors_kb (4..=65536)";
+        for kv in knobs.split(',').filter(|k| !k.is_empty()) {
+            let (k, v) = kv.split_once('=').ok_or_else(|| format!("HDD queue knob `{kv}`: expected NAME=VALUE"))?;
+            let n: u64 = v.parse().map_err(|_| format!("HDD queue knob {k}={v}: expected a whole number"))?;
+            let bad = || format!("HDD queue knob {k}={v}: unknown or out of range; allowed: {ALLOWED}");
+            match k {
+                "fifo_batch" if (1..=1024).contains(&n) => c.fifo_batch = n as u32,
+                "writes_starved" if n <= 1024 => c.writes_starved = n as u32,
+                "read_expire" if (1..=3_600_000).contains(&n) => c.read_expire = Nanos::from_millis(n),
+                "write_expire" if (1..=3_600_000).contains(&n) => c.write_expire = Nanos::from_millis(n),
+                "max_sectors_kb" if (4..=65_536).contains(&n) => c.max_request_bytes = n << 10,
+                _ => return Err(bad()),
+            }
+        }
+        Ok(c)
+    }
+
+    /// The scheduler's name and the knobs that differ from the defaults, as
+    /// [`QueueConfig::parse`] reads them back.
+    pub fn label(&self) -> String {
+        let d = QueueConfig::default();
+        let mut knobs = Vec::new();
+        if self.fifo_batch != d.fifo_batch {
+            knobs.push(format!("fifo_batch={}", self.fifo_batch));
+        }
+        if self.writes_starved != d.writes_starved {
+            knobs.push(format!("writes_starved={}", self.writes_starved));
+        }
+        for (name, v, dv) in
+            [("read_expire", self.read_expire, d.read_expire), ("write_expire", self.write_expire, d.write_expire)]
+        {
+            if v != dv {
+                knobs.push(format!("{name}={}", v.0 / 1_000_000));
+            }
+        }
+        if self.max_request_bytes != d.max_request_bytes {
+            knobs.push(format!("max_sectors_kb={}", self.max_request_bytes >> 10));
+        }
+        if knobs.is_empty() {
+            self.scheduler.label().to_string()
+        } else {
+            format!("{}:{}", self.scheduler.label(), knobs.join(","))
+        }
+    }
+}
+
 /// The priority class of one request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Class {
@@ -452,6 +506,26 @@ impl DiskQueue {
 mod tests {
     use super::*;
     use crate::{Hdd, Presets};
+
+    #[test]
+    fn queue_knobs_parse_with_the_kernels_names_and_label_back() {
+        let c = QueueConfig::parse("mq-deadline:fifo_batch=1,writes_starved=0,write_expire=100,max_sectors_kb=512")
+            .unwrap();
+        assert_eq!((c.fifo_batch, c.writes_starved, c.write_expire), (1, 0, Nanos::from_millis(100)));
+        assert_eq!(c.max_request_bytes, 512 << 10);
+        assert_eq!(QueueConfig::parse(&c.label()).unwrap(), c);
+        assert_eq!(c.label(), "mq-deadline:fifo_batch=1,writes_starved=0,write_expire=100,max_sectors_kb=512");
+        assert_eq!(QueueConfig::parse("mq-deadline").unwrap(), QueueConfig::default());
+        assert_eq!(QueueConfig::default().label(), "mq-deadline");
+        assert_eq!(QueueConfig::parse("none").unwrap().scheduler, Scheduler::None);
+        for bad in
+            ["mq-deadline:fifo_batch=0", "mq-deadline:quantum=4", "mq-deadline:fifo_batch", "mq-deadline:read_expire=x"]
+        {
+            let e = QueueConfig::parse(bad).unwrap_err();
+            assert!(e.contains("HDD queue knob"), "{bad}: {e}");
+        }
+        assert!(QueueConfig::parse("cfq").unwrap_err().contains("mq-deadline"));
+    }
 
     fn hdd() -> Device {
         Device::new(Box::new(Hdd::new(Presets::builtin().hdd("wd5000aaks").unwrap()).unwrap()), None)

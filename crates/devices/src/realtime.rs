@@ -54,23 +54,20 @@ impl std::fmt::Debug for Emulator {
 impl Emulator {
     /// An HDD from the presets (`tierwise list devices`), serving in arrival order.
     pub fn hdd(preset: &str) -> Result<Emulator, String> {
-        Emulator::hdd_queued(preset, Scheduler::Fifo)
+        Emulator::hdd_queued(preset, QueueConfig { scheduler: Scheduler::Fifo, ..QueueConfig::default() })
     }
 
-    /// An HDD from the presets behind a request queue with `scheduler` and a stock Linux
-    /// host's settings (`fifo`: one request at a time in arrival order, as [`Emulator::hdd`]).
-    pub fn hdd_queued(preset: &str, scheduler: Scheduler) -> Result<Emulator, String> {
+    /// An HDD from the presets behind a request queue configured by `queue` (`fifo`: one
+    /// request at a time in arrival order, as [`Emulator::hdd`]).
+    pub fn hdd_queued(preset: &str, queue: QueueConfig) -> Result<Emulator, String> {
         let presets = Presets::builtin();
         let spec = presets.hdd(preset).map_err(|e| e.to_string())?;
         let device = Device::new(Box::new(Hdd::new(spec)?), None);
-        Ok(match scheduler {
+        Ok(match queue.scheduler {
             Scheduler::Fifo => Emulator::new(format!("hdd {preset} (emulated: {})", spec.description), device),
             _ => Emulator {
-                label: format!("hdd {preset} (emulated: {}; {} queue)", spec.description, scheduler.label()),
-                serving: Serving::Queued(QueuedEmulator::new(
-                    device,
-                    QueueConfig { scheduler, ..QueueConfig::default() },
-                )),
+                label: format!("hdd {preset} (emulated: {}; {} queue)", spec.description, queue.label()),
+                serving: Serving::Queued(QueuedEmulator::new(device, queue)),
             },
         })
     }

@@ -6,7 +6,7 @@
 //! a time in arrival order). A mount that emulates says so in `tierwise status`.
 
 use tierwise_devices::realtime::Emulator as Device;
-use tierwise_devices::{DevOp, Scheduler};
+use tierwise_devices::{DevOp, QueueConfig};
 
 /// Where a file's bytes start on the emulated device: each file gets its own 64 MiB region, so
 /// requests to different files seek and sequential requests within one file do not.
@@ -20,7 +20,7 @@ pub struct Emulator {
 
 impl Emulator {
     /// An HDD from the simulator's presets, behind a request queue with `queue`.
-    pub fn hdd(preset: &str, queue: Scheduler) -> Result<Emulator, String> {
+    pub fn hdd(preset: &str, queue: QueueConfig) -> Result<Emulator, String> {
         Ok(Emulator { device: Device::hdd_queued(preset, queue)? })
     }
 
@@ -50,7 +50,8 @@ mod tests {
 
     #[test]
     fn files_seek_on_an_emulated_hdd_and_an_unknown_preset_is_an_error() {
-        let hdd = Emulator::hdd("wd5000aaks", Scheduler::Fifo).unwrap_or_else(|e| panic!("{e}"));
+        let hdd = Emulator::hdd("wd5000aaks", QueueConfig::parse("fifo").unwrap_or_default())
+            .unwrap_or_else(|e| panic!("{e}"));
         assert!(hdd.label().contains("emulated"));
         let t = Instant::now();
         // Four random 4 KiB reads on a 7200 rpm disk take milliseconds each.
@@ -58,7 +59,7 @@ mod tests {
             hdd.delay(false, ino, 0, 4096);
         }
         assert!(t.elapsed() >= Duration::from_millis(8), "{:?}", t.elapsed());
-        let err = Emulator::hdd("nope", Scheduler::MqDeadline).err().unwrap_or_default();
+        let err = Emulator::hdd("nope", QueueConfig::default()).err().unwrap_or_default();
         assert!(err.contains("nope"), "{err}");
         assert!(Emulator::ssd("vertex3").is_ok());
     }

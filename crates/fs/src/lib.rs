@@ -161,7 +161,7 @@ pub struct MountConfig {
     /// Delay SSD-tier I/O by this simulator SSD preset.
     pub emulate_ssd: Option<String>,
     /// The emulated HDD's request queue (the simulator's `--hdd-queue`).
-    pub hdd_queue: tierwise_devices::Scheduler,
+    pub hdd_queue: tierwise_devices::QueueConfig,
     /// Serve opened files by FUSE passthrough (the kernel does their I/O on the tier file)
     /// when their placement is settled, where the policy's capabilities allow it (default).
     pub passthrough: bool,
@@ -196,7 +196,7 @@ impl MountConfig {
             move_rate: 0,
             emulate_hdd: None,
             emulate_ssd: None,
-            hdd_queue: tierwise_devices::Scheduler::MqDeadline,
+            hdd_queue: tierwise_devices::QueueConfig::default(),
             passthrough: true,
             kernel_cache: false,
             direct_io: false,

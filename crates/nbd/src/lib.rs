@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use nbdkit::{Error, FuaFlags, Result, Server, ThreadModel};
-use tierwise_block::{Backend, DeviceError, Emulated, FileBackend, HddQueue as Scheduler, HybridDevice, ServeOptions};
+use tierwise_block::{Backend, DeviceError, Emulated, FileBackend, HddQueue, HybridDevice, ServeOptions};
 
 pub mod control;
 
@@ -160,7 +160,7 @@ impl Server for Connection {
                 "emulate-hdd" => c.emulate_hdd = Some(value.to_string()),
                 "emulate-ssd" => c.emulate_ssd = Some(value.to_string()),
                 "hdd-queue" => {
-                    Scheduler::parse(value).map_err(|e| Error::new(libc::EINVAL, format!("hdd-queue={value}: {e}")))?;
+                    HddQueue::parse(value).map_err(|e| Error::new(libc::EINVAL, format!("hdd-queue={value}: {e}")))?;
                     c.hdd_queue = Some(value.to_string());
                 }
                 _ => {
@@ -206,7 +206,7 @@ impl Server for Connection {
             }
             let (backend, emulation): (Arc<dyn Backend>, Vec<String>) =
                 if c.emulate_hdd.is_some() || c.emulate_ssd.is_some() {
-                    let queue = Scheduler::parse(c.hdd_queue.as_deref().unwrap_or("mq-deadline"))
+                    let queue = HddQueue::parse(c.hdd_queue.as_deref().unwrap_or("mq-deadline"))
                         .map_err(|e| Error::new(libc::EINVAL, e))?;
                     let e = Emulated::new(Box::new(files), c.emulate_hdd.as_deref(), c.emulate_ssd.as_deref(), queue)
                         .map_err(|e| Error::new(libc::EINVAL, e))?;

@@ -241,7 +241,7 @@ fn simulate(
     if let Some(s) = emulated {
         // Predict the device the mount has: its emulated HDD sits behind the queue its label
         // names, and each file has a 64 MiB region.
-        cfg.hdd_queue.scheduler = crate::cmd::replay_nbd::hdd_queue_of(&s.emulation);
+        cfg.hdd_queue = crate::cmd::replay_nbd::hdd_queue_of(&s.emulation);
         cfg.region_bytes = 64 << 20;
     }
     let spinner = crate::progress::Spinner::new(bars, &format!("simulating {arch}"));

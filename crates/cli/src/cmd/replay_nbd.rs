@@ -12,7 +12,7 @@ use anyhow::{Context, Result, bail};
 use serde::Serialize;
 use tierwise_core::Nanos;
 use tierwise_nbd_client::NbdClient;
-use tierwise_sim::device::Scheduler;
+use tierwise_sim::device::{QueueConfig, Scheduler};
 use tierwise_sim::objects::ObjectMode;
 use tierwise_sim::trace::{IoOp, OpenOptions, TraceRecord, open_bytes, open_trace};
 use tierwise_sim::{SimConfig, Timing};
@@ -89,7 +89,7 @@ struct Report {
     /// The prediction's time per request outside the devices (`--nbd-request-cost`).
     front_end_us: f64,
     /// The HDD queue of the prediction: the emulated HDD's (`fifo` when none is emulated).
-    hdd_queue: &'static str,
+    hdd_queue: String,
     measured: Measured,
     predicted: Option<tierwise_sim::metrics::SimReport>,
 }
@@ -185,12 +185,12 @@ fn preset_of(emulation: &[String], kind: &str) -> Option<String> {
 
 /// The emulated HDD's request queue, from its label ("hdd PRESET (emulated: …; mq-deadline
 /// queue)"); a label without one serves in arrival order (fifo), as before queues were emulated.
-pub(crate) fn hdd_queue_of(emulation: &[String]) -> Scheduler {
+pub(crate) fn hdd_queue_of(emulation: &[String]) -> QueueConfig {
     emulation
         .iter()
         .filter(|l| l.starts_with("hdd "))
-        .find_map(|l| l.strip_suffix(" queue)")?.rsplit("; ").next().and_then(|q| Scheduler::parse(q).ok()))
-        .unwrap_or(Scheduler::Fifo)
+        .find_map(|l| l.strip_suffix(" queue)")?.rsplit("; ").next().and_then(|q| QueueConfig::parse(q).ok()))
+        .unwrap_or(QueueConfig { scheduler: Scheduler::Fifo, ..QueueConfig::default() })
 }
 
 /// `tierwise replay --nbd`.
@@ -340,7 +340,7 @@ fn predict(
     cfg.objects = ObjectMode::parse(&format!("blocks:{block}@0")).map_err(anyhow::Error::msg)?;
     cfg.timing = Timing::Closed { depth: workers as u32 };
     // The daemon's emulated HDD sits behind the queue its label names, as the simulator's does.
-    cfg.hdd_queue.scheduler = hdd_queue_of(emulation);
+    cfg.hdd_queue = hdd_queue_of(emulation);
     cfg.spin_down = None::<Nanos>;
     // As many moves at once as the device's movers run.
     cfg.movers = stats.and_then(|v| v["movers"].as_u64()).unwrap_or(0) as u32;
@@ -401,10 +401,13 @@ mod tests {
         let label = |q: &str| {
             vec!["ssd vertex3 (emulated: x)".to_string(), format!("hdd wd5000aaks (emulated: WD; {q} queue)")]
         };
-        assert_eq!(hdd_queue_of(&label("mq-deadline")), Scheduler::MqDeadline);
-        assert_eq!(hdd_queue_of(&label("none")), Scheduler::None);
-        assert_eq!(hdd_queue_of(&["hdd wd5000aaks (emulated: WD Caviar Blue)".to_string()]), Scheduler::Fifo);
-        assert_eq!(hdd_queue_of(&[]), Scheduler::Fifo);
+        assert_eq!(hdd_queue_of(&label("mq-deadline")), QueueConfig::default());
+        assert_eq!(hdd_queue_of(&label("none")).scheduler, Scheduler::None);
+        assert_eq!(hdd_queue_of(&["hdd wd5000aaks (emulated: WD Caviar Blue)".to_string()]).scheduler, Scheduler::Fifo);
+        assert_eq!(hdd_queue_of(&[]).scheduler, Scheduler::Fifo);
+        // The knobs come back too.
+        let q = hdd_queue_of(&label("mq-deadline:fifo_batch=1"));
+        assert_eq!((q.scheduler, q.fifo_batch, q.writes_starved), (Scheduler::MqDeadline, 1, 2));
     }
 
     /// Offsets past the device wrap by whole MiB: 4 KiB-aligned requests stay aligned, and

@@ -79,7 +79,8 @@ pub(crate) struct ServeArgs {
     emulate_ssd: Option<String>,
     /// The emulated HDD's request queue, as the simulator's `--hdd-queue`: mq-deadline
     /// (default: sorted, merged, reordered by the drive's NCQ, as a Linux host drives a SATA
-    /// disk), none (merged and NCQ, arrival order) or fifo (one request at a time).
+    /// disk), none (merged and NCQ, arrival order) or fifo (one request at a time); the kernel's
+    /// knobs after a colon, as the simulator's (mq-deadline:fifo_batch=1,writes_starved=2).
     #[arg(long)]
     hdd_queue: Option<String>,
     /// Open the images with O_DIRECT: no page cache between the device and the disks under

@@ -471,11 +471,11 @@ pub fn cmd_mount(mut a: MountArgs) -> Result<()> {
         }
     }
     let hdd_queue = match &a.hdd_queue {
-        None => tierwise_sim::device::Scheduler::MqDeadline,
+        None => tierwise_sim::device::QueueConfig::default(),
         Some(q) if a.emulate_hdd.is_none() => {
             bail!("{} {q} orders the emulated HDD's requests: give --emulate-hdd PRESET too", a.setting("hdd_queue"))
         }
-        Some(q) => tierwise_sim::device::Scheduler::parse(q)
+        Some(q) => tierwise_sim::device::QueueConfig::parse(q)
             .map_err(|e| anyhow::anyhow!("{} {q}: {e}", a.setting("hdd_queue")))?,
     };
     let cfg = MountConfig {

@@ -9,7 +9,7 @@ use tierwise_core::Nanos;
 use tierwise_core::params::{parse_duration, parse_size};
 
 use crate::compare::{CompareConfig, CompareError, Comparison, ProgressFactory, SsdSize, compare};
-use crate::device::{Presets, Scheduler};
+use crate::device::{Presets, QueueConfig};
 use crate::filesim::{FileSim, FileSimConfig, WorkingSet, file_arch_allowed};
 use crate::filetrace::FileTraceReader;
 use crate::metrics::SimReport;
@@ -212,7 +212,7 @@ impl ModelOptions {
             None => None,
         };
         c.check_every = self.check_every;
-        c.hdd_queue.scheduler = Scheduler::parse(&self.hdd_queue).map_err(|e| input("hdd-queue", e))?;
+        c.hdd_queue = QueueConfig::parse(&self.hdd_queue).map_err(|e| input("hdd-queue", e))?;
         Ok(c)
     }
 }
