@@ -8,9 +8,18 @@
 # ranking per trace. The emulated HDD is the simulator's own model, so this tests the device's
 # I/O pattern and the simulator's account of it, not the model (docs/PERFORMANCE.md).
 #
+# DIRECT=1 is the check that is not circular: no emulation; the HDD image on the disk under
+# HDD_DIR (default target/validate-direct; filled with random data once, so that reads reach
+# the disk, and adopted in place by each run), the SSD image in /dev/shm, both served with
+# --direct; the disk and the memory are calibrated first (`tierwise calibrate`, or PRESETS=
+# a file with [*.disk] and [ssd.memory]) and the prediction uses those presets, the disk's
+# own scheduler, and the disk's kernel counters (/sys/block/DEV/stat, all I/O on it) for HDD
+# commands and bytes.
+#
 # TIERWISE_BIN runs another build (a baseline) for the serving, replay and prediction.
 # Usage: [TIERWISE_BIN=path] [HEAD=10000] [ARCHS="hdd-only cache:mode=write-back ..."]
-#        [TRACES="file ..."] [OUT=target/validate-serve.tsv] ./scripts/validate-serve.sh
+#        [TRACES="file ..."] [OUT=target/validate-serve.tsv] [DIRECT=1 [HDD_DIR=dir] [PRESETS=file]]
+#        ./scripts/validate-serve.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ -z "${TIERWISE_BIN:-}" ]; then cargo build --release --locked --quiet -p tierwise -p tierwise-nbd; fi
@@ -29,6 +38,33 @@ cleanup() {
   sleep 0.3; rm -rf "$base"
 }
 trap cleanup EXIT
+direct=${DIRECT:-0}
+serve_flags=(--emulate-hdd wd5000aaks --emulate-ssd vertex3)
+replay_flags=()
+if [ "$direct" = 1 ]; then
+  hdd_dir=${HDD_DIR:-$PWD/target/validate-direct}
+  mkdir -p "$hdd_dir"
+  src=$(df --output=source "$hdd_dir" | tail -1)
+  dev=$(lsblk -no PKNAME "$src" 2>/dev/null | head -1); [ -n "$dev" ] || dev=$(basename "$src")
+  queue=$(sed -n 's/.*\[\(.*\)\].*/\1/p' "/sys/block/$dev/queue/scheduler")
+  [ "$queue" = none ] || [ "$queue" = mq-deadline ] || queue=none
+  presets=${PRESETS:-$base/presets.toml}
+  if [ -z "${PRESETS:-}" ]; then
+    "$tw" calibrate -q "$hdd_dir" --size 4GiB --name disk -o "$base/disk.toml" --json "$base/disk.json" > "$base/disk.txt"
+    mkdir -p "$base/mem" && "$tw" calibrate -q "$base/mem" --kind ssd --size 1GiB --name memory -o "$base/memory.toml" > "$base/memory.txt"
+    cat "$base/disk.toml" "$base/memory.toml" > "$presets"
+  fi
+  if grep -q '^\[hdd.disk\]' "$presets"; then slow=disk; else slow=ssd:disk; fi
+  data=$hdd_dir/hdd-data.img
+  if [ ! -f "$data.ready" ]; then
+    echo "filling $data (4 GiB of random data, once)" >&2
+    head -c $((4 << 30)) /dev/urandom > "$data" && sync && touch "$data.ready"
+  fi
+  serve_flags=(--direct)
+  replay_flags=(--devices "$presets" --hdd "$slow" --ssd-model memory --hdd-queue "$queue")
+  echo "direct I/O: HDD image on $dev ($queue), presets $presets (slow level: $slow)" >&2
+fi
+disk_stat() { awk '{print $1, $5, $3 + $7}' "/sys/block/$dev/stat"; }
 printf 'trace\tarch\tmeasured_iops\tpredicted_iops\tmeasured_ssd_read\tpredicted_ssd_read\tmeasured_hdd_cmds\tpredicted_hdd_cmds\tmeasured_hdd_mb\tpredicted_hdd_mb\n' > "$out"
 for t in $traces; do
   name=$(basename "$t"); name=${name%%.*}
@@ -40,22 +76,37 @@ for t in $traces; do
   for a in $archs; do
     d=$base/${a//[^a-zA-Z0-9-]/_}-$name
     mkdir -p "$d"
-    "$tw" serve --create --ssd "$d/ssd.img" --hdd "$d/hdd.img" --ssd-size ${ssd_mib}MiB --hdd-size 8GiB --policy "$a" \
-      --emulate-hdd wd5000aaks --emulate-ssd vertex3 >/dev/null
+    if [ "$direct" = 1 ]; then
+      # The data image adopted in place: its length back to the data, the metadata gone.
+      truncate -s $((4 << 30)) "$data"
+      "$tw" serve --create --ssd "$d/ssd.img" --hdd "$data" --ssd-size ${ssd_mib}MiB --policy "$a" "${serve_flags[@]}" >/dev/null
+    else
+      "$tw" serve --create --ssd "$d/ssd.img" --hdd "$d/hdd.img" --ssd-size ${ssd_mib}MiB --hdd-size 8GiB --policy "$a" \
+        "${serve_flags[@]}" >/dev/null
+    fi
     ctl=$d/ssd.img.sock.control
     "$tw" stats "$ctl" --json > "$d/before.json"
-    "$tw" replay -q --nbd "nbd+unix:///?socket=$d/ssd.img.sock" "$slice" --workers 4 --json "$d/replay.json" >/dev/null
+    [ "$direct" = 1 ] && disk_stat > "$d/disk-before"
+    "$tw" replay -q --nbd "nbd+unix:///?socket=$d/ssd.img.sock" "$slice" --workers 4 --json "$d/replay.json" \
+      "${replay_flags[@]}" >/dev/null
+    [ "$direct" = 1 ] && disk_stat > "$d/disk-after"
     "$tw" stats "$ctl" --json > "$d/after.json"
-    kill "$(cat "$ctl.pid")" 2>/dev/null || true
+    pid=$(cat "$ctl.pid"); kill "$pid" 2>/dev/null || true
+    while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
     python3 - "$d" "$name" "$a" >> "$out" <<'PY'
 import json, sys
 d, name, arch = sys.argv[1:]
 r = json.load(open(f"{d}/replay.json"))
 b, a = json.load(open(f"{d}/before.json")), json.load(open(f"{d}/after.json"))
-def hdd(s):
+import os
+def hdd(s, side):
+    disk = f"{d}/disk-{side}"
+    if os.path.exists(disk):  # the real disk's kernel counters: reads, writes, sectors
+        r, w, sectors = map(int, open(disk).read().split())
+        return r + w, sectors * 512
     e = next(x["stats"] for x in s["emulated_devices"] if x["label"].startswith("hdd"))
     return e["reads"] + e["writes"], e["read_bytes"] + e["write_bytes"]
-(c0, b0), (c1, b1) = hdd(b), hdd(a)
+(c0, b0), (c1, b1) = hdd(b, "before"), hdd(a, "after")
 m, p = r["measured"], r["predicted"] or {}
 ph = p.get("hdd", {})
 print("\t".join(str(x) for x in [

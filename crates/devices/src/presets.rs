@@ -127,14 +127,36 @@ impl Presets {
     }
 
     /// Picks one device of each kind.
+    ///
+    /// `hdd` may name an SSD preset as `ssd:NAME`: a flash device in the slow level's place
+    /// (the disk under a served device's HDD image when that disk is flash, as `tierwise
+    /// calibrate` finds a virtual machine's disk). It keeps the slow level's queue and counters,
+    /// serves with the SSD model's latency and IOPS ceiling, and never spins down.
     pub fn set(&self, hdd: &str, ssd: &str, ram: &str) -> Result<DeviceSet, PresetError> {
+        let (hdd_spec, hdd_flash) = match hdd.strip_prefix("ssd:") {
+            Some(flash) => {
+                let f = self.ssd(flash)?.clone();
+                // The slow level's HDD fields that still matter: capacity (where volumes lie),
+                // power and price, from the flash device; the rest is never used.
+                let mut h = Presets::builtin().hdd("wd5000aaks").cloned().unwrap_or_else(|_| unreachable_set().hdd);
+                h.description = format!("flash in the HDD's place: {}", f.description);
+                h.capacity = f.capacity.clone();
+                h.active_w = f.active_w;
+                h.idle_w = f.idle_w;
+                h.standby_w = f.idle_w;
+                h.usd_per_gb = f.usd_per_gb;
+                (h, Some(f))
+            }
+            None => (self.hdd(hdd)?.clone(), None),
+        };
         Ok(DeviceSet {
             hdd_name: hdd.into(),
             ssd_name: ssd.into(),
             ram_name: ram.into(),
-            hdd: self.hdd(hdd)?.clone(),
+            hdd: hdd_spec,
             ssd: self.ssd(ssd)?.clone(),
             ram: self.ram(ram)?.clone(),
+            hdd_flash,
         })
     }
 }
@@ -154,6 +176,10 @@ pub struct DeviceSet {
     pub ssd: SsdSpec,
     /// RAM parameters.
     pub ram: RamSpec,
+    /// A flash device in the HDD's place (`--hdd ssd:NAME`): the slow level is timed by this
+    /// SSD model instead of `hdd`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hdd_flash: Option<SsdSpec>,
 }
 
 impl DeviceSet {
@@ -210,6 +236,7 @@ fn unreachable_set() -> DeviceSet {
             endurance_gb: crate::ssd::GREENDM_ENDURANCE_GB,
         },
         ram: RamSpec { description: String::new(), latency_ns: 100.0, mb_s: 10000.0, usd_per_gb: 10.0 },
+        hdd_flash: None,
     }
 }
 

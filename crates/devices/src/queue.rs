@@ -207,6 +207,12 @@ pub struct DiskQueue {
     /// Commands the drive holds.
     ncq: Vec<Pending>,
     in_service: Option<Pending>,
+    /// How long after the command in service frees the device its requests complete (zero for
+    /// a disk; a flash device overlaps commands, so it is free again before a request's
+    /// latency has passed).
+    in_service_tail: Nanos,
+    /// The same for the command [`DiskQueue::complete`] last ended.
+    completed_tail: Nanos,
     seq: u64,
     sweep_pos: u64,
     /// mq-deadline: where each class and direction last stopped (`latest_pos`).
@@ -234,6 +240,8 @@ impl DiskQueue {
             order: VecDeque::new(),
             ncq: Vec::with_capacity(depth),
             in_service: None,
+            in_service_tail: Nanos::ZERO,
+            completed_tail: Nanos::ZERO,
             seq: 0,
             sweep_pos: 0,
             latest_pos: [[0; 2]; 2],
@@ -488,12 +496,22 @@ impl DiskQueue {
             self.last_normal = self.last_normal.max(done);
         }
         self.in_service = Some(p);
-        Dispatch::Started(done)
+        // A disk is free when its command completes; a flash model earlier (its IOPS slot).
+        let free = device.busy_until().min(done);
+        self.in_service_tail = done.saturating_sub(free);
+        Dispatch::Started(free)
+    }
+
+    /// How long after the device was freed the requests [`DiskQueue::complete`] returned
+    /// complete (zero for a disk).
+    pub fn completion_delay(&self) -> Nanos {
+        self.completed_tail
     }
 
     /// Ends the command in service; returns the tokens of the requests it carried.
     pub fn complete(&mut self) -> &[u64] {
         self.done_tokens.clear();
+        self.completed_tail = std::mem::take(&mut self.in_service_tail);
         if let Some(p) = self.in_service.take() {
             self.done_tokens.push(p.token);
             self.done_tokens.extend_from_slice(&p.merged);

@@ -78,6 +78,13 @@ impl QueuedDisk {
         self.queue.complete()
     }
 
+    /// How long after the [`DiskEvent::Done`] just handled the requests [`QueuedDisk::complete`]
+    /// returned complete: zero for a disk; a flash device in the slow level's place is free for
+    /// the next command before a request's latency has passed.
+    pub fn completion_delay(&self) -> Nanos {
+        self.queue.completion_delay()
+    }
+
     /// Counters so far (without the merge count).
     pub fn stats(&self) -> &DeviceStats {
         self.device.stats()

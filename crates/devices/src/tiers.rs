@@ -28,11 +28,14 @@ pub struct TierDevices {
 impl TierDevices {
     /// The devices of `set`; the HDD spins down after `spin_down` idle, behind a `queue`.
     pub fn new(set: &DeviceSet, spin_down: Option<Nanos>, queue: QueueConfig) -> Result<TierDevices, String> {
-        let hdd = Hdd::new(&set.hdd).map_err(|e| format!("hdd {}: {e}", set.hdd_name))?;
+        let slow: Box<dyn super::Model> = match &set.hdd_flash {
+            Some(f) => Box::new(Ssd::new(f).map_err(|e| format!("hdd {}: {e}", set.hdd_name))?),
+            None => Box::new(Hdd::new(&set.hdd).map_err(|e| format!("hdd {}: {e}", set.hdd_name))?),
+        };
         let ssd = Ssd::new(&set.ssd).map_err(|e| format!("ssd {}: {e}", set.ssd_name))?;
         let ram = Ram::new(&set.ram).map_err(|e| format!("ram {}: {e}", set.ram_name))?;
         Ok(TierDevices {
-            hdd: QueuedDisk::new(Device::new(Box::new(hdd), spin_down), queue),
+            hdd: QueuedDisk::new(Device::new(slow, spin_down), queue),
             ssd: Device::new(Box::new(ssd), None),
             ram,
         })

@@ -420,8 +420,13 @@ impl Timed {
                 let mut tokens = std::mem::take(&mut self.tokens);
                 tokens.clear();
                 tokens.extend_from_slice(self.dev.hdd.complete());
+                let delay = self.dev.hdd.completion_delay();
                 for &t in &tokens {
-                    self.io_done(engine, t as u32, ev.time)?;
+                    if delay == Nanos::ZERO {
+                        self.io_done(engine, t as u32, ev.time)?;
+                    } else {
+                        self.push_event(ev.time.saturating_add(delay), EventKind::IoDone, t as u32);
+                    }
                 }
                 self.tokens = tokens;
                 let e = self.dev.hdd.dispatch(ev.time);

@@ -64,6 +64,10 @@ pub struct ReplayArgs {
     /// preset of the disks under the images or directories).
     #[arg(long)]
     devices: Option<PathBuf>,
+    /// The simulated HDD's queue, as `sim --hdd-queue` [default: the emulated HDD's; without
+    /// one, fifo]. For real disks, the scheduler in /sys/block/DEV/queue/scheduler.
+    #[arg(long)]
+    hdd_queue: Option<String>,
     /// The simulated FUSE front end's time per request (open, each 128 KiB of data on regular
     /// I/O, flush, release): `auto` is the time calibrated on this machine (docs/PERFORMANCE.md)
     /// when replaying on a tierwise mount and none elsewhere; `0` models none.
@@ -135,6 +139,7 @@ pub fn cmd_replay(a: ReplayArgs, bars: &Bars) -> Result<()> {
                 hdd: a.hdd.as_deref(),
                 ssd_model: a.ssd_model.as_deref(),
                 devices: a.devices.as_deref(),
+                hdd_queue: a.hdd_queue.as_deref(),
             },
             bars,
         );
@@ -241,7 +246,7 @@ fn simulate(
     if let Some(s) = emulated {
         // Predict the device the mount has: its emulated HDD sits behind the queue its label
         // names, and each file has a 64 MiB region.
-        cfg.hdd_queue = crate::cmd::replay_nbd::hdd_queue_of(&s.emulation);
+        cfg.hdd_queue = crate::cmd::replay_nbd::prediction_queue(a.hdd_queue.as_deref(), &s.emulation)?;
         cfg.region_bytes = 64 << 20;
     }
     let spinner = crate::progress::Spinner::new(bars, &format!("simulating {arch}"));

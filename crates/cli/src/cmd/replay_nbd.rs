@@ -35,6 +35,8 @@ pub(crate) struct NbdReplay<'a> {
     pub(crate) ssd_model: Option<&'a str>,
     /// `--devices`: presets merged over the built-in ones.
     pub(crate) devices: Option<&'a Path>,
+    /// `--hdd-queue`: the prediction's HDD queue instead of the emulated HDD's.
+    pub(crate) hdd_queue: Option<&'a str>,
 }
 
 /// An NBD request's cost outside the devices as the prediction adds it, calibrated on this
@@ -193,6 +195,14 @@ pub(crate) fn hdd_queue_of(emulation: &[String]) -> QueueConfig {
         .unwrap_or(QueueConfig { scheduler: Scheduler::Fifo, ..QueueConfig::default() })
 }
 
+/// The prediction's HDD queue: `--hdd-queue` when given, else the emulated HDD's.
+pub(crate) fn prediction_queue(given: Option<&str>, emulation: &[String]) -> Result<QueueConfig> {
+    match given {
+        Some(q) => QueueConfig::parse(q).map_err(|e| anyhow::anyhow!("--hdd-queue {q}: {e}")),
+        None => Ok(hdd_queue_of(emulation)),
+    }
+}
+
 /// `tierwise replay --nbd`.
 pub(crate) fn cmd_replay_nbd(a: NbdReplay<'_>, bars: &Bars) -> Result<()> {
     if a.workers == 0 {
@@ -300,7 +310,7 @@ pub(crate) fn cmd_replay_nbd(a: NbdReplay<'_>, bars: &Bars) -> Result<()> {
         ssd_read_share,
         errors: errors.load(Ordering::Relaxed) as u64,
     };
-    let hdd_queue = hdd_queue_of(&emulation).label();
+    let hdd_queue = prediction_queue(a.hdd_queue, &emulation)?.label();
     let report = Report {
         uri: a.uri.to_string(),
         trace: a.trace.display().to_string(),
@@ -340,7 +350,7 @@ fn predict(
     cfg.objects = ObjectMode::parse(&format!("blocks:{block}@0")).map_err(anyhow::Error::msg)?;
     cfg.timing = Timing::Closed { depth: workers as u32 };
     // The daemon's emulated HDD sits behind the queue its label names, as the simulator's does.
-    cfg.hdd_queue = hdd_queue_of(emulation);
+    cfg.hdd_queue = prediction_queue(a.hdd_queue, emulation)?;
     cfg.spin_down = None::<Nanos>;
     // As many moves at once as the device's movers run.
     cfg.movers = stats.and_then(|v| v["movers"].as_u64()).unwrap_or(0) as u32;
@@ -364,10 +374,10 @@ fn print_report(r: &Report) {
     for e in &r.emulation {
         println!("EMULATED  {e}");
     }
-    if r.predicted.is_some() {
+    if let Some(p) = &r.predicted {
         println!(
-            "predicted with {:.0} µs per request outside the devices (--nbd-request-cost), the HDD behind a {} queue",
-            r.front_end_us, r.hdd_queue
+            "predicted on {} with {:.0} µs per request outside the devices (--nbd-request-cost), the HDD behind a {} queue",
+            p.devices, r.front_end_us, r.hdd_queue
         );
     }
     if r.wrapped > 0 {

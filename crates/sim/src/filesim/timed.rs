@@ -420,8 +420,13 @@ impl FileSim {
                 let mut tokens = std::mem::take(&mut t.tokens);
                 tokens.clear();
                 tokens.extend_from_slice(t.dev.hdd.complete());
+                let delay = t.dev.hdd.completion_delay();
                 for &tok in &tokens {
-                    self.io_done(tok as u32, ev.time)?;
+                    if delay == Nanos::ZERO {
+                        self.io_done(tok as u32, ev.time)?;
+                    } else if let Some(t) = self.timed.as_mut() {
+                        t.push_event(ev.time.saturating_add(delay), EventKind::IoDone, tok as u32);
+                    }
                 }
                 let Some(t) = self.timed.as_mut() else { return Ok(()) };
                 t.tokens = tokens;
