@@ -48,18 +48,22 @@ if [ "$direct" = 1 ]; then
   dev=$(lsblk -no PKNAME "$src" 2>/dev/null | head -1); [ -n "$dev" ] || dev=$(basename "$src")
   queue=$(sed -n 's/.*\[\(.*\)\].*/\1/p' "/sys/block/$dev/queue/scheduler")
   [ "$queue" = none ] || [ "$queue" = mq-deadline ] || queue=none
-  presets=${PRESETS:-$base/presets.toml}
-  if [ -z "${PRESETS:-}" ]; then
-    "$tw" calibrate -q "$hdd_dir" --size 4GiB --name disk -o "$base/disk.toml" --json "$base/disk.json" > "$base/disk.txt"
-    mkdir -p "$base/mem" && "$tw" calibrate -q "$base/mem" --kind ssd --size 1GiB --name memory -o "$base/memory.toml" > "$base/memory.txt"
-    cat "$base/disk.toml" "$base/memory.toml" > "$presets"
-  fi
-  if grep -q '^\[hdd.disk\]' "$presets"; then slow=disk; else slow=ssd:disk; fi
   data=$hdd_dir/hdd-data.img
   if [ ! -f "$data.ready" ]; then
     echo "filling $data (4 GiB of random data, once)" >&2
     head -c $((4 << 30)) /dev/urandom > "$data" && sync && touch "$data.ready"
   fi
+  presets=${PRESETS:-$base/presets.toml}
+  if [ -z "${PRESETS:-}" ]; then
+    # The data image itself, not a fresh scratch file: a virtual disk's host answers what was
+    # just written from its cache, which the runs' reads of older data do not see.
+    truncate -s $((4 << 30)) "$data"
+    "$tw" calibrate -q "$data" --overwrite --name disk -o "$base/disk.toml" --json "$base/disk.json" > "$base/disk.txt"
+    mkdir -p "$base/mem" && "$tw" calibrate -q "$base/mem" --kind ssd --size 1GiB --name memory -o "$base/memory.toml" > "$base/memory.txt"
+    cat "$base/disk.toml" "$base/memory.toml" > "$presets"
+    cp "$base/disk.txt" "${out%.tsv}-disk-calibration.txt"
+  fi
+  if grep -q '^\[hdd.disk\]' "$presets"; then slow=disk; else slow=ssd:disk; fi
   serve_flags=(--direct)
   replay_flags=(--devices "$presets" --hdd "$slow" --ssd-model memory --hdd-queue "$queue")
   echo "direct I/O: HDD image on $dev ($queue), presets $presets (slow level: $slow)" >&2
