@@ -22,11 +22,20 @@ pub fn render(c: &Calibration) -> String {
         "target    {}{} ({}, direct I/O{}{})",
         c.target,
         if c.scratch { " (scratch file, removed)" } else { "" },
-        if c.memory { ", IN MEMORY (tmpfs): no device measured" } else { "" },
         bytes(c.span),
+        if c.memory { ", IN MEMORY (tmpfs): no device measured" } else { "" },
         c.device.as_deref().map(|d| format!(", device {d}")).unwrap_or_default()
     );
-    let _ = writeln!(out, "kind      {}: {}\n", c.kind.label(), c.kind_reason);
+    let _ = writeln!(out, "kind      {}: {}", c.kind.label(), c.kind_reason);
+    if c.scratch && !c.memory {
+        let _ = writeln!(
+            out,
+            "note      measured right after writing the scratch file: a virtual disk's host (or a drive's own\n          \
+             cache) may answer from its cache what older data would not; to measure data at rest,\n          \
+             calibrate an existing image (read-only, or --overwrite if its data may go)"
+        );
+    }
+    out.push('\n');
     let mut t = Table::new(&["test", "pattern", "IOPS", "MB/s", "mean µs", "p50 µs", "p99 µs", "requests"]);
     for m in &c.tests {
         let pattern = format!(

@@ -596,7 +596,14 @@ fn calibrate_writes_a_preset_that_sim_uses() {
         "--json",
         &j,
     ]);
-    for want in ["randread-qd8", "randwrite-sync-qd1", "model ÷ measured", "no: a check", "preset written to"] {
+    for want in [
+        "randread-qd8",
+        "randwrite-sync-qd1",
+        "model ÷ measured",
+        "no: a check",
+        "preset written to",
+        "(32 MiB, direct I/O, device",
+    ] {
         assert!(report.contains(want), "{want} missing from\n{report}");
     }
     let cal: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
