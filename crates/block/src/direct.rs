@@ -99,26 +99,24 @@ impl DirectIo {
     /// ascending stripe order, so that no two writers wait for each other in a cycle.
     fn lock(&self, start: u64, end: u64, head: bool, tail: bool) -> Vec<Guard<'_>> {
         let (first, last) = (start / ALIGN, end / ALIGN - 1);
-        let mut mode = vec![None; STRIPES as usize];
         let blocks = last - first + 1;
-        for b in first..first + blocks.min(STRIPES) {
-            mode[(b % STRIPES) as usize] = Some(false);
-        }
-        for (partial, b) in [(head, first), (tail, last)] {
-            if partial {
-                mode[(b % STRIPES) as usize] = Some(true);
-            }
-        }
-        mode.iter()
-            .zip(&self.stripes)
-            .filter_map(|(m, lock)| {
-                m.map(|exclusive| {
-                    if exclusive {
-                        Guard::Exclusive(lock.write().unwrap_or_else(std::sync::PoisonError::into_inner))
-                    } else {
-                        Guard::Shared(lock.read().unwrap_or_else(std::sync::PoisonError::into_inner))
-                    }
-                })
+        let exclusive = |s: u64| (head && first % STRIPES == s) || (tail && last % STRIPES == s);
+        // The blocks' stripes form one run modulo STRIPES: walked from stripe 0 upwards, it is
+        // [0, wrap end) then [run start, STRIPES) when it wraps, else just the run.
+        let stripes: Box<dyn Iterator<Item = u64>> = if blocks >= STRIPES {
+            Box::new(0..STRIPES)
+        } else {
+            let (s0, s1) = (first % STRIPES, last % STRIPES);
+            if s0 <= s1 { Box::new(s0..=s1) } else { Box::new((0..=s1).chain(s0..STRIPES)) }
+        };
+        stripes
+            .map(|s| {
+                let lock = &self.stripes[s as usize];
+                if exclusive(s) {
+                    Guard::Exclusive(lock.write().unwrap_or_else(std::sync::PoisonError::into_inner))
+                } else {
+                    Guard::Shared(lock.read().unwrap_or_else(std::sync::PoisonError::into_inner))
+                }
             })
             .collect()
     }
@@ -210,6 +208,24 @@ mod tests {
         let mut all = vec![0u8; len as usize];
         io.read(&file, &mut all, 0).unwrap();
         assert!(all == model);
+    }
+
+    #[test]
+    fn writes_whose_stripes_wrap_or_cover_all_of_them() {
+        let dir = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
+        let file = direct_file(dir.path(), 600 * ALIGN);
+        let io = DirectIo::default();
+        // Blocks 255 and 256 (stripes 255 and 0), partial at both ends; then 300 blocks.
+        assert_eq!(io.lock(255 * ALIGN, 257 * ALIGN, true, true).len(), 2);
+        assert_eq!(io.lock(0, 300 * ALIGN, false, false).len(), STRIPES as usize);
+        io.write(&file, &[7u8; 5000], 255 * ALIGN + 100).unwrap();
+        io.write(&file, &vec![9u8; 300 * ALIGN as usize], 280 * ALIGN).unwrap();
+        let mut got = vec![0u8; 5000];
+        io.read(&file, &mut got, 255 * ALIGN + 100).unwrap();
+        assert!(got.iter().all(|&b| b == 7));
+        let mut got = vec![0u8; 300 * ALIGN as usize];
+        io.read(&file, &mut got, 280 * ALIGN).unwrap();
+        assert!(got.iter().all(|&b| b == 9));
     }
 
     #[test]

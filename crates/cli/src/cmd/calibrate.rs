@@ -2,11 +2,10 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
 use tierwise_calibrate::{Kind, Options, calibrate, report};
 use tierwise_core::params::parse_size;
-use tierwise_sim::device::Presets;
 
 use crate::write_file;
 
@@ -65,10 +64,7 @@ pub(crate) fn cmd_calibrate(a: CalibrateArgs) -> Result<()> {
         name: a.name,
         ..Options::default()
     };
-    if let Some(p) = &a.devices {
-        let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
-        o.presets = Presets::with_overrides(&text, &p.display().to_string())?;
-    }
+    o.presets = tierwise_sim::jobs::load_presets(a.devices.as_deref())?;
     if let Some(b) = a.base {
         // The base names the kind's preset; which kind is known only after measuring when
         // --kind is not given, so a name is taken for whichever kind it exists as.

@@ -10,9 +10,9 @@ use tierwise_bench::replay::{ReplayReport, replay_dir};
 use tierwise_core::Bytes;
 use tierwise_fs::{Counters, Snapshot};
 use tierwise_sim::Timing;
-use tierwise_sim::device::Presets;
 use tierwise_sim::filesim::{FileSim, FileSimConfig, FrontEndCost, file_arch_allowed};
 use tierwise_sim::filetrace::{FileOp, FileTraceReader};
+use tierwise_sim::jobs::load_presets;
 use tierwise_sim::metrics::SimReport;
 
 use crate::progress::Bars;
@@ -84,13 +84,6 @@ pub struct ReplayArgs {
     /// Write both results as JSON.
     #[arg(long)]
     json: Option<PathBuf>,
-}
-
-/// The built-in presets, with `--devices` merged over them.
-pub(crate) fn presets(devices: Option<&Path>) -> Result<Presets> {
-    let Some(p) = devices else { return Ok(Presets::builtin()) };
-    let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
-    Ok(Presets::with_overrides(&text, &p.display().to_string())?)
 }
 
 /// Both sides of a replay.
@@ -233,7 +226,7 @@ fn simulate(
     let ssd =
         a.ssd_model.clone().or_else(|| snap.and_then(|s| s.emulate_ssd.clone())).unwrap_or_else(|| "vertex3".into());
     let mut cfg = FileSimConfig::new(arch, ssd_bytes);
-    cfg.devices = presets(a.devices.as_deref())?.set(&hdd, &ssd, "ddr3")?;
+    cfg.devices = load_presets(a.devices.as_deref())?.set(&hdd, &ssd, "ddr3")?;
     // The mount has no buffer cache of its own and places files, not directories.
     cfg.ram_bytes = 0;
     cfg.dirs = false;

@@ -341,7 +341,7 @@ fn predict(
 ) -> Result<tierwise_sim::metrics::SimReport> {
     let (workers, trace) = (a.workers, a.trace);
     let ssd_bytes = stats.and_then(|v| v["device"]["ssd_capacity"].as_u64()).unwrap_or(0);
-    let presets = crate::cmd::replay::presets(a.devices)?;
+    let presets = tierwise_sim::jobs::load_presets(a.devices)?;
     let hdd = a.hdd.map(str::to_string).or_else(|| preset_of(emulation, "hdd")).unwrap_or_else(|| "wd5000aaks".into());
     let ssd =
         a.ssd_model.map(str::to_string).or_else(|| preset_of(emulation, "ssd")).unwrap_or_else(|| "vertex3".into());

@@ -174,19 +174,24 @@ impl Default for ModelOptions {
     }
 }
 
+/// The built-in presets with the `--devices` TOML file, when given, merged over them.
+pub fn load_presets(devices: Option<&std::path::Path>) -> Result<Presets, JobError> {
+    match devices {
+        Some(p) => {
+            let text = std::fs::read_to_string(p).map_err(|e| input(&format!("devices {}", p.display()), e))?;
+            Presets::with_overrides(&text, &p.display().to_string()).map_err(|e| input("devices", e))
+        }
+        None => Ok(Presets::builtin()),
+    }
+}
+
 impl ModelOptions {
     /// The simulator configuration these options describe (architecture and size unset).
     pub fn base(&self) -> Result<SimConfig, JobError> {
         let objects = ObjectMode::parse(&self.objects).map_err(|e| input("objects", e))?;
         let timing_text = if self.timing == "auto" { "open" } else { self.timing.as_str() };
         let timing = Timing::parse(timing_text).map_err(|e| input("timing", e))?;
-        let presets = match &self.devices {
-            Some(p) => {
-                let text = std::fs::read_to_string(p).map_err(|e| input(&format!("devices {}", p.display()), e))?;
-                Presets::with_overrides(&text, &p.display().to_string()).map_err(|e| input("devices", e))?
-            }
-            None => Presets::builtin(),
-        };
+        let presets = load_presets(self.devices.as_deref())?;
         let devices = presets.set(&self.hdd, &self.ssd_model, &self.ram).map_err(|e| JobError::Input(e.to_string()))?;
         let spin_down = match self.spin_down.as_deref() {
             None => None,
