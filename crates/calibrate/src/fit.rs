@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use tierwise_core::Nanos;
-use tierwise_sim::device::{DevOp, DeviceSet, Hdd, HddSpec, Model, SsdSpec};
+use tierwise_sim::device::{DevOp, DeviceSet, Hdd, HddSpec, Model, QueueCurve, SsdSpec};
 use tierwise_sim::sim::NoProgress;
 use tierwise_sim::synth::Rng;
 use tierwise_sim::trace::memory::memory_trace;
@@ -100,8 +100,9 @@ fn round_hdd(spec: &mut HddSpec) {
 
 /// An SSD preset from the measurements, over `base` (power, price, endurance).
 ///
-/// Sequential rates as measured; the IOPS ceilings from the deepest random test; the access
-/// latencies from QD1 less the 4 KiB transfer (the model adds it back).
+/// Sequential rates as measured; the access latencies from QD1 less the 4 KiB transfer (the
+/// model adds it back); the queue curve and the IOPS ceilings from QD1 and the deepest random
+/// test (see [`queue_curve`]). The tests in between are the check.
 pub fn fit_ssd(tests: &[Measured], span: u64, base: &SsdSpec) -> Result<SsdSpec, CalibrateError> {
     let mut spec = base.clone();
     spec.capacity = format!("{}MiB", span >> 20);
@@ -111,11 +112,13 @@ pub fn fit_ssd(tests: &[Measured], span: u64, base: &SsdSpec) -> Result<SsdSpec,
     if let Some(m) = find(tests, "seqwrite").or_else(|| find(tests, "fill")) {
         spec.write_mb_s = m.mb_s;
     }
-    let deepest =
-        |op: Op| tests.iter().filter(|m| m.random && m.op == op && !m.sync).max_by_key(|m| m.depth).map(|m| m.iops);
-    spec.read_iops = deepest(Op::Read).ok_or_else(|| CalibrateError::Fit("no random reads measured".into()))?;
+    let deepest = |op: Op| tests.iter().filter(|m| m.random && m.op == op && !m.sync).max_by_key(|m| m.depth);
+    let deep_read = deepest(Op::Read).ok_or_else(|| CalibrateError::Fit("no random reads measured".into()))?;
+    let qd1_read = find(tests, "randread-qd1");
+    spec.queue_curve = queue_curve(qd1_read, deep_read);
+    spec.read_iops = ceiling(spec.queue_curve, qd1_read, deep_read);
     if let Some(w) = deepest(Op::Write) {
-        spec.write_iops = w;
+        spec.write_iops = ceiling(spec.queue_curve, find(tests, "randwrite-qd1"), w);
     }
     let latency = |name: &str, rate: f64| {
         find(tests, name).map(|m| (m.mean_us - ALIGN as f64 / rate).max(0.0)) // µs: bytes / (MB/s)
@@ -134,6 +137,35 @@ pub fn fit_ssd(tests: &[Measured], span: u64, base: &SsdSpec) -> Result<SsdSpec,
     }
     spec.validate().map_err(|e| CalibrateError::Fit(format!("the fitted SSD preset: {e}")))?;
     Ok(spec)
+}
+
+/// The share of linear scaling from QD1 the deepest test reached: its IOPS ÷ (depth × QD1's).
+pub fn scaling(qd1: &Measured, deep: &Measured) -> f64 {
+    deep.iops * qd1.mean_us / 1e6 / f64::from(deep.depth.max(1))
+}
+
+/// Which curve the reads follow: `knee` when the deepest test scaled almost linearly from QD1
+/// (90 % or more; the saturating ceiling would be ten times the measured IOPS or more),
+/// otherwise `saturating`. Both pass through QD1 and the deepest test; they differ in between,
+/// where the checks measure which was right.
+pub fn queue_curve(qd1: Option<&Measured>, deep: &Measured) -> QueueCurve {
+    match qd1 {
+        Some(q) if deep.depth > 1 && scaling(q, deep) < 0.9 => QueueCurve::Saturating,
+        _ => QueueCurve::Knee,
+    }
+}
+
+/// The IOPS ceiling `P` that puts `curve` through the deepest test: its IOPS under `knee`;
+/// under `saturating`, `IOPS(D) = P·D / (D + P·L − 1)` solved for `P` (`L` the QD1 latency).
+fn ceiling(curve: QueueCurve, qd1: Option<&Measured>, deep: &Measured) -> f64 {
+    match (curve, qd1) {
+        (QueueCurve::Saturating, Some(q)) if deep.depth > 1 => {
+            let d = f64::from(deep.depth);
+            let headroom = (d - deep.iops * q.mean_us / 1e6).max(0.1 * d);
+            deep.iops * (d - 1.0) / headroom
+        }
+        _ => deep.iops,
+    }
 }
 
 /// A measured test beside the fitted model's result for the same requests.
@@ -339,22 +371,35 @@ mod tests {
     #[test]
     fn an_ssd_fits_its_latencies_and_ceilings() {
         let base = Presets::builtin().ssd("vertex3").unwrap().clone();
-        let tests = vec![
-            sequential("seqread", Op::Read, 500.0),
-            sequential("seqwrite", Op::Write, 400.0),
-            measured("randread-qd1", Op::Read, 1, false, 1e6 / 88.192, 88.192, 4096),
-            measured("randread-qd32", Op::Read, 32, false, 30_000.0, 1000.0, 4096),
-            measured("randwrite-qd1", Op::Write, 1, false, 1e6 / 50.24, 50.24, 4096),
-            measured("randwrite-qd32", Op::Write, 32, false, 60_000.0, 500.0, 4096),
+        let mut tests = vec![
+            sequential("seqread", Op::Read, 2048.0),
+            sequential("seqwrite", Op::Write, 4096.0),
+            measured("randread-qd1", Op::Read, 1, false, 1e6 / 82.0, 82.0, 4096),
+            measured("randread-qd32", Op::Read, 32, false, 370_000.0, 86.5, 4096),
+            measured("randwrite-qd1", Op::Write, 1, false, 1e6 / 41.0, 41.0, 4096),
+            measured("randwrite-qd32", Op::Write, 32, false, 740_000.0, 43.2, 4096),
         ];
+        // QD32 reads reach 95 % of 32 × QD1: parallel flash, the knee.
         let fit = fit_ssd(&tests, SPAN, &base).unwrap();
-        assert_eq!((fit.read_mb_s, fit.write_mb_s), (500.0, 400.0));
-        assert_eq!((fit.read_iops, fit.write_iops), (30_000.0, 60_000.0));
-        // 4096 bytes at 500 MB/s is 8.192 µs of transfer, which the model adds back.
+        assert_eq!(fit.queue_curve, QueueCurve::Knee);
+        assert_eq!((fit.read_mb_s, fit.write_mb_s), (2048.0, 4096.0));
+        assert_eq!((fit.read_iops, fit.write_iops), (370_000.0, 740_000.0));
+        // 4096 bytes at 2048 MB/s is 2 µs of transfer, which the model adds back.
         assert_eq!((fit.read_latency_us, fit.write_latency_us), (80.0, 40.0));
         let devices = DeviceSet { ssd: fit, ..DeviceSet::default() };
         for c in checks(&tests, SPAN, Kind::Ssd, &devices).unwrap() {
             assert!(c.fitted && (c.ratio - 1.0).abs() < 0.02, "{c:?}");
+        }
+        // QD32 reads at 8 % of linear scaling: the saturating curve, through both points.
+        tests[3] = measured("randread-qd32", Op::Read, 32, false, 30_000.0, 1000.0, 4096);
+        tests[5] = measured("randwrite-qd32", Op::Write, 32, false, 60_000.0, 500.0, 4096);
+        let fit = fit_ssd(&tests, SPAN, &base).unwrap();
+        assert_eq!(fit.queue_curve, QueueCurve::Saturating);
+        // P = 30,000 · 31 / (32 − 30,000 · 82 µs)
+        assert_eq!(fit.read_iops, 31_483.0);
+        let devices = DeviceSet { ssd: fit, ..DeviceSet::default() };
+        for c in checks(&tests, SPAN, Kind::Ssd, &devices).unwrap() {
+            assert!(c.fitted && (c.ratio - 1.0).abs() < 0.03, "{c:?}");
         }
     }
 }

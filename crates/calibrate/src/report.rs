@@ -4,6 +4,9 @@ use std::fmt::Write as _;
 
 use tierwise_sim::report::Table;
 
+use tierwise_sim::device::QueueCurve;
+
+use crate::measure::Op;
 use crate::{Calibration, Kind};
 
 fn bytes(b: u64) -> String {
@@ -94,5 +97,27 @@ pub fn render(c: &Calibration) -> String {
         ]);
     }
     out.push_str(&t.render());
+    if let Some(ssd) = &c.ssd {
+        let _ = writeln!(out, "\nqueue curve: {}", queue_curve_reason(c, ssd.queue_curve));
+    }
     out
+}
+
+/// Why the SSD preset has its queue curve, from the reads it was fitted to.
+fn queue_curve_reason(c: &Calibration, curve: QueueCurve) -> String {
+    let qd1 = crate::fit::find(&c.tests, "randread-qd1");
+    let deep = c.tests.iter().filter(|m| m.random && m.op == Op::Read && !m.sync).max_by_key(|m| m.depth);
+    let (name, ceiling) = match curve {
+        QueueCurve::Knee => ("knee", "IOPS = min(QD / latency, ceiling)"),
+        QueueCurve::Saturating => ("saturating", "IOPS = ceiling · QD / (QD + ceiling · latency − 1)"),
+    };
+    match (qd1, deep) {
+        (Some(q), Some(d)) if d.depth > 1 => format!(
+            "{name} ({ceiling}): random reads at QD{} reached {:.0} % of linear scaling from QD1 \
+             (knee from 90 %); the depths in between are its check",
+            d.depth,
+            100.0 * crate::fit::scaling(q, d)
+        ),
+        _ => format!("{name} ({ceiling}): no QD1 and deeper random reads to choose from"),
+    }
 }

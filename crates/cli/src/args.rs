@@ -167,6 +167,11 @@ pub(crate) struct ModelOpts {
     /// Check the engine's invariants every N requests (slow; for debugging).
     #[arg(long, default_value_t = 0)]
     pub(crate) check_every: u64,
+    /// Predict a direct-I/O stack (O_DIRECT on a 4 KiB-sector drive, `serve --direct`): both
+    /// devices see each request rounded out to units of this size, and a write covering a unit
+    /// only partly reads it first. 0: requests as given.
+    #[arg(long, default_value = "0")]
+    pub(crate) io_align: String,
 }
 
 impl ModelOpts {
@@ -186,6 +191,7 @@ impl ModelOpts {
             max_requests: self.max_requests,
             max_time: self.max_time.clone(),
             check_every: self.check_every,
+            io_align: self.io_align.clone(),
         }
     }
 }

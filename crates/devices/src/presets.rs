@@ -157,6 +157,7 @@ impl Presets {
             ssd: self.ssd(ssd)?.clone(),
             ram: self.ram(ram)?.clone(),
             hdd_flash,
+            io_align: 0,
         })
     }
 }
@@ -180,12 +181,24 @@ pub struct DeviceSet {
     /// SSD model instead of `hdd`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hdd_flash: Option<SsdSpec>,
+    /// The front end's direct-I/O unit in bytes (0: none): both devices see every request
+    /// rounded out to it, partial writes read first (`serve --direct` uses 4096).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub io_align: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 impl DeviceSet {
     /// The presets' names, for reports.
     pub fn label(&self) -> String {
-        format!("hdd {}, ssd {}, ram {}", self.hdd_name, self.ssd_name, self.ram_name)
+        let mut label = format!("hdd {}, ssd {}, ram {}", self.hdd_name, self.ssd_name, self.ram_name);
+        if self.io_align > 1 {
+            label.push_str(&format!(", direct I/O in {}-byte units", self.io_align));
+        }
+        label
     }
 }
 
@@ -234,9 +247,11 @@ fn unreachable_set() -> DeviceSet {
             idle_w: 0.55,
             usd_per_gb: 1.76,
             endurance_gb: crate::ssd::GREENDM_ENDURANCE_GB,
+            queue_curve: crate::ssd::QueueCurve::Knee,
         },
         ram: RamSpec { description: String::new(), latency_ns: 100.0, mb_s: 10000.0, usd_per_gb: 10.0 },
         hdd_flash: None,
+        io_align: 0,
     }
 }
 

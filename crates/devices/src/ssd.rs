@@ -1,7 +1,12 @@
 //! A flash SSD: no positioning cost; a request occupies the device for the larger of its
 //! transfer time and one IOPS slot (so small requests hit the IOPS ceiling and large ones the
 //! bandwidth ceiling), and completes after the larger of that and an access latency plus its
-//! transfer (requests overlap inside the drive, as with a deep queue).
+//! transfer. How requests in flight overlap is the preset's `queue_curve`: freely up to the
+//! ceiling (`knee`, parallel flash), or sharing the device so that each one in flight adds its
+//! slot to the others' latency (`saturating`, as virtual and throttled disks measure).
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 
 use serde::{Deserialize, Serialize};
 use tierwise_core::Nanos;
@@ -40,6 +45,30 @@ pub struct SsdSpec {
     /// figures count wear against it. Default: GreenDM's 36,500 GB (20 GB a day for 5 years).
     #[serde(default = "greendm_endurance_gb")]
     pub endurance_gb: f64,
+    /// How random IOPS grow with the requests in flight (default `knee`).
+    #[serde(default, skip_serializing_if = "QueueCurve::is_knee")]
+    pub queue_curve: QueueCurve,
+}
+
+/// How a drive's random IOPS grow with its queue depth `q`, given its QD1 latency `L` and
+/// its IOPS ceiling `P`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum QueueCurve {
+    /// `min(q / L, P)`: requests overlap freely until the ceiling (a flash drive's dies and
+    /// channels work in parallel; datasheets quote QD1 latency and QD32 IOPS).
+    #[default]
+    Knee,
+    /// `P · q / (q + P·L − 1)`: each request in flight adds its IOPS slot to the latency of
+    /// the others, so IOPS approach the ceiling only slowly (what `tierwise calibrate`
+    /// measures on virtual disks, whose host shares one queue; fitted at QD1 and QD32).
+    Saturating,
+}
+
+impl QueueCurve {
+    fn is_knee(&self) -> bool {
+        *self == QueueCurve::Knee
+    }
 }
 
 /// GreenDM's SSD write limit: 20 GB a day for five years.
@@ -91,6 +120,11 @@ pub struct Ssd {
     latency_ns: [u64; 2],
     power: Power,
     usd_per_gb: f64,
+    curve: QueueCurve,
+    /// Under `saturating`: completion times and slots of the requests in flight.
+    in_flight: BinaryHeap<Reverse<(u64, u64)>>,
+    /// The sum of the slots in `in_flight`.
+    in_flight_slots: u64,
 }
 
 impl Ssd {
@@ -112,17 +146,39 @@ impl Ssd {
                 spin_up_w: 0.0,
             },
             usd_per_gb: spec.usd_per_gb,
+            curve: spec.queue_curve,
+            in_flight: BinaryHeap::new(),
+            in_flight_slots: 0,
         })
+    }
+
+    /// Under `saturating`: what the requests still in flight at `start` add to a new one's
+    /// latency (their slots), and the new one joins them.
+    fn shared_wait(&mut self, start: u64, occupancy: u64, own: u64) -> u64 {
+        while let Some(&Reverse((done, slot))) = self.in_flight.peek() {
+            if done > start {
+                break;
+            }
+            self.in_flight.pop();
+            self.in_flight_slots -= slot;
+        }
+        let latency = own + self.in_flight_slots;
+        self.in_flight.push(Reverse((start + latency, occupancy)));
+        self.in_flight_slots += occupancy;
+        latency
     }
 }
 
 impl Model for Ssd {
     #[inline]
-    fn service(&mut self, _start: Nanos, op: DevOp, _addr: u64, len: u64) -> Service {
+    fn service(&mut self, start: Nanos, op: DevOp, _addr: u64, len: u64) -> Service {
         let i = usize::from(op != DevOp::Read);
         let xfer = ((u128::from(len) * u128::from(self.ns_per_byte[i])) >> FP) as u64;
         let occupancy = xfer.max(self.slot_ns[i]);
-        let latency = occupancy.max(self.latency_ns[i] + xfer);
+        let mut latency = occupancy.max(self.latency_ns[i] + xfer);
+        if self.curve == QueueCurve::Saturating {
+            latency = self.shared_wait(start.0, occupancy, latency);
+        }
         Service { occupancy: Nanos(occupancy), latency: Nanos(latency) }
     }
     fn power(&self) -> Power {
@@ -130,5 +186,70 @@ impl Model for Ssd {
     }
     fn usd_per_gb(&self) -> f64 {
         self.usd_per_gb
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Device;
+
+    fn drive(curve: QueueCurve) -> SsdSpec {
+        SsdSpec {
+            description: String::new(),
+            capacity: "10GB".into(),
+            read_mb_s: 4096.0,
+            write_mb_s: 4096.0,
+            read_iops: 40_000.0,
+            write_iops: 40_000.0,
+            read_latency_us: 199.0,
+            write_latency_us: 199.0,
+            active_w: 1.0,
+            idle_w: 0.5,
+            usd_per_gb: 1.0,
+            endurance_gb: GREENDM_ENDURANCE_GB,
+            queue_curve: curve,
+        }
+    }
+
+    /// Random 4 KiB reads from `depth` clients that each send the next on completion.
+    fn closed_loop_iops(spec: &SsdSpec, depth: usize) -> f64 {
+        let mut dev = Device::new(Box::new(Ssd::new(spec).unwrap()), None);
+        let mut pending: BinaryHeap<Reverse<Nanos>> = (0..depth).map(|_| Reverse(Nanos::ZERO)).collect();
+        let n = 20_000;
+        let mut last = Nanos::ZERO;
+        for i in 0..n {
+            let Reverse(now) = pending.pop().unwrap();
+            last = now;
+            pending.push(Reverse(dev.submit(now, DevOp::Read, i * 4096, 4096)));
+        }
+        n as f64 / (last.0 as f64 / 1e9)
+    }
+
+    #[test]
+    fn the_queue_curves_follow_their_formulas() {
+        // QD1 latency L = 199 µs + 1 µs of transfer = 200 µs; ceiling P = 40,000.
+        let (l, p) = (200e-6, 40_000.0);
+        for q in [1usize, 4, 32] {
+            let qf = q as f64;
+            let knee = closed_loop_iops(&drive(QueueCurve::Knee), q);
+            let want = (qf / l).min(p);
+            assert!((knee / want - 1.0).abs() < 0.02, "knee at QD{q}: {knee:.0} for {want:.0}");
+            let sat = closed_loop_iops(&drive(QueueCurve::Saturating), q);
+            let want = p * qf / (qf + p * l - 1.0);
+            assert!((sat / want - 1.0).abs() < 0.02, "saturating at QD{q}: {sat:.0} for {want:.0}");
+        }
+    }
+
+    #[test]
+    fn a_preset_names_its_curve_and_knee_is_the_default() {
+        let text = "capacity = \"1GB\"\nread_mb_s = 1.0\nwrite_mb_s = 1.0\nread_iops = 1.0\nwrite_iops = 1.0\n\
+                    read_latency_us = 1.0\nwrite_latency_us = 1.0\nactive_w = 1.0\nidle_w = 1.0\nusd_per_gb = 1.0\n";
+        let spec: SsdSpec = toml::from_str(text).unwrap();
+        assert_eq!(spec.queue_curve, QueueCurve::Knee);
+        let spec: SsdSpec = toml::from_str(&format!("{text}queue_curve = \"saturating\"\n")).unwrap();
+        assert_eq!(spec.queue_curve, QueueCurve::Saturating);
+        let err = toml::from_str::<SsdSpec>(&format!("{text}queue_curve = \"linear\"\n")).unwrap_err();
+        assert!(err.to_string().contains("knee"), "{err}");
     }
 }

@@ -35,8 +35,8 @@ impl TierDevices {
         let ssd = Ssd::new(&set.ssd).map_err(|e| format!("ssd {}: {e}", set.ssd_name))?;
         let ram = Ram::new(&set.ram).map_err(|e| format!("ram {}: {e}", set.ram_name))?;
         Ok(TierDevices {
-            hdd: QueuedDisk::new(Device::new(slow, spin_down), queue),
-            ssd: Device::new(Box::new(ssd), None),
+            hdd: QueuedDisk::new(Device::new(slow, spin_down).with_align(set.io_align), queue),
+            ssd: Device::new(Box::new(ssd), None).with_align(set.io_align),
             ram,
         })
     }

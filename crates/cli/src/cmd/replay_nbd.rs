@@ -347,6 +347,10 @@ fn predict(
         a.ssd_model.map(str::to_string).or_else(|| preset_of(emulation, "ssd")).unwrap_or_else(|| "vertex3".into());
     let mut cfg = SimConfig::new(spec, ssd_bytes);
     cfg.devices = presets.set(&hdd, &ssd, "ddr3")?;
+    // Under `serve --direct` the images see aligned commands and read-modify-writes.
+    if stats.and_then(|v| v["direct_io"].as_bool()).unwrap_or(false) {
+        cfg.devices.io_align = tierwise_block::direct::ALIGN;
+    }
     cfg.objects = ObjectMode::parse(&format!("blocks:{block}@0")).map_err(anyhow::Error::msg)?;
     cfg.timing = Timing::Closed { depth: workers as u32 };
     // The daemon's emulated HDD sits behind the queue its label names, as the simulator's does.

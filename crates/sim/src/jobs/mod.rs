@@ -152,6 +152,8 @@ pub struct ModelOptions {
     pub max_time: Option<String>,
     /// Check the engine's invariants every N requests.
     pub check_every: u64,
+    /// Direct I/O unit (e.g. 4KiB; `0`: requests as given).
+    pub io_align: String,
 }
 
 impl Default for ModelOptions {
@@ -170,6 +172,7 @@ impl Default for ModelOptions {
             max_requests: None,
             max_time: None,
             check_every: 0,
+            io_align: "0".into(),
         }
     }
 }
@@ -218,6 +221,15 @@ impl ModelOptions {
         };
         c.check_every = self.check_every;
         c.hdd_queue = QueueConfig::parse(&self.hdd_queue).map_err(|e| input("hdd-queue", e))?;
+        c.devices.io_align = match parse_size(&self.io_align) {
+            Ok(a) if a == 0 || (a.is_power_of_two() && a >= 512) => a,
+            _ => {
+                return Err(input(
+                    "io-align",
+                    format!("{}: expected 0 or a power of two from 512 bytes, such as 4KiB", self.io_align),
+                ));
+            }
+        };
         Ok(c)
     }
 }
