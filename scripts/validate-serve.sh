@@ -14,11 +14,13 @@
 # --direct; the disk and the memory are calibrated first (`tierwise calibrate`, or PRESETS=
 # a file with [*.disk] and [ssd.memory]) and the prediction uses those presets, the disk's
 # own scheduler, and the disk's kernel counters (/sys/block/DEV/stat, all I/O on it) for HDD
-# commands and bytes.
+# commands, bytes and time per command. The NBD path's own time per request is measured first
+# with both images in memory (or REQUEST_COST).
 #
 # TIERWISE_BIN runs another build (a baseline) for the serving, replay and prediction.
 # Usage: [TIERWISE_BIN=path] [HEAD=10000] [ARCHS="hdd-only cache:mode=write-back ..."]
-#        [TRACES="file ..."] [OUT=target/validate-serve.tsv] [DIRECT=1 [HDD_DIR=dir] [PRESETS=file]]
+#        [TRACES="file ..."] [OUT=target/validate-serve.tsv]
+#        [DIRECT=1 [HDD_DIR=dir] [PRESETS=file] [REQUEST_COST=duration]]
 #        ./scripts/validate-serve.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -65,11 +67,30 @@ if [ "$direct" = 1 ]; then
   fi
   if grep -q '^\[hdd.disk\]' "$presets"; then slow=disk; else slow=ssd:disk; fi
   serve_flags=(--direct)
-  replay_flags=(--devices "$presets" --hdd "$slow" --ssd-model memory --hdd-queue "$queue")
+  # The NBD path's own time per request on this host (REQUEST_COST, or measured here): served
+  # hdd-only with both images in memory, QD1 random 4 KiB reads, measured p50 less the
+  # prediction's with no front end. A workload of its own, not one of the traces.
+  cost=${REQUEST_COST:-}
+  if [ -z "$cost" ]; then
+    fe=$base/front-end; mkdir -p "$fe"
+    python3 -c "
+import random
+random.seed(1)
+for i in range(5000):
+    print(f'{128166372000000000 + i * 10000},h,0,Read,{random.randrange(1 << 18) * 4096},4096,100')" > "$fe/reads.csv"
+    "$tw" serve --create --ssd "$fe/ssd.img" --hdd "$fe/hdd.img" --ssd-size 64MiB --hdd-size 1GiB --policy hdd-only --direct >/dev/null
+    "$tw" replay -q --nbd "nbd+unix:///?socket=$fe/ssd.img.sock" "$fe/reads.csv" --workers 1 --nbd-request-cost 0 \
+      --devices "$presets" --hdd ssd:memory --ssd-model memory --json "$fe/replay.json" >/dev/null
+    kill "$(cat "$fe/ssd.img.sock.control.pid")" 2>/dev/null || true
+    cost=$(python3 -c "import json; r = json.load(open('$fe/replay.json')); print(max(0, round(r['measured']['p50_us'] - r['predicted']['latency']['p50_us'])))")us
+  fi
+  replay_flags=(--devices "$presets" --hdd "$slow" --ssd-model memory --hdd-queue "$queue" --nbd-request-cost "$cost")
+  echo "direct I/O: the NBD path's own time per request $cost (measured in memory, QD1 4 KiB reads)" >&2
   echo "direct I/O: HDD image on $dev ($queue), presets $presets (slow level: $slow)" >&2
 fi
-disk_stat() { awk '{print $1, $5, $3 + $7}' "/sys/block/$dev/stat"; }
-printf 'trace\tarch\tmeasured_iops\tpredicted_iops\tmeasured_ssd_read\tpredicted_ssd_read\tmeasured_hdd_cmds\tpredicted_hdd_cmds\tmeasured_hdd_mb\tpredicted_hdd_mb\n' > "$out"
+# Reads, writes, sectors, and the milliseconds they spent in the block layer and the disk.
+disk_stat() { awk '{print $1, $5, $3 + $7, $4 + $8}' "/sys/block/$dev/stat"; }
+printf 'trace\tarch\tmeasured_iops\tpredicted_iops\tmeasured_ssd_read\tpredicted_ssd_read\tmeasured_hdd_cmds\tpredicted_hdd_cmds\tmeasured_hdd_mb\tpredicted_hdd_mb\tmeasured_hdd_await_us\tpredicted_hdd_await_us\n' > "$out"
 for t in $traces; do
   name=$(basename "$t"); name=${name%%.*}
   slice=$base/$name.spc
@@ -105,36 +126,47 @@ b, a = json.load(open(f"{d}/before.json")), json.load(open(f"{d}/after.json"))
 import os
 def hdd(s, side):
     disk = f"{d}/disk-{side}"
-    if os.path.exists(disk):  # the real disk's kernel counters: reads, writes, sectors
-        r, w, sectors = map(int, open(disk).read().split())
-        return r + w, sectors * 512
+    if os.path.exists(disk):  # the real disk's kernel counters: reads, writes, sectors, ms
+        r, w, sectors, ms = map(int, open(disk).read().split())
+        return r + w, sectors * 512, ms
     e = next(x["stats"] for x in s["emulated_devices"] if x["label"].startswith("hdd"))
-    return e["reads"] + e["writes"], e["read_bytes"] + e["write_bytes"]
-(c0, b0), (c1, b1) = hdd(b, "before"), hdd(a, "after")
+    return e["reads"] + e["writes"], e["read_bytes"] + e["write_bytes"], None
+(c0, b0, t0), (c1, b1, t1) = hdd(b, "before"), hdd(a, "after")
 m, p = r["measured"], r["predicted"] or {}
 ph = p.get("hdd", {})
+pc = ph.get("reads", 0) + ph.get("writes", 0)
+# Mean time per disk command, queueing included: the kernel's (iostat's await) and the model's.
+await_meas = round((t1 - t0) * 1e3 / max(c1 - c0, 1), 1) if t0 is not None else 0
+await_pred = round(ph.get("response_ns", 0) / 1e3 / max(pc, 1), 1)
 print("\t".join(str(x) for x in [
     name, arch, round(m["iops"], 1), round(p.get("iops", 0), 1),
     round(m["ssd_read_share"] * 100, 1), round(p.get("read_hit", {}).get("ssd", 0) * 100, 1),
-    c1 - c0, ph.get("reads", 0) + ph.get("writes", 0),
-    round((b1 - b0) / 1e6, 1), round((ph.get("read_bytes", 0) + ph.get("write_bytes", 0)) / 1e6, 1)]))
+    c1 - c0, pc,
+    round((b1 - b0) / 1e6, 1), round((ph.get("read_bytes", 0) + ph.get("write_bytes", 0)) / 1e6, 1),
+    await_meas, await_pred]))
 PY
     tail -1 "$out"
   done
 done
+if [ "$direct" = 1 ]; then
+  # The same image measured again (reads only): how far the disk moved during the runs.
+  "$tw" calibrate -q "$data" --name disk-after > "${out%.tsv}-disk-calibration-after.txt" 2>/dev/null || true
+  grep -E '^randread' "${out%.tsv}-disk-calibration-after.txt" | sed 's/^/after the runs: /' >&2 || true
+fi
 python3 - "$out" <<'PY'
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
 f = lambda r, k: float(r[k])
-print("\n| trace | architecture | IOPS measured | predicted | ratio | SSD read % meas/pred | HDD cmds meas/pred | HDD MB meas/pred |")
-print("|---|---|---|---|---|---|---|---|")
+print("\n| trace | architecture | IOPS measured | predicted | ratio | SSD read % meas/pred | HDD cmds meas/pred | HDD MB meas/pred | HDD µs/cmd meas/pred |")
+print("|---|---|---|---|---|---|---|---|---|")
 for r in rows:
     ratio = f(r, "measured_iops") / max(f(r, "predicted_iops"), 1e-9)
     cmds = f(r, "measured_hdd_cmds") / max(f(r, "predicted_hdd_cmds"), 1)
     mb = f(r, "measured_hdd_mb") / max(f(r, "predicted_hdd_mb"), 1e-9)
     print(f"| {r['trace']} | {r['arch']} | {f(r,'measured_iops'):.0f} | {f(r,'predicted_iops'):.0f} | {ratio:.2f} | "
           f"{f(r,'measured_ssd_read'):.1f} / {f(r,'predicted_ssd_read'):.1f} | {r['measured_hdd_cmds']} / {r['predicted_hdd_cmds']} ({cmds:.2f}) | "
-          f"{f(r,'measured_hdd_mb'):.1f} / {f(r,'predicted_hdd_mb'):.1f} ({mb:.2f}) |")
+          f"{f(r,'measured_hdd_mb'):.1f} / {f(r,'predicted_hdd_mb'):.1f} ({mb:.2f}) | "
+          f"{f(r,'measured_hdd_await_us') or '-'} / {f(r,'predicted_hdd_await_us')} |")
 print("\nranking by IOPS (measured | predicted):")
 for t in dict.fromkeys(r["trace"] for r in rows):
     rs = [r for r in rows if r["trace"] == t]

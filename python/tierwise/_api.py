@@ -62,7 +62,8 @@ def sim(
 
     ``model`` takes the CLI's model options by their long names with ``_`` for ``-``:
     ``objects``, ``timing``, ``hdd``, ``ssd_model``, ``ram``, ``devices``, ``hdd_queue``,
-    ``spin_down``, ``read_weight``, ``flush``, ``max_requests``, ``max_time``, ``check_every``.
+    ``spin_down``, ``read_weight``, ``flush``, ``max_requests``, ``max_time``, ``check_every``,
+    ``io_align``.
     An unknown name raises :class:`SpecError` naming it.
     """
     job = {

@@ -55,7 +55,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Trace(t) => cmd::trace::cmd_trace(t, &bars),
         Command::Reproduce(a) => cmd::reproduce::cmd_reproduce(a, &bars),
         Command::Bench(a) => cmd::bench::cmd_bench(a),
-        Command::Calibrate(a) => cmd::calibrate::cmd_calibrate(a),
+        Command::Calibrate(a) => cmd::calibrate::cmd_calibrate(a, &bars),
         Command::Report(a) => cmd::workbench::cmd_report(a),
         Command::Sweep(a) => cmd::workbench::cmd_sweep(a),
         Command::Mount(a) => mount::cmd_mount(a),

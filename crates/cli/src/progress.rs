@@ -20,6 +20,11 @@ impl Bars {
         Bars { multi: MultiProgress::with_draw_target(target), quiet }
     }
 
+    /// `--quiet`: no progress of any kind.
+    pub fn quiet(&self) -> bool {
+        self.quiet
+    }
+
     /// Removes all bars from the screen.
     pub fn clear(&self) {
         let _ = self.multi.clear();

@@ -666,3 +666,38 @@ fn hdd_queue_takes_the_kernels_knobs() {
         &["quantum=4", "fifo_batch"],
     );
 }
+
+#[test]
+fn io_align_charges_what_direct_io_issues() {
+    let t = trace("cloudphysics_libcachesim.sample.vscsi.gz");
+    let run = |align: &str| {
+        let out = tempfile::tempdir().unwrap();
+        let j = out.path().join("r.json");
+        ok(&[
+            "sim",
+            &t,
+            "--arch",
+            "hdd-only",
+            "--ssd",
+            "25%",
+            "--timing",
+            "closed:4",
+            "--max-requests",
+            "3000",
+            "--io-align",
+            align,
+            "--json",
+            j.to_str().unwrap(),
+        ]);
+        serde_json::from_str::<serde_json::Value>(&std::fs::read_to_string(j).unwrap()).unwrap()
+    };
+    let (plain, direct) = (run("0"), run("4KiB"));
+    let hdd = |r: &serde_json::Value, k: &str| r["hdd"][k].as_u64().unwrap();
+    // The sample's writes are not 4 KiB-aligned: each reads its partial units first.
+    assert_eq!(hdd(&direct, "writes"), hdd(&plain, "writes"));
+    assert!(hdd(&direct, "reads") > hdd(&plain, "reads") + hdd(&plain, "writes") / 2, "{direct}");
+    assert!(hdd(&direct, "read_bytes") % 4096 == 0 && hdd(&direct, "write_bytes") % 4096 == 0);
+    assert!(direct["iops"].as_f64().unwrap() < plain["iops"].as_f64().unwrap());
+    assert!(direct["devices"].as_str().unwrap().contains("direct I/O in 4096-byte units"));
+    fails(&["sim", &t, "--arch", "hdd-only", "--ssd", "1%", "--io-align", "3000"], &["--io-align", "power of two"]);
+}

@@ -76,6 +76,12 @@ fn replay_nbd_measures_and_predicts_the_same_requests() {
     // The prediction adds the calibrated NBD front end to each request unless told otherwise.
     assert_eq!(r["front_end_us"], 30.0, "{r}");
     assert!(text.contains("30 µs per request outside the devices"), "{text}");
+    // On this host's cores, shared by client and server.
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u64);
+    assert_eq!(r["front_end_cores"].as_u64(), Some(cores), "{r}");
+    let out = tierwise(&["replay", "--nbd", &s.uri(), trace.to_str().unwrap(), "--nbd-cores", "many"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("--nbd-cores many") && err.contains("auto"), "{err}");
     let out = tierwise(&["replay", "--nbd", &s.uri(), trace.to_str().unwrap(), "--nbd-request-cost", "fast"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("--nbd-request-cost fast") && err.contains("auto"), "{err}");
@@ -307,6 +313,14 @@ fn direct_io_serves_what_a_flat_image_holds() {
     };
     let want = std::fs::read(&flat).unwrap();
     assert!(copy("direct.img") == want, "the device under --direct differs from the flat image");
+    // The prediction for a --direct device charges what direct I/O issues.
+    let trace = s.dir.path().join("zipf.mqsim");
+    let made =
+        tierwise(&["trace", "gen", "-q", "-o", trace.to_str().unwrap(), "--requests", "200", "--objects", "500"]);
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    let out = tierwise(&["replay", "-q", "--nbd", &s.uri(), trace.to_str().unwrap(), "--workers", "2"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && text.contains("direct I/O in 4096-byte units"), "{text}");
     s.signal("-TERM");
     let out = s.start();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

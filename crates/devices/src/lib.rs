@@ -186,26 +186,36 @@ impl Device {
     #[inline]
     pub fn submit(&mut self, now: Nanos, op: DevOp, addr: u64, len: u64) -> Nanos {
         if self.align <= 1 || len == 0 {
-            return self.submit_command(now, op, addr, len);
+            return self.submit_command(now, op, addr, len).1;
         }
         let a = self.align;
         let (start, end) = (addr / a * a, addr.saturating_add(len).div_ceil(a) * a);
-        let mut at = now;
+        let mut read_done = None;
         if op == DevOp::Write {
             let (head, tail) = (start != addr, end != addr + len);
             if head {
-                at = self.submit_command(at, DevOp::Read, start, a);
+                read_done = Some(self.submit_command(now, DevOp::Read, start, a).1);
             }
             if tail && (end - start > a || !head) {
-                at = self.submit_command(at, DevOp::Read, end - a, a);
+                let done = self.submit_command(now, DevOp::Read, end - a, a).1;
+                read_done = read_done.max(Some(done));
             }
         }
-        self.submit_command(at, op, start, end - start)
+        // The write is issued once its reads are back. A disk is busy until then anyway (its
+        // reads' occupancy is their latency); flash serves other commands meanwhile, so the
+        // write takes its device time after the reads' and its latency after their answers.
+        let (write_start, write_done) = self.submit_command(now, op, start, end - start);
+        let Some(r) = read_done else { return write_done };
+        let done = write_done.max(r.saturating_add(write_done.saturating_sub(write_start)));
+        // The write's response time runs from its issue, when the reads are back.
+        self.stats.response_ns =
+            self.stats.response_ns.saturating_sub(write_done.0.saturating_sub(now.0)) + done.0.saturating_sub(r.0);
+        done
     }
 
-    /// One command to the model, arriving at `now`; returns its completion time.
+    /// One command to the model, arriving at `now`; returns when it starts and completes.
     #[inline]
-    fn submit_command(&mut self, now: Nanos, op: DevOp, addr: u64, len: u64) -> Nanos {
+    fn submit_command(&mut self, now: Nanos, op: DevOp, addr: u64, len: u64) -> (Nanos, Nanos) {
         if self.start.is_none() {
             self.start = Some(now);
             self.busy_until = now;
@@ -237,7 +247,7 @@ impl Device {
                 self.stats.write_bytes += len;
             }
         }
-        done
+        (start, done)
     }
 
     /// Adds time requests spent queued before this device saw them (a scheduler's queue).

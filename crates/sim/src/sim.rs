@@ -123,6 +123,10 @@ pub struct SimConfig {
     /// round trip and the client's wake-up of a served device (`replay --nbd`). Zero: none, as
     /// the papers' simulations assume.
     pub front_end: Nanos,
+    /// Cores that do the `front_end` work (0: no limit). A served device's client and server
+    /// share the host's cores: with N of them, at most N requests cross the front end at once,
+    /// so a deep queue of fast requests waits for CPU rather than for the devices.
+    pub front_end_cores: u32,
     /// Where the trace's volumes sit on the HDD ([`footprint_and_layout`] finds it; empty:
     /// volume 0 at 0, others 1 TiB apart).
     pub volumes: VolumeLayout,
@@ -148,6 +152,7 @@ impl SimConfig {
             footprint_bytes: None,
             movers: 0,
             front_end: Nanos::ZERO,
+            front_end_cores: 0,
             volumes: VolumeLayout::default(),
         }
     }

@@ -116,6 +116,8 @@ pub(crate) struct Timed {
     deferred: std::collections::VecDeque<Work>,
     /// `SimConfig::front_end`.
     front_end: Nanos,
+    /// When each of `SimConfig::front_end_cores` is next free (empty: no limit).
+    front_end_cores: Vec<Nanos>,
     volumes: crate::layout::VolumeLayout,
     /// While the cache warms up (`SimConfig::measure_from`): the request index measuring starts
     /// at. Then `None`, and `measured` holds where it started.
@@ -183,6 +185,7 @@ impl Timed {
             moving: 0,
             deferred: std::collections::VecDeque::new(),
             front_end: cfg.front_end,
+            front_end_cores: vec![Nanos::ZERO; cfg.front_end_cores as usize],
             volumes: cfg.volumes.clone(),
             warm_up: (cfg.measure_from > 0).then_some(cfg.measure_from),
             measured: Baseline::default(),
@@ -361,7 +364,16 @@ impl Timed {
                 // request holds its place in a closed loop.
                 let w = self.new_waiter(Purpose::Replying(arrival, measured));
                 self.waiters[w].outstanding = 1;
-                self.push_event(Nanos(time.0.saturating_add(self.front_end.0)), EventKind::IoDone, w);
+                // On the core free first, in the order the devices answer.
+                let start = match self.front_end_cores.iter_mut().min() {
+                    Some(core) => {
+                        let start = time.max(*core);
+                        *core = start.saturating_add(self.front_end);
+                        start
+                    }
+                    None => time,
+                };
+                self.push_event(start.saturating_add(self.front_end), EventKind::IoDone, w);
             }
             Purpose::Request(arrival, measured) | Purpose::Replying(arrival, measured) => {
                 if measured {

@@ -182,3 +182,33 @@ fn a_front_end_cost_lengthens_each_request_and_overlaps_in_a_queue() {
     assert!(slowed8.iops > plain8.iops * 0.98, "{} against {}", slowed8.iops, plain8.iops);
     assert_eq!(slowed8.requests, plain8.requests);
 }
+
+/// The front end's work runs on the host's cores (`SimConfig::front_end_cores`): with two,
+/// at most two requests cross it at once, so SSD hits at depth 16 are bounded by
+/// 2 / front end rather than by the SSD.
+#[test]
+fn front_end_cores_bound_a_deep_queue_of_fast_requests() {
+    let recs = random_reads(20_000);
+    let run = |cores: u32| {
+        let mut cfg = SimConfig::new("ssd-only", 4096);
+        cfg.timing = Timing::Closed { depth: 16 };
+        cfg.front_end = Nanos(100_000);
+        cfg.front_end_cores = cores;
+        simulate(&mut memory_trace(recs.clone(), "mem", true), &cfg, &mut NoProgress).unwrap()
+    };
+    let (free, two) = (run(0), run(2));
+    // Unlimited: 16 requests of ~100 µs front end plus the SSD's ~100 µs: about 16 / 200 µs,
+    // capped by vertex3's 35,000 read IOPS.
+    assert!(free.iops > 30_000.0, "{}", free.iops);
+    // Two cores: 2 / 100 µs = 20,000.
+    assert!((two.iops / 20_000.0 - 1.0).abs() < 0.03, "{}", two.iops);
+    // One core at depth 1 changes nothing: the front end is never shared.
+    let one = |cores: u32| {
+        let mut cfg = SimConfig::new("ssd-only", 4096);
+        cfg.timing = Timing::Closed { depth: 1 };
+        cfg.front_end = Nanos(100_000);
+        cfg.front_end_cores = cores;
+        simulate(&mut memory_trace(recs.clone(), "mem", true), &cfg, &mut NoProgress).unwrap().iops
+    };
+    assert!((one(1) / one(0) - 1.0).abs() < 1e-9);
+}

@@ -53,7 +53,7 @@ pub(crate) struct CalibrateArgs {
     pub(crate) json: Option<PathBuf>,
 }
 
-pub(crate) fn cmd_calibrate(a: CalibrateArgs) -> Result<()> {
+pub(crate) fn cmd_calibrate(a: CalibrateArgs, bars: &crate::progress::Bars) -> Result<()> {
     let mut o = Options {
         size: a.size,
         overwrite: a.overwrite,
@@ -78,7 +78,12 @@ pub(crate) fn cmd_calibrate(a: CalibrateArgs) -> Result<()> {
             anyhow::bail!("--base {b}: no HDD or SSD preset of that name (`tierwise list devices`)");
         }
     }
-    let cal = calibrate(&a.target, &o, &mut |s| eprintln!("calibrate: {s}"))?;
+    let quiet = bars.quiet();
+    let cal = calibrate(&a.target, &o, &mut |s| {
+        if !quiet {
+            eprintln!("calibrate: {s}");
+        }
+    })?;
     print!("{}", report::render(&cal));
     let preset = cal.preset_toml()?;
     match &a.out {

@@ -78,6 +78,10 @@ pub struct ReplayArgs {
     /// `auto` is the time calibrated on this machine (docs/PERFORMANCE.md); `0` models none.
     #[arg(long, default_value = "auto")]
     nbd_request_cost: String,
+    /// With --nbd: the cores that do that work, shared by client and server (at most this
+    /// many requests cross the front end at once): `auto` is this host's, `0` no limit.
+    #[arg(long, default_value = "auto")]
+    nbd_cores: String,
     /// Measure only.
     #[arg(long)]
     no_sim: bool,
@@ -129,6 +133,7 @@ pub fn cmd_replay(a: ReplayArgs, bars: &Bars) -> Result<()> {
                 no_sim: a.no_sim,
                 json: a.json.as_deref(),
                 request_cost: &a.nbd_request_cost,
+                cores: &a.nbd_cores,
                 hdd: a.hdd.as_deref(),
                 ssd_model: a.ssd_model.as_deref(),
                 devices: a.devices.as_deref(),

@@ -30,6 +30,8 @@ pub(crate) struct NbdReplay<'a> {
     pub(crate) json: Option<&'a Path>,
     /// `--nbd-request-cost`.
     pub(crate) request_cost: &'a str,
+    /// `--nbd-cores`.
+    pub(crate) cores: &'a str,
     /// `--hdd`, `--ssd-model`: the prediction's presets instead of the emulated devices'.
     pub(crate) hdd: Option<&'a str>,
     pub(crate) ssd_model: Option<&'a str>,
@@ -53,6 +55,16 @@ fn front_end_cost(arg: &str) -> Result<Nanos> {
         "auto" => Ok(CALIBRATED_NBD_REQUEST),
         v => tierwise_core::params::parse_duration(v)
             .map_err(|e| anyhow::anyhow!("--nbd-request-cost {v}: {e} (a duration such as 40us, `auto` or 0)")),
+    }
+}
+
+/// The cores doing the front end's work (`--nbd-cores`): `auto` is this host's.
+fn front_end_cores(arg: &str) -> Result<u32> {
+    match arg {
+        "auto" => Ok(std::thread::available_parallelism().map_or(1, |n| n.get() as u32)),
+        v => v
+            .parse()
+            .map_err(|_| anyhow::anyhow!("--nbd-cores {v}: expected `auto` or a number of cores (0: no limit)")),
     }
 }
 
@@ -90,6 +102,8 @@ struct Report {
     emulation: Vec<String>,
     /// The prediction's time per request outside the devices (`--nbd-request-cost`).
     front_end_us: f64,
+    /// The cores doing that work (`--nbd-cores`; 0: no limit).
+    front_end_cores: u32,
     /// The HDD queue of the prediction: the emulated HDD's (`fifo` when none is emulated).
     hdd_queue: String,
     measured: Measured,
@@ -209,6 +223,7 @@ pub(crate) fn cmd_replay_nbd(a: NbdReplay<'_>, bars: &Bars) -> Result<()> {
         bail!("--workers 0: expected at least 1");
     }
     let front_end = front_end_cost(a.request_cost)?;
+    let cores = front_end_cores(a.cores)?;
     let probe = NbdClient::connect(a.uri).with_context(|| format!("connecting to {}", a.uri))?;
     let size = probe.size();
     probe.disconnect()?;
@@ -232,7 +247,7 @@ pub(crate) fn cmd_replay_nbd(a: NbdReplay<'_>, bars: &Bars) -> Result<()> {
     }
     // The prediction first: quick, and a problem with it shows before the run.
     let predicted = match (&policy, a.no_sim) {
-        (Some(spec), false) => Some(predict(spec, &reqs, &emulation, before.as_ref(), block, front_end, &a)?),
+        (Some(spec), false) => Some(predict(spec, &reqs, &emulation, before.as_ref(), block, (front_end, cores), &a)?),
         _ => None,
     };
     let bar = bars.counter("replay");
@@ -319,6 +334,7 @@ pub(crate) fn cmd_replay_nbd(a: NbdReplay<'_>, bars: &Bars) -> Result<()> {
         policy,
         emulation,
         front_end_us: front_end.0 as f64 / 1e3,
+        front_end_cores: cores,
         hdd_queue,
         measured,
         predicted,
@@ -336,7 +352,7 @@ fn predict(
     emulation: &[String],
     stats: Option<&serde_json::Value>,
     block: u64,
-    front_end: Nanos,
+    (front_end, cores): (Nanos, u32),
     a: &NbdReplay<'_>,
 ) -> Result<tierwise_sim::metrics::SimReport> {
     let (workers, trace) = (a.workers, a.trace);
@@ -359,6 +375,7 @@ fn predict(
     // As many moves at once as the device's movers run.
     cfg.movers = stats.and_then(|v| v["movers"].as_u64()).unwrap_or(0) as u32;
     cfg.front_end = front_end;
+    cfg.front_end_cores = cores;
     let mut t =
         open_bytes("replay.msr.csv", as_msr(reqs), &OpenOptions { format: Some("msr".into()), skip_bad_lines: false })?;
     let mut report = tierwise_sim::simulate(&mut t, &cfg, &mut tierwise_sim::sim::NoProgress)?;
@@ -380,8 +397,15 @@ fn print_report(r: &Report) {
     }
     if let Some(p) = &r.predicted {
         println!(
-            "predicted on {} with {:.0} µs per request outside the devices (--nbd-request-cost), the HDD behind a {} queue",
-            p.devices, r.front_end_us, r.hdd_queue
+            "predicted on {} with {:.0} µs per request outside the devices (--nbd-request-cost) on {} (--nbd-cores), the HDD behind a {} queue",
+            p.devices,
+            r.front_end_us,
+            match r.front_end_cores {
+                0 => "any number of cores".to_string(),
+                1 => "1 core".to_string(),
+                n => format!("{n} cores"),
+            },
+            r.hdd_queue
         );
     }
     if r.wrapped > 0 {
