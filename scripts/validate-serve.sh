@@ -20,7 +20,7 @@
 # TIERWISE_BIN runs another build (a baseline) for the serving, replay and prediction.
 # Usage: [TIERWISE_BIN=path] [HEAD=10000] [ARCHS="hdd-only cache:mode=write-back ..."]
 #        [TRACES="file ..."] [OUT=target/validate-serve.tsv]
-#        [DIRECT=1 [HDD_DIR=dir] [PRESETS=file] [REQUEST_COST=duration]]
+#        [NBD_CORES=n] [DIRECT=1 [HDD_DIR=dir] [PRESETS=file] [REQUEST_COST=duration]]
 #        ./scripts/validate-serve.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -88,6 +88,8 @@ for i in range(5000):
   echo "direct I/O: the NBD path's own time per request $cost (measured in memory, QD1 4 KiB reads)" >&2
   echo "direct I/O: HDD image on $dev ($queue), presets $presets (slow level: $slow)" >&2
 fi
+# NBD_CORES: the prediction's --nbd-cores (default: this host's cores).
+if [ -n "${NBD_CORES:-}" ]; then replay_flags+=(--nbd-cores "$NBD_CORES"); fi
 # Reads, writes, sectors, and the milliseconds they spent in the block layer and the disk.
 disk_stat() { awk '{print $1, $5, $3 + $7, $4 + $8}' "/sys/block/$dev/stat"; }
 printf 'trace\tarch\tmeasured_iops\tpredicted_iops\tmeasured_ssd_read\tpredicted_ssd_read\tmeasured_hdd_cmds\tpredicted_hdd_cmds\tmeasured_hdd_mb\tpredicted_hdd_mb\tmeasured_hdd_await_us\tpredicted_hdd_await_us\n' > "$out"

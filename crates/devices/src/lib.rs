@@ -189,10 +189,10 @@ impl Device {
             return self.submit_command(now, op, addr, len).1;
         }
         let a = self.align;
-        let (start, end) = (addr / a * a, addr.saturating_add(len).div_ceil(a) * a);
+        let (start, end) = (addr / a * a, addr.saturating_add(len).div_ceil(a).saturating_mul(a));
         let mut read_done = None;
         if op == DevOp::Write {
-            let (head, tail) = (start != addr, end != addr + len);
+            let (head, tail) = (start != addr, end != addr.saturating_add(len));
             if head {
                 read_done = Some(self.submit_command(now, DevOp::Read, start, a).1);
             }

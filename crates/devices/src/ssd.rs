@@ -108,6 +108,10 @@ impl SsdSpec {
     }
 }
 
+/// Requests that share a `saturating` drive at once, at most: a SATA drive's NCQ depth (and
+/// the QD32 that calibrate fits the curve at).
+const SHARED_DEPTH: u64 = 31;
+
 /// Fixed-point scale of the per-byte transfer cost (integer arithmetic on the hot path).
 const FP: u32 = 24;
 
@@ -153,7 +157,7 @@ impl Ssd {
     }
 
     /// Under `saturating`: what the requests still in flight at `start` add to a new one's
-    /// latency (their slots), and the new one joins them.
+    /// latency (their slots, as many as a drive's queue holds), and the new one joins them.
     fn shared_wait(&mut self, start: u64, occupancy: u64, own: u64) -> u64 {
         while let Some(&Reverse((done, slot))) = self.in_flight.peek() {
             if done > start {
@@ -162,7 +166,10 @@ impl Ssd {
             self.in_flight.pop();
             self.in_flight_slots -= slot;
         }
-        let latency = own + self.in_flight_slots;
+        // Beyond the queue's depth, requests wait their turn instead of sharing: so a device
+        // offered more than its ceiling still completes them at the ceiling, in bounded time.
+        let shared = self.in_flight_slots.min(SHARED_DEPTH * occupancy);
+        let latency = own + shared;
         self.in_flight.push(Reverse((start + latency, occupancy)));
         self.in_flight_slots += occupancy;
         latency
@@ -239,6 +246,27 @@ mod tests {
             let want = p * qf / (qf + p * l - 1.0);
             assert!((sat / want - 1.0).abs() < 0.02, "saturating at QD{q}: {sat:.0} for {want:.0}");
         }
+    }
+
+    #[test]
+    fn a_saturating_drive_offered_more_than_its_ceiling_serves_at_it() {
+        let spec = drive(QueueCurve::Saturating);
+        let mut ssd = Ssd::new(&spec).unwrap();
+        let mut dev = Device::new(Box::new(ssd.clone()), None);
+        // 100,000 requests at once: the slots space them 25 µs apart, and each waits for at
+        // most 31 others' slots on top of its own 200 µs.
+        let n = 100_000u64;
+        let mut last = Nanos::ZERO;
+        for i in 0..n {
+            last = last.max(dev.submit(Nanos::ZERO, DevOp::Read, i * 4096, 4096));
+        }
+        let bound = n * 25_000 + 200_000 + 31 * 25_000;
+        assert!(last.0 <= bound + 1_000, "{} ns for {n} requests (bound {bound})", last.0);
+        // The in-flight set stays as small as the latency allows.
+        for i in 0..n {
+            ssd.service(Nanos(i * 25_000), DevOp::Read, 0, 4096);
+        }
+        assert!(ssd.in_flight.len() < 64, "{} in flight", ssd.in_flight.len());
     }
 
     #[test]
