@@ -174,8 +174,8 @@ impl Device {
 
     /// The device issued as an `O_DIRECT` front end issues it on `align`-byte units (0: as
     /// given): each request rounded out to whole units, and a write that covers its first or
-    /// last unit only partly preceded by a read of that unit (read-modify-write), one command
-    /// after the other — what `tierwise serve --direct` does.
+    /// last unit only partly preceded by a read of that unit (read-modify-write), the write
+    /// issued once the reads are back — what `tierwise serve --direct` does.
     #[must_use]
     pub fn with_align(mut self, align: u64) -> Device {
         self.align = align;
@@ -334,13 +334,15 @@ mod tests {
         let done = d.submit(at, DevOp::Write, 8192 + 4000, 200);
         assert_eq!((d.stats().reads, d.stats().read_bytes), (3, 3 * 4096));
         assert_eq!((d.stats().writes, d.stats().write_bytes), (1, 8192));
-        // One command after the other: later than the write alone.
+        // The write waits for its reads: later than the write alone.
         let mut plain = aligned_ssd(0);
         assert!(done > plain.submit(at, DevOp::Write, 8192, 8192));
+        // Flash serves others meanwhile: a read sent at the same instant is back first.
+        assert!(d.submit(at, DevOp::Read, 1 << 30, 4096) < done);
         // Within one block: one read; whole blocks: none.
         d.submit(Nanos::from_millis(2), DevOp::Write, 100, 100);
         d.submit(Nanos::from_millis(3), DevOp::Write, 1 << 20, 16384);
-        assert_eq!((d.stats().reads, d.stats().writes, d.stats().write_bytes), (4, 3, 8192 + 4096 + 16384));
+        assert_eq!((d.stats().reads, d.stats().writes, d.stats().write_bytes), (5, 3, 8192 + 4096 + 16384));
         // Unaligned device: as given.
         plain.submit(Nanos::from_millis(4), DevOp::Read, 100, 512);
         assert_eq!(plain.stats().read_bytes, 512);
