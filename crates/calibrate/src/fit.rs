@@ -112,12 +112,11 @@ pub fn fit_ssd(tests: &[Measured], span: u64, base: &SsdSpec) -> Result<SsdSpec,
     if let Some(m) = find(tests, "seqwrite").or_else(|| find(tests, "fill")) {
         spec.write_mb_s = m.mb_s;
     }
-    let deepest = |op: Op| tests.iter().filter(|m| m.random && m.op == op && !m.sync).max_by_key(|m| m.depth);
-    let deep_read = deepest(Op::Read).ok_or_else(|| CalibrateError::Fit("no random reads measured".into()))?;
+    let deep_read = deepest(tests, Op::Read).ok_or_else(|| CalibrateError::Fit("no random reads measured".into()))?;
     let qd1_read = find(tests, "randread-qd1");
     spec.queue_curve = queue_curve(qd1_read, deep_read);
     spec.read_iops = ceiling(spec.queue_curve, qd1_read, deep_read);
-    if let Some(w) = deepest(Op::Write) {
+    if let Some(w) = deepest(tests, Op::Write) {
         spec.write_iops = ceiling(spec.queue_curve, find(tests, "randwrite-qd1"), w);
     }
     let latency = |name: &str, rate: f64| {
@@ -137,6 +136,11 @@ pub fn fit_ssd(tests: &[Measured], span: u64, base: &SsdSpec) -> Result<SsdSpec,
     }
     spec.validate().map_err(|e| CalibrateError::Fit(format!("the fitted SSD preset: {e}")))?;
     Ok(spec)
+}
+
+/// The deepest random `op` test without `O_DSYNC`.
+pub(crate) fn deepest(tests: &[Measured], op: Op) -> Option<&Measured> {
+    tests.iter().filter(|m| m.random && m.op == op && !m.sync).max_by_key(|m| m.depth)
 }
 
 /// The share of linear scaling from QD1 the deepest test reached: its IOPS ÷ (depth × QD1's).
@@ -161,8 +165,7 @@ fn ceiling(curve: QueueCurve, qd1: Option<&Measured>, deep: &Measured) -> f64 {
     match (curve, qd1) {
         (QueueCurve::Saturating, Some(q)) if deep.depth > 1 => {
             let d = f64::from(deep.depth);
-            let headroom = (d - deep.iops * q.mean_us / 1e6).max(0.1 * d);
-            deep.iops * (d - 1.0) / headroom
+            deep.iops * (d - 1.0) / (d * (1.0 - scaling(q, deep)).max(0.1))
         }
         _ => deep.iops,
     }

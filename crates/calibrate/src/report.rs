@@ -106,7 +106,7 @@ pub fn render(c: &Calibration) -> String {
 /// Why the SSD preset has its queue curve, from the reads it was fitted to.
 fn queue_curve_reason(c: &Calibration, curve: QueueCurve) -> String {
     let qd1 = crate::fit::find(&c.tests, "randread-qd1");
-    let deep = c.tests.iter().filter(|m| m.random && m.op == Op::Read && !m.sync).max_by_key(|m| m.depth);
+    let deep = crate::fit::deepest(&c.tests, Op::Read);
     let (name, ceiling) = match curve {
         QueueCurve::Knee => ("knee", "IOPS = min(QD / latency, ceiling)"),
         QueueCurve::Saturating => ("saturating", "IOPS = ceiling · QD / (QD + ceiling · latency − 1)"),

@@ -635,14 +635,22 @@ fn calibrate_writes_a_preset_that_sim_uses() {
     assert_eq!(std::fs::read_dir(disk.path()).unwrap().count(), 0, "scratch files are removed");
 }
 
+/// `tierwise sim ARGS` and its JSON report.
+fn sim_report(args: &[&str]) -> serde_json::Value {
+    let out = tempfile::tempdir().unwrap();
+    let j = out.path().join("r.json");
+    let mut all = vec!["sim"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--json", j.to_str().unwrap()]);
+    ok(&all);
+    serde_json::from_str(&std::fs::read_to_string(j).unwrap()).unwrap()
+}
+
 #[test]
 fn hdd_queue_takes_the_kernels_knobs() {
     let t = trace("msr_hm_0.excerpt1000.csv");
     let run = |queue: &str| {
-        let out = tempfile::tempdir().unwrap();
-        let j = out.path().join("r.json");
-        ok(&[
-            "sim",
+        let r = sim_report(&[
             &t,
             "--arch",
             "cache:mode=write-back",
@@ -652,10 +660,7 @@ fn hdd_queue_takes_the_kernels_knobs() {
             "closed:16",
             "--hdd-queue",
             queue,
-            "--json",
-            j.to_str().unwrap(),
         ]);
-        let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(j).unwrap()).unwrap();
         r["latency"]["p99_us"].as_f64().unwrap()
     };
     // One request per batch and reads always first against the default batches of 16: the
@@ -671,10 +676,7 @@ fn hdd_queue_takes_the_kernels_knobs() {
 fn io_align_charges_what_direct_io_issues() {
     let t = trace("cloudphysics_libcachesim.sample.vscsi.gz");
     let run = |align: &str| {
-        let out = tempfile::tempdir().unwrap();
-        let j = out.path().join("r.json");
-        ok(&[
-            "sim",
+        sim_report(&[
             &t,
             "--arch",
             "hdd-only",
@@ -686,10 +688,7 @@ fn io_align_charges_what_direct_io_issues() {
             "3000",
             "--io-align",
             align,
-            "--json",
-            j.to_str().unwrap(),
-        ]);
-        serde_json::from_str::<serde_json::Value>(&std::fs::read_to_string(j).unwrap()).unwrap()
+        ])
     };
     let (plain, direct) = (run("0"), run("4KiB"));
     let hdd = |r: &serde_json::Value, k: &str| r["hdd"][k].as_u64().unwrap();
