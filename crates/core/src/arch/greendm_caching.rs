@@ -93,12 +93,13 @@ const PARAMS: &[ParamSpec] = &[
     ParamSpec { name: "mcml", default: "16", help: "maximum concurrent prefetches and evictions (1..=4096)" },
     ParamSpec {
         name: "lt",
-        default: "64",
+        // Not a literal: it follows the SSD's size, so a recorded spec (`full_spec`) leaves it out.
+        default: "(64, at most a quarter of the SSD's extents)",
         help: "evict when free SSD extents fall to LT (0..HT; at most a quarter of the SSD's extents by default)",
     },
     ParamSpec {
         name: "ht",
-        default: "128",
+        default: "(128, at most half of the SSD's extents)",
         help: "evict until HT SSD extents are free (at most half of the SSD's extents by default)",
     },
     ParamSpec { name: "window", default: "30s", help: "WSClock working-set window (1s..=9h)" },

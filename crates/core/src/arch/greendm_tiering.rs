@@ -118,12 +118,13 @@ const PARAMS: &[ParamSpec] = &[
     ParamSpec { name: "mcml", default: "16", help: "maximum concurrent migrations (1..=4096)" },
     ParamSpec {
         name: "lt",
-        default: "64",
+        // Not a literal: it follows the SSD's size, so a recorded spec (`full_spec`) leaves it out.
+        default: "(64, at most a quarter of the SSD's extents)",
         help: "demote when free SSD extents fall to LT (0..HT; at most a quarter of the SSD's extents by default)",
     },
     ParamSpec {
         name: "ht",
-        default: "128",
+        default: "(128, at most half of the SSD's extents)",
         help: "demote until HT SSD extents are free (LT+1..=SSD extents; at most half of them by default)",
     },
     ParamSpec { name: "reserved", default: "64", help: "spare HDD extents for demotions (0..=2^20)" },
