@@ -102,6 +102,10 @@ pub struct SimConfig {
     pub read_weight: f64,
     /// Write back all dirty data at the end (its cost is not in the response times).
     pub flush_at_end: bool,
+    /// Timed runs: the devices' counters stop when the last request completes, and background
+    /// work still queued then is left undone, as a served device's counters read right after a
+    /// replay are (`replay --nbd`). Otherwise (the default) work in flight finishes first.
+    pub stop_at_last_request: bool,
     /// Stop after this many requests.
     pub max_requests: Option<u64>,
     /// Requests before this index warm the cache up and are not measured: counts, hit ratios,
@@ -144,6 +148,7 @@ impl SimConfig {
             spin_down: None,
             read_weight: 0.1,
             flush_at_end: false,
+            stop_at_last_request: false,
             max_requests: None,
             measure_from: 0,
             max_time: None,

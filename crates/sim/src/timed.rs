@@ -588,7 +588,17 @@ impl Timed {
     }
 
     fn drain(&mut self, engine: &mut Engine<ManualClock>) -> Result<(), SimError> {
-        while let Some(Reverse(ev)) = self.events.pop() {
+        self.drain_while(engine, |_| true)
+    }
+
+    /// Handles events while `go_on` holds (checked before each).
+    fn drain_while(
+        &mut self,
+        engine: &mut Engine<ManualClock>,
+        go_on: impl Fn(&Timed) -> bool,
+    ) -> Result<(), SimError> {
+        while go_on(self) {
+            let Some(Reverse(ev)) = self.events.pop() else { break };
             self.handle(engine, ev)?;
         }
         Ok(())
@@ -662,8 +672,12 @@ impl Timed {
         }
         progress.update(seen);
         // Let requests and background work in flight finish (timers are not run past the last
-        // request).
-        self.drain(engine)?;
+        // request), or only the requests.
+        if cfg.stop_at_last_request && !cfg.flush_at_end {
+            self.drain_while(engine, |t| t.in_flight > 0)?;
+        } else {
+            self.drain(engine)?;
+        }
         if cfg.flush_at_end {
             let t = self.clock.now();
             engine.flush();

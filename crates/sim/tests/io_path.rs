@@ -212,3 +212,30 @@ fn front_end_cores_bound_a_deep_queue_of_fast_requests() {
     };
     assert!((one(1) / one(0) - 1.0).abs() < 1e-9);
 }
+
+/// `SimConfig::stop_at_last_request` (what `replay --nbd` predicts with): the devices'
+/// counters end with the last request, as a served device's read right after a replay do,
+/// instead of after the write-backs still queued for the movers. The requests' figures do not
+/// change; the HDD's work does, and a one-at-a-time HDD is then never busier than the run is long.
+#[test]
+fn counters_can_stop_with_the_last_request() {
+    let writes: Arc<Vec<TraceRecord>> =
+        Arc::new(random_reads(6000).iter().map(|r| TraceRecord { op: IoOp::Write, ..*r }).collect());
+    let run = |stop: bool| {
+        let mut cfg = SimConfig::new("cache:mode=write-back", 2 << 20);
+        cfg.timing = Timing::Closed { depth: 4 };
+        cfg.hdd_queue.scheduler = Scheduler::Fifo;
+        cfg.movers = 2;
+        cfg.stop_at_last_request = stop;
+        simulate(&mut memory_trace(writes.clone(), "mem", true), &cfg, &mut NoProgress).unwrap()
+    };
+    let (all, stopped) = (run(false), run(true));
+    assert_eq!(all.requests, stopped.requests);
+    assert!((all.iops / stopped.iops - 1.0).abs() < 1e-9, "{} vs {}", all.iops, stopped.iops);
+    assert_eq!(all.latency.p99_us, stopped.latency.p99_us);
+    // The SSD of 512 blocks ends mostly dirty: the write-backs queued then are hundreds.
+    assert!(stopped.hdd.writes + 100 < all.hdd.writes, "{} vs {}", stopped.hdd.writes, all.hdd.writes);
+    let run_ns = stopped.duration_s * 1e9;
+    assert!(stopped.hdd.busy_ns as f64 <= run_ns * 1.01, "busy {} ns in a {run_ns} ns run", stopped.hdd.busy_ns);
+    assert!(all.hdd.busy_ns as f64 > run_ns, "the queued write-backs run after the last request");
+}

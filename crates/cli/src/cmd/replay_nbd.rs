@@ -376,6 +376,8 @@ fn predict(
     cfg.movers = stats.and_then(|v| v["movers"].as_u64()).unwrap_or(0) as u32;
     cfg.front_end = front_end;
     cfg.front_end_cores = cores;
+    // The served device's counters are read as the replay ends, its movers still busy.
+    cfg.stop_at_last_request = true;
     let mut t =
         open_bytes("replay.msr.csv", as_msr(reqs), &OpenOptions { format: Some("msr".into()), skip_bad_lines: false })?;
     let mut report = tierwise_sim::simulate(&mut t, &cfg, &mut tierwise_sim::sim::NoProgress)?;
