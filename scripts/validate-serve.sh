@@ -17,10 +17,20 @@
 # commands, bytes and time per command. The NBD path's own time per request is measured first
 # with both images in memory (or REQUEST_COST).
 #
+# DEVICE=nbdkit is the second device model, one the simulator shares no code with: the HDD
+# image (in /dev/shm) behind nbdkit's file plugin under its noparallel, delay and rate filters
+# (NBDKIT_HDD, default "delay-read=4ms delay-write=2ms rate=800M": one request at a time, a
+# fixed access time, a token-bucket bandwidth), reached through nbdfuse, served with --direct.
+# Nothing about those settings reaches the prediction: `tierwise calibrate --kind ssd` measures
+# the throttled device through the same path and the prediction uses that preset as the slow
+# level (`--hdd ssd:throttled`, queue fifo: FUSE has no scheduler). HDD commands, bytes and
+# time per command come from nbdkit's stats filter. The ranking must survive it (issue 35).
+#
 # TIERWISE_BIN runs another build (a baseline) for the serving, replay and prediction.
 # Usage: [TIERWISE_BIN=path] [HEAD=10000] [ARCHS="hdd-only cache:mode=write-back ..."]
-#        [TRACES="file ..."] [OUT=target/validate-serve.tsv]
-#        [NBD_CORES=n] [DIRECT=1 [HDD_DIR=dir] [PRESETS=file] [REQUEST_COST=duration]]
+#        [TRACES="file ..."] [OUT=target/validate-serve.tsv] [NBD_CORES=n]
+#        [DIRECT=1 [HDD_DIR=dir] | DEVICE=nbdkit [NBDKIT_HDD="filter params"]]
+#        [PRESETS=file] [REQUEST_COST=duration]
 #        ./scripts/validate-serve.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,14 +46,58 @@ traces=${TRACES:-"data/traces/cloudphysics_libcachesim.sample.vscsi.gz data/trac
 out=${OUT:-$PWD/target/validate-serve.tsv}
 base=$(mktemp -d /dev/shm/tierwise-validate.XXXXXX)
 cleanup() {
+  for m in "$base"/*/mnt; do [ -d "$m" ] && fusermount3 -u "$m" 2>/dev/null || true; done
   for f in "$base"/*/*.pid; do [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null || true; done
   sleep 0.3; rm -rf "$base"
 }
 trap cleanup EXIT
-direct=${DIRECT:-0}
+device=${DEVICE:-emulated}
+[ "${DIRECT:-0}" = 1 ] && device=disk
+case $device in emulated | disk | nbdkit) ;; *) echo "error: DEVICE=$device: emulated, disk (DIRECT=1) or nbdkit" >&2; exit 2 ;; esac
+nbdkit_hdd=${NBDKIT_HDD:-"delay-read=4ms delay-write=2ms rate=800M"}
+# The throttled device: IMAGE behind nbdkit (one request at a time, then the delay, then the
+# bandwidth; the stats filter outermost, so its times include the wait for the device), as the
+# file DIR/mnt/nbd. throttle_down unmounts it, and nbdkit writes DIR/nbdkit-stats.txt as it exits.
+throttle_up() {
+  local image=$1 dir=$2
+  # shellcheck disable=SC2086 # the filters' parameters are words
+  nbdkit -U "$dir/hdd.sock" -P "$dir/nbdkit.pid" --filter=stats --filter=noparallel --filter=delay --filter=rate \
+    file "$image" serialize=all-requests statsfile="$dir/nbdkit-stats.txt" $nbdkit_hdd
+  mkdir -p "$dir/mnt"
+  nbdfuse "$dir/mnt/nbd" --unix "$dir/hdd.sock" &
+  echo $! > "$dir/nbdfuse.pid"
+  for _ in $(seq 100); do [ -f "$dir/mnt/nbd" ] && return 0; sleep 0.05; done
+  echo "error: nbdfuse did not mount $dir/mnt" >&2; exit 1
+}
+throttle_down() {
+  local dir=$1 pid
+  fusermount3 -u "$dir/mnt"
+  pid=$(cat "$dir/nbdkit.pid"); kill "$pid" 2>/dev/null || true
+  while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+  rm -f "$dir/nbdkit.pid" "$dir/nbdfuse.pid"
+}
+stop_serve() {
+  local pid
+  pid=$(cat "$1.pid"); kill "$pid" 2>/dev/null || true
+  while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+}
 serve_flags=(--emulate-hdd wd5000aaks --emulate-ssd vertex3)
 replay_flags=()
-if [ "$direct" = 1 ]; then
+if [ "$device" = nbdkit ]; then
+  command -v nbdfuse >/dev/null || { echo "error: nbdfuse is missing (apt-get install libnbd-bin)" >&2; exit 1; }
+  serve_flags=(--direct)
+  presets=${PRESETS:-$base/presets.toml}
+  if [ -z "${PRESETS:-}" ]; then
+    cal=$base/throttled-calibration; mkdir -p "$cal"
+    truncate -s 1GiB "$cal/image"
+    throttle_up "$cal/image" "$cal"
+    "$tw" calibrate -q "$cal/mnt/nbd" --overwrite --kind ssd --name throttled -o "$base/throttled.toml" > "$base/throttled.txt"
+    throttle_down "$cal"
+    rm -f "$cal/image"
+    cp "$base/throttled.txt" "${out%.tsv}-nbdkit-calibration.txt"
+  fi
+  slow=ssd:throttled queue=fifo
+elif [ "$device" = disk ]; then
   hdd_dir=${HDD_DIR:-$PWD/target/validate-direct}
   mkdir -p "$hdd_dir"
   src=$(df --output=source "$hdd_dir" | tail -1)
@@ -61,12 +115,19 @@ if [ "$direct" = 1 ]; then
     # just written from its cache, which the runs' reads of older data do not see.
     truncate -s $((4 << 30)) "$data"
     "$tw" calibrate -q "$data" --overwrite --name disk -o "$base/disk.toml" --json "$base/disk.json" > "$base/disk.txt"
-    mkdir -p "$base/mem" && "$tw" calibrate -q "$base/mem" --kind ssd --size 1GiB --name memory -o "$base/memory.toml" > "$base/memory.txt"
-    cat "$base/disk.toml" "$base/memory.toml" > "$presets"
     cp "$base/disk.txt" "${out%.tsv}-disk-calibration.txt"
   fi
-  if grep -q '^\[hdd.disk\]' "$presets"; then slow=disk; else slow=ssd:disk; fi
   serve_flags=(--direct)
+  echo "direct I/O: HDD image on $dev ($queue)" >&2
+fi
+if [ "$device" != emulated ]; then
+  if [ -z "${PRESETS:-}" ]; then
+    mkdir -p "$base/mem" && "$tw" calibrate -q "$base/mem" --kind ssd --size 1GiB --name memory -o "$base/memory.toml" > "$base/memory.txt"
+    for f in disk throttled memory; do [ ! -f "$base/$f.toml" ] || cat "$base/$f.toml"; done > "$presets"
+  fi
+  if [ "$device" = disk ]; then
+    if grep -q '^\[hdd.disk\]' "$presets"; then slow=disk; else slow=ssd:disk; fi
+  fi
   # The NBD path's own time per request on this host (REQUEST_COST, or measured here): served
   # hdd-only with both images in memory, QD1 random 4 KiB reads, measured p50 less the
   # prediction's with no front end. A workload of its own, not one of the traces.
@@ -81,12 +142,12 @@ for i in range(5000):
     "$tw" serve --create --ssd "$fe/ssd.img" --hdd "$fe/hdd.img" --ssd-size 64MiB --hdd-size 1GiB --policy hdd-only --direct >/dev/null
     "$tw" replay -q --nbd "nbd+unix:///?socket=$fe/ssd.img.sock" "$fe/reads.csv" --workers 1 --nbd-request-cost 0 \
       --devices "$presets" --hdd ssd:memory --ssd-model memory --json "$fe/replay.json" >/dev/null
-    kill "$(cat "$fe/ssd.img.sock.control.pid")" 2>/dev/null || true
+    stop_serve "$fe/ssd.img.sock.control"
     cost=$(python3 -c "import json; r = json.load(open('$fe/replay.json')); print(max(0, round(r['measured']['p50_us'] - r['predicted']['latency']['p50_us'])))")us
   fi
   replay_flags=(--devices "$presets" --hdd "$slow" --ssd-model memory --hdd-queue "$queue" --nbd-request-cost "$cost")
-  echo "direct I/O: the NBD path's own time per request $cost (measured in memory, QD1 4 KiB reads)" >&2
-  echo "direct I/O: HDD image on $dev ($queue), presets $presets (slow level: $slow)" >&2
+  echo "$device: the NBD path's own time per request $cost (measured in memory, QD1 4 KiB reads)" >&2
+  echo "$device: presets $presets (slow level: $slow, queue $queue)" >&2
 fi
 # NBD_CORES: the prediction's --nbd-cores (default: this host's cores).
 if [ -n "${NBD_CORES:-}" ]; then replay_flags+=(--nbd-cores "$NBD_CORES"); fi
@@ -103,43 +164,72 @@ for t in $traces; do
   for a in $archs; do
     d=$base/${a//[^a-zA-Z0-9-]/_}-$name
     mkdir -p "$d"
-    if [ "$direct" = 1 ]; then
-      # The data image adopted in place: its length back to the data, the metadata gone.
-      truncate -s $((4 << 30)) "$data"
-      "$tw" serve --create --ssd "$d/ssd.img" --hdd "$data" --ssd-size ${ssd_mib}MiB --policy "$a" "${serve_flags[@]}" >/dev/null
-    else
-      "$tw" serve --create --ssd "$d/ssd.img" --hdd "$d/hdd.img" --ssd-size ${ssd_mib}MiB --hdd-size 8GiB --policy "$a" \
-        "${serve_flags[@]}" >/dev/null
-    fi
     ctl=$d/ssd.img.sock.control
+    case $device in
+      disk)
+        # The data image adopted in place: its length back to the data, the metadata gone.
+        truncate -s $((4 << 30)) "$data"
+        "$tw" serve --create --ssd "$d/ssd.img" --hdd "$data" --ssd-size ${ssd_mib}MiB --policy "$a" "${serve_flags[@]}" >/dev/null
+        ;;
+      nbdkit)
+        # Made on the plain image (the throttled file cannot grow by the metadata), then served
+        # again with the HDD image behind the throttle. nbdkit counts this serve from start to
+        # stop: the run, and a few commands of start-up reads and the final checkpoint.
+        "$tw" serve --create --ssd "$d/ssd.img" --hdd "$d/hdd.img" --ssd-size ${ssd_mib}MiB --hdd-size 4GiB --policy "$a" >/dev/null
+        stop_serve "$ctl"
+        throttle_up "$d/hdd.img" "$d"
+        "$tw" serve --ssd "$d/ssd.img" --hdd "$d/mnt/nbd" "${serve_flags[@]}" >/dev/null
+        ;;
+      *)
+        "$tw" serve --create --ssd "$d/ssd.img" --hdd "$d/hdd.img" --ssd-size ${ssd_mib}MiB --hdd-size 8GiB --policy "$a" \
+          "${serve_flags[@]}" >/dev/null
+        ;;
+    esac
     "$tw" stats "$ctl" --json > "$d/before.json"
-    [ "$direct" = 1 ] && disk_stat > "$d/disk-before"
+    [ "$device" = disk ] && disk_stat > "$d/disk-before"
     "$tw" replay -q --nbd "nbd+unix:///?socket=$d/ssd.img.sock" "$slice" --workers 4 --json "$d/replay.json" \
       "${replay_flags[@]}" >/dev/null
-    [ "$direct" = 1 ] && disk_stat > "$d/disk-after"
+    [ "$device" = disk ] && disk_stat > "$d/disk-after"
     "$tw" stats "$ctl" --json > "$d/after.json"
-    pid=$(cat "$ctl.pid"); kill "$pid" 2>/dev/null || true
-    while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+    stop_serve "$ctl"
+    if [ "$device" = nbdkit ]; then throttle_down "$d"; rm -f "$d/hdd.img"; fi
     python3 - "$d" "$name" "$a" >> "$out" <<'PY'
 import json, sys
 d, name, arch = sys.argv[1:]
 r = json.load(open(f"{d}/replay.json"))
 b, a = json.load(open(f"{d}/before.json")), json.load(open(f"{d}/after.json"))
-import os
+import os, re
+def nbdkit_stats(path):
+    """Read and write commands, bytes and milliseconds from nbdkit's stats filter."""
+    units = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
+    cmds = size = ms = 0
+    for line in open(path):
+        m = re.match(r"(read|write): (\d+) ops, ([\d.]+) s, ([\d.]+) (B|KiB|MiB|GiB|TiB)", line)
+        if m:
+            cmds += int(m[2]); ms += float(m[3]) * 1e3; size += float(m[4]) * units[m[5]]
+    return cmds, round(size), ms
 def hdd(s, side):
     disk = f"{d}/disk-{side}"
     if os.path.exists(disk):  # the real disk's kernel counters: reads, writes, sectors, ms
         r, w, sectors, ms = map(int, open(disk).read().split())
         return r + w, sectors * 512, ms
+    throttled = f"{d}/nbdkit-stats.txt"
+    if os.path.exists(throttled):  # nbdkit's stats filter, written as it exited: the whole serve
+        if side == "before":
+            return 0, 0, 0
+        return nbdkit_stats(throttled)
     e = next(x["stats"] for x in s["emulated_devices"] if x["label"].startswith("hdd"))
     return e["reads"] + e["writes"], e["read_bytes"] + e["write_bytes"], None
 (c0, b0, t0), (c1, b1, t1) = hdd(b, "before"), hdd(a, "after")
 m, p = r["measured"], r["predicted"] or {}
 ph = p.get("hdd", {})
 pc = ph.get("reads", 0) + ph.get("writes", 0)
-# Mean time per disk command, queueing included: the kernel's (iostat's await) and the model's.
+# Mean time per disk command: on the disk, queueing included (the kernel's, as iostat's await,
+# and the model's response time); behind nbdkit, the service alone (its stats filter sees a
+# command once the one-at-a-time lock is taken, so against the model's busy time).
 await_meas = round((t1 - t0) * 1e3 / max(c1 - c0, 1), 1) if t0 is not None else 0
-await_pred = round(ph.get("response_ns", 0) / 1e3 / max(pc, 1), 1)
+model_ns = ph.get("busy_ns" if os.path.exists(f"{d}/nbdkit-stats.txt") else "response_ns", 0)
+await_pred = round(model_ns / 1e3 / max(pc, 1), 1)
 print("\t".join(str(x) for x in [
     name, arch, round(m["iops"], 1), round(p.get("iops", 0), 1),
     round(m["ssd_read_share"] * 100, 1), round(p.get("read_hit", {}).get("ssd", 0) * 100, 1),
@@ -150,7 +240,7 @@ PY
     tail -1 "$out"
   done
 done
-if [ "$direct" = 1 ]; then
+if [ "$device" = disk ]; then
   # The same image measured again (reads only): how far the disk moved during the runs.
   "$tw" calibrate -q "$data" --name disk-after > "${out%.tsv}-disk-calibration-after.txt" 2>/dev/null || true
   grep -E '^randread' "${out%.tsv}-disk-calibration-after.txt" | sed 's/^/after the runs: /' >&2 || true
