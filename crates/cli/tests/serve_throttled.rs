@@ -5,6 +5,8 @@
 //! path, and the prediction uses that preset. nbdkit's `stats` filter counts what reached it.
 //! `scripts/validate-serve.sh` with `DEVICE=nbdkit` runs the same check on every bundled trace.
 
+#![expect(clippy::unwrap_used, reason = "a failing setup should stop the test loudly")]
+
 mod serve_common;
 
 use std::path::{Path, PathBuf};
