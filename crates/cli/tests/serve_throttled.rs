@@ -106,38 +106,17 @@ struct Measured {
     predicted_hdd_commands: u64,
 }
 
-/// One architecture: made on a plain image, served again with the HDD image behind the throttle,
-/// the trace replayed beside its prediction from the calibrated presets.
-fn replay_throttled(root: &Path, policy: &str, trace: &Path, presets: &Path) -> Measured {
-    let dir = root.join(policy.replace([':', '=', ','], "_"));
-    std::fs::create_dir_all(&dir).unwrap();
-    let (ssd, hdd) = (dir.join("ssd.img"), dir.join("hdd.img"));
-    let (ssd_arg, hdd_arg) = (ssd.to_str().unwrap(), hdd.to_str().unwrap());
-    let pid_file = dir.join("ssd.img.sock.control.pid");
-    let stop = || {
-        let pid = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
-        stop_server(pid, "-TERM", policy);
-        let _ = std::fs::remove_file(&pid_file);
-    };
-    run(&[
-        "serve",
-        "--create",
-        "--ssd",
-        ssd_arg,
-        "--hdd",
-        hdd_arg,
-        "--ssd-size",
-        "4MiB",
-        "--hdd-size",
-        "256MiB",
-        "--policy",
-        policy,
-    ]);
-    stop();
-    let throttle = Throttle::up(&hdd, &dir.join("throttle"));
-    run(&["serve", "--ssd", ssd_arg, "--hdd", throttle.file().to_str().unwrap(), "--direct"]);
-    let json = dir.join("replay.json");
-    let uri = format!("nbd+unix:///?socket={}", dir.join("ssd.img.sock").display());
+/// One architecture: made on a plain image in memory, served again with the HDD image behind
+/// the throttle, the trace replayed beside its prediction from the calibrated presets.
+fn replay_throttled(policy: &str, trace: &Path, presets: &Path) -> Measured {
+    let dir = tempfile::Builder::new().prefix("tierwise-throttled").tempdir_in("/dev/shm").unwrap();
+    let s = Served::create_in(dir, policy, "4MiB", "256MiB", &[]);
+    s.signal("-TERM");
+    let throttle = Throttle::up(&s.hdd(), &s.dir.path().join("throttle"));
+    run(&["serve", "--ssd", s.ssd().to_str().unwrap(), "--hdd", throttle.file().to_str().unwrap(), "--direct"]);
+    s.wait_served();
+    let json = s.dir.path().join("replay.json");
+    let uri = s.uri();
     let replay = [
         "replay",
         "-q",
@@ -158,7 +137,7 @@ fn replay_throttled(root: &Path, policy: &str, trace: &Path, presets: &Path) -> 
         json.to_str().unwrap(),
     ];
     run(&replay);
-    stop();
+    s.signal("-TERM");
     let hdd_commands = throttle.down();
     let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     assert_eq!(r["measured"]["errors"], 0, "{policy}: {r}");
@@ -211,8 +190,8 @@ fn a_device_model_the_simulator_shares_no_code_with_ranks_as_predicted() {
     let trace = root.join("zipf.mqsim");
     let trace_arg = trace.to_str().unwrap();
     run(&["trace", "gen", "-q", "-o", trace_arg, "--requests", "1500", "--objects", "4000", "--write-fraction", "0.2"]);
-    let hdd_only = replay_throttled(root, "hdd-only", &trace, &presets);
-    let cache = replay_throttled(root, "cache:mode=write-back", &trace, &presets);
+    let hdd_only = replay_throttled("hdd-only", &trace, &presets);
+    let cache = replay_throttled("cache:mode=write-back", &trace, &presets);
     let figures = format!(
         "hdd-only {:.0} IOPS measured, {:.0} predicted, {} / {} disk commands; \
          write-back {:.0} measured, {:.0} predicted, {} / {} disk commands",

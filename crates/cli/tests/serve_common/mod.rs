@@ -32,7 +32,11 @@ impl Served {
     }
     /// Creates and serves a device, with `extra` flags for `serve`.
     pub fn create_with(policy: &str, ssd: &str, hdd: &str, extra: &[&str]) -> Served {
-        let s = Served { dir: tempfile::tempdir().unwrap(), policy: policy.to_string() };
+        Served::create_in(tempfile::tempdir().unwrap(), policy, ssd, hdd, extra)
+    }
+    /// [`Served::create_with`] in `dir` (e.g. one in /dev/shm, for images in memory).
+    pub fn create_in(dir: tempfile::TempDir, policy: &str, ssd: &str, hdd: &str, extra: &[&str]) -> Served {
+        let s = Served { dir, policy: policy.to_string() };
         let (ssd_img, hdd_img) = (s.ssd(), s.hdd());
         let args = ["serve", "--create", "--ssd", ssd_img.to_str().unwrap(), "--hdd", hdd_img.to_str().unwrap()];
         let out = tierwise(&[&args[..], &["--ssd-size", ssd, "--hdd-size", hdd, "--policy", policy], extra].concat());
