@@ -21,11 +21,14 @@
 //! dm-cache does: its blocks are 32 KiB or more). With `partial-writes=absorb` (the default) a
 //! write-back cache keeps it as a *partial* dirty block, as bcache (whose keys are sector
 //! extents) and Open CAS (per-sector valid bits) do: a later read of the block takes the cached
-//! sectors from the SSD and the rest from the HDD, until a whole-block write or a fill makes it
-//! whole. Objects larger than the cache or refused by the collector's admission rule are never
+//! sectors from the SSD and the rest from the HDD, and fills the rest of the block from the HDD
+//! (as a miss on the missing sectors would: bcache inserts what it read from the backing device,
+//! Open CAS fills a line's invalid sectors), so the block is whole once that completes; a
+//! whole-block write makes it whole at once. Objects larger than the cache or refused by the collector's admission rule are never
 //! cached.
 
 mod check;
+mod partial;
 mod writeback;
 
 use super::{ArchBuild, Architecture, Placement, Setup, Usage};
@@ -74,9 +77,15 @@ pub struct CacheMeta {
     size: u32,
     state: u8,
     flags: u8,
+    /// A cached partial block's missing sectors are being filled from the HDD.
+    completing: bool,
 }
 
 impl CacheMeta {
+    fn new(size: u32, state: u8, flags: u8) -> CacheMeta {
+        CacheMeta { size, state, flags, completing: false }
+    }
+
     fn cached(&self) -> bool {
         self.state == CLEAN || self.state == DIRTY
     }
@@ -377,12 +386,12 @@ impl Cache {
         let m = *self.table.meta(s);
         let size = u64::from(m.size);
         self.coll_leave_fast(s, true);
-        // A copy being written back (dirty, or revived after a delete) leaves when the
-        // write-back completes.
-        if m.state == DIRTY || m.flags & WRITING_BACK != 0 {
+        // A copy being written back (dirty, or revived after a delete) or completed leaves when
+        // that work completes.
+        if m.state == DIRTY || m.flags & WRITING_BACK != 0 || m.completing {
             self.table.meta_mut(s).flags |= EVICTING;
             self.evicting_bytes += size;
-            if m.flags & WRITING_BACK == 0 {
+            if m.state == DIRTY && m.flags & WRITING_BACK == 0 {
                 // The cache waits on this one for space: not an idle-time job.
                 self.issue_writeback(cx, s, Priority::Normal);
             }
@@ -410,7 +419,7 @@ impl Cache {
                 break;
             };
             let m = self.table.meta(v);
-            if m.state == DIRTY || m.flags & WRITING_BACK != 0 {
+            if m.state == DIRTY || m.flags & WRITING_BACK != 0 || m.completing {
                 dirty_seen += 1;
             }
             self.evict(cx, v);
@@ -435,7 +444,7 @@ impl Cache {
         }
         let s = match slot {
             Some(s) => s,
-            None => self.table.insert(id, CacheMeta { size, state: NOT_CACHED, flags: 0 }),
+            None => self.table.insert(id, CacheMeta::new(size, NOT_CACHED, 0)),
         };
         let m = self.table.meta_mut(s);
         m.state = FILLING;
@@ -446,7 +455,7 @@ impl Cache {
 
     /// Tracks a slow-tier object for collectors that rank those.
     fn track_slow(&mut self, id: ObjectId, size: u32, t: &Touch) -> Slot {
-        let s = self.table.insert(id, CacheMeta { size, state: NOT_CACHED, flags: IN_COLLECTOR });
+        let s = self.table.insert(id, CacheMeta::new(size, NOT_CACHED, IN_COLLECTOR));
         self.collector.insert(s, id, Tier::Slow, u64::from(size), t);
         s
     }
@@ -467,6 +476,9 @@ impl Cache {
             if m.cached() {
                 if m.flags & PARTIAL != 0 {
                     // The cached sectors from the SSD, the rest from the HDD.
+                    if admit {
+                        self.complete_partial(cx, s);
+                    }
                     return Served::assembled(Levels::one(Level::Fast).with(Level::Slow));
                 }
                 return Served::by(Level::Fast);
@@ -500,7 +512,7 @@ impl Cache {
                 self.collector.touch(s, &t);
             }
             if m.cached() {
-                if !admit && m.state == CLEAN && m.flags & (WRITING_BACK | EVICTING) == 0 {
+                if !admit && m.state == CLEAN && m.flags & (WRITING_BACK | EVICTING) == 0 && !m.completing {
                     // A bypassed write drops a clean copy rather than update it (bcache).
                     return self.write_around(cx, s, m);
                 }
@@ -535,7 +547,7 @@ impl Cache {
         }
         let s = match slot {
             Some(s) => s,
-            None => self.table.insert(req.obj, CacheMeta { size, state: NOT_CACHED, flags: 0 }),
+            None => self.table.insert(req.obj, CacheMeta::new(size, NOT_CACHED, 0)),
         };
         self.table.meta_mut(s).state = CLEAN;
         self.table.meta_mut(s).size = size;
@@ -620,7 +632,7 @@ impl Cache {
         }
         self.table.meta_mut(s).flags &= !(EVICTING | REDIRTIED);
         self.coll_forget(s);
-        if m.flags & WRITING_BACK != 0 || m.state == FILLING {
+        if m.flags & WRITING_BACK != 0 || m.state == FILLING || m.completing {
             // Cleaned up when the work in flight completes. Until then the slot stays indexed:
             // a new access to the id revives it (see `revive`), so two incarnations of one id
             // never have work in flight at once.
@@ -653,12 +665,18 @@ impl Architecture for Cache {
         let size = u64::from(m.size);
         let t = Touch { now: cx.now, seq: cx.seq, pages: 1, write: false };
         if m.flags & DELETED != 0 {
-            // The object was deleted while the work ran: drop whatever reached the SSD.
+            // The object was deleted while the work ran: drop whatever reached the SSD, once
+            // the last work in flight on it is done.
             if work.kind == WorkKind::Writeback {
                 self.writing_back_bytes -= size;
                 self.writebacks_in_flight -= 1;
+                self.table.meta_mut(s).flags &= !WRITING_BACK;
             }
-            if work.kind == WorkKind::Writeback || outcome == Outcome::Done {
+            let was_cached = m.state != FILLING;
+            if was_cached && self.completion_left(s, work) {
+                return;
+            }
+            if was_cached || outcome == Outcome::Done {
                 Self::issue(cx, WorkKind::Invalidate, work.obj, s, size, false);
             }
             self.used -= size;
@@ -668,6 +686,7 @@ impl Architecture for Cache {
         }
         debug_assert_eq!(self.table.id(s), work.obj);
         match work.kind {
+            WorkKind::Copy if m.completing => self.partial_completed(cx, s, outcome),
             WorkKind::Copy => {
                 if outcome == Outcome::Done && m.flags & STALE == 0 {
                     self.table.meta_mut(s).state = CLEAN;
@@ -690,7 +709,7 @@ impl Architecture for Cache {
                         self.table.meta_mut(s).state = CLEAN;
                         self.dirty_bytes -= size;
                     }
-                    if m.flags & EVICTING != 0 {
+                    if m.flags & EVICTING != 0 && !m.completing {
                         self.table.meta_mut(s).flags &= !EVICTING;
                         self.evicting_bytes -= size;
                         Self::issue(cx, WorkKind::Invalidate, work.obj, s, size, false);
@@ -731,7 +750,7 @@ impl Architecture for Cache {
         };
         let t = Touch { now: cx.now, seq: cx.seq, pages: 1, write: false };
         if level == Level::Fast && size > 0 && self.used + size <= self.capacity {
-            let s = self.table.insert(obj, CacheMeta { size: size32, state: CLEAN, flags: 0 });
+            let s = self.table.insert(obj, CacheMeta::new(size32, CLEAN, 0));
             self.used += size;
             self.coll_enter_fast(s, &t);
             if dirty && self.mode == Mode::WriteBack {

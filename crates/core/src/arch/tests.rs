@@ -61,6 +61,10 @@ struct Devices {
     /// by a write-back cache), with the versions whose other sectors are the same: the slow
     /// tier must hold one of these for the block to be read (assembled) or written back.
     partial: BTreeMap<u64, std::collections::BTreeSet<u64>>,
+    /// Copies issued to an object that was cached already: the fill of a partial block's
+    /// missing sectors, which writes only those; once run, whether the HDD still held the
+    /// version those sectors came from (the block is whole, or wrong, when it completes).
+    completions: BTreeMap<crate::WorkId, Option<bool>>,
     next_version: u64,
 }
 
@@ -173,7 +177,14 @@ impl Harness {
                     self.dev.partial.remove(&w.obj.0);
                 }
             } else {
-                if matches!(w.kind, WorkKind::Promote | WorkKind::Demote | WorkKind::Copy) && w.from != Level::Ram {
+                // The device fills only a mapped block's invalid sectors (none when whole).
+                let completion =
+                    w.kind == WorkKind::Copy && w.from == Level::Slow && self.engine.placement(w.obj).on_fast;
+                if completion {
+                    self.dev.completions.insert(w.id, None);
+                } else if matches!(w.kind, WorkKind::Promote | WorkKind::Demote | WorkKind::Copy)
+                    && w.from != Level::Ram
+                {
                     let v = self.holds(w.from, w.obj.0).unwrap_or(0);
                     self.dev.ram.insert(w.obj.0, v);
                     self.dev.ram_written.remove(&w.obj.0);
@@ -230,6 +241,18 @@ impl Harness {
             self.dev.ram.remove(&o);
         }
         let ram = if keep || self.dev.ram_written.remove(&o) { ram } else { None };
+        if let Some(ran) = self.dev.completions.remove(&w.id) {
+            // A partial block's fill wrote only sectors that were not valid: a failed one
+            // leaves the block as it was; a done one makes it whole (a whole write meanwhile
+            // made it whole already).
+            if done && self.dev.partial.contains_key(&o) && self.dev.fast.contains_key(&o) {
+                if ran != Some(true) {
+                    self.dev.fast.insert(o, GARBAGE);
+                }
+                self.dev.partial.remove(&o);
+            }
+            return;
+        }
         match w.kind {
             WorkKind::Promote | WorkKind::Copy => {
                 if done && p.on_fast {
@@ -375,6 +398,12 @@ impl Harness {
                     // Architecture metadata written from RAM carries no object data; buffered
                     // writes (OTF-AST) land at completion.
                     _ if w.from == Level::Ram => {}
+                    WorkKind::Copy if self.dev.completions.contains_key(&w.id) => {
+                        // Only the sectors the SSD copy lacks are read from the HDD: they are
+                        // right when the HDD still holds the version they came from.
+                        let intact = self.dev.partial_base_intact(o);
+                        self.dev.completions.insert(w.id, Some(intact));
+                    }
                     WorkKind::Copy | WorkKind::Promote => {
                         let v = match self.dev.ram.get(&o) {
                             Some(&v) => v,
@@ -592,7 +621,8 @@ fn the_cleaner_walks_lba_order_at_idle_priority() {
 }
 
 /// A write-back cache absorbs a partial write to an uncached block as a partial dirty block
-/// (bcache, Open CAS); reads of it are assembled from both tiers until a whole write; with
+/// (bcache, Open CAS); a read of it is assembled from both tiers and fills the rest of the
+/// block, which is whole once that completes (or at once on a whole write); with
 /// `partial-writes=around` (dm-cache) it goes to the HDD.
 #[test]
 fn partial_writes_are_absorbed_or_sent_around() {
@@ -601,10 +631,24 @@ fn partial_writes_are_absorbed_or_sent_around() {
     let w = h.engine.access(&Request::write(ObjectId(1), 512, 1024));
     assert_eq!((w.level, w.touches), (Level::Fast, Levels::one(Level::Fast)), "absorbed");
     assert_eq!(h.engine.usage().dirty_bytes, OBJ);
+    let assembled = (Level::Slow, Levels::one(Level::Fast).with(Level::Slow));
     let r = h.engine.access(&Request::read(ObjectId(1), 0, OBJ));
-    assert_eq!((r.level, r.touches), (Level::Slow, Levels::one(Level::Fast).with(Level::Slow)), "assembled");
-    h.engine.access(&Request::write(ObjectId(1), 0, OBJ));
+    assert_eq!((r.level, r.touches), assembled, "assembled");
+    h.drain();
+    let fills: Vec<_> = h.queued.iter().filter(|w| w.kind == WorkKind::Copy).map(|w| w.obj).collect();
+    assert_eq!(fills, vec![ObjectId(1)], "the read fills the rest of the block");
+    let r = h.engine.access(&Request::read(ObjectId(1), 1024, 512));
+    assert_eq!((r.level, r.touches), assembled, "still partial while the fill runs");
+    h.drain();
+    assert_eq!(h.queued.len(), 1, "one fill at a time");
+    h.step(&Step::Execute(0)).unwrap();
+    h.step(&Step::Complete(0, 9)).unwrap();
     assert_eq!(h.engine.access(&Request::read(ObjectId(1), 0, OBJ)).touches, Levels::one(Level::Fast), "whole now");
+    assert!(h.engine.placement(ObjectId(1)).dirty, "the absorbed write is still to be written back");
+    h.engine.access(&Request::write(ObjectId(2), 512, 1024));
+    h.engine.access(&Request::write(ObjectId(2), 0, OBJ));
+    assert_eq!(h.engine.access(&Request::read(ObjectId(2), 0, OBJ)).touches, Levels::one(Level::Fast), "whole at once");
+    h.settle().unwrap();
     let mut h = Harness::new("cache:mode=write-back,partial-writes=around", 8, false);
     assert_eq!(h.engine.access(&Request::write(ObjectId(1), 512, 1024)).level, Level::Slow);
     for spec in ["bcache-like:cache-mode=writeback", "open-cas-like:cache-mode=wb"] {

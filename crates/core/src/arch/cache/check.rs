@@ -21,7 +21,7 @@ impl Cache {
                 if m.flags & (IN_COLLECTOR | EVICTING) != 0 || m.state == DIRTY {
                     return Err(format!("deleted {s:?} still ranked, evicting or dirty"));
                 }
-                if m.state != FILLING && m.flags & WRITING_BACK == 0 {
+                if m.state != FILLING && m.flags & WRITING_BACK == 0 && !m.completing {
                     return Err(format!("deleted {s:?} has no work in flight"));
                 }
                 continue;
@@ -37,9 +37,9 @@ impl Cache {
             }
             if m.flags & EVICTING != 0 {
                 evicting += size;
-                if m.state != DIRTY && m.flags & WRITING_BACK == 0 {
+                if m.state != DIRTY && m.flags & WRITING_BACK == 0 && !m.completing {
                     return Err(format!(
-                        "evicting object {:?} is neither dirty nor being written back",
+                        "evicting object {:?} is neither dirty, nor being written back or completed",
                         self.table.id(s)
                     ));
                 }
@@ -47,6 +47,9 @@ impl Cache {
             if m.flags & WRITING_BACK != 0 {
                 wb += size;
                 wb_n += 1;
+            }
+            if m.completing && !m.cached() {
+                return Err(format!("object {:?} is being completed but not cached", self.table.id(s)));
             }
             if m.flags & IN_COLLECTOR != 0 {
                 if m.flags & COLL_FAST != 0 {
