@@ -9,20 +9,25 @@
 //!   ended; so do we, see [`super::seq_cutoff`]). A bypassed write drops a clean cached copy;
 //!   one to dirty data is still absorbed, as bcache does when a write overlaps dirty keys.
 //! - `writeback-percent` (10): bcache's write-back rate controller holds dirty data near this
-//!   share of the cache; modelled as background write-back that starts above it and stops one
-//!   percentage point below, at most `writeback-inflight` at a time.
+//!   share of the cache ([`super::bcache_writeback_rate`]): a PI controller on the dirty bytes
+//!   sets a rate every `writeback-rate-update-seconds`, and the writeback thread writes dirty
+//!   blocks back in LBA order at that rate, at most `writeback-inflight` at a time, at normal
+//!   I/O priority (bcache marks its write-back I/O idle-class only with `writeback_percent` 0);
+//!   after 30 s without I/O it writes back at the highest rate. With `writeback-percent=0`
+//!   write-back is unthrottled, in the idle class.
 //!
 //! Not modelled: buckets and their garbage collection (replacement here is per block, LRU by
 //! default as bcache's bucket priorities approximate), congestion-based bypass, the
 //! `cutoff_writeback` thresholds (they depend on REQ_SYNC, which traces do not carry), and
 //! journal writes.
 
+use super::bcache_writeback_rate::{RateKnobs, WritebackRate};
 use super::cache::{Cache, delegate_to_cache};
 use super::seq_cutoff::SeqCutoff;
 use super::{ArchBuild, Architecture, Placement, Setup, Usage};
 use crate::engine::Ctx;
 use crate::params::{ConfigError, ParamSpec, Params};
-use crate::{Level, ObjectId, Outcome, Request, Served, Work};
+use crate::{Level, Nanos, ObjectId, Outcome, Priority, Request, Served, Work};
 
 const MODES: [&str; 4] = ["writethrough", "writeback", "writearound", "none"];
 
@@ -34,6 +39,9 @@ pub struct Bcache {
     seq: SeqCutoff,
     object_size: u64,
     bypassed: u64,
+    /// The paced writeback thread (write-back mode with `writeback-percent` above 0).
+    writeback: Option<WritebackRate>,
+    paced_writebacks: u64,
 }
 
 const PARAMS: &[ParamSpec] = &[
@@ -53,13 +61,38 @@ const PARAMS: &[ParamSpec] = &[
         default: "64",
         help: "writeback: write-backs in flight at most (1..=65536)",
     },
+    ParamSpec {
+        name: "writeback-rate-minimum",
+        default: "4KiB",
+        help: "writeback: bytes per second at least (bcache: 8 sectors)",
+    },
+    ParamSpec {
+        name: "writeback-rate-update-seconds",
+        default: "5s",
+        help: "writeback: how often the rate controller runs",
+    },
+    ParamSpec {
+        name: "writeback-rate-p-term-inverse",
+        default: "40",
+        help: "writeback: the excess dirty data is written back over this many seconds (1..=10000)",
+    },
+    ParamSpec {
+        name: "writeback-rate-i-term-inverse",
+        default: "10000",
+        help: "writeback: the integral term's divisor (1..=1000000)",
+    },
+    ParamSpec {
+        name: "idle-max-writeback-rate",
+        default: "true",
+        help: "writeback: after 30 s without I/O, write back at the highest rate",
+    },
     ParamSpec { name: "collector", default: "lru", help: "block replacement (bcache: bucket LRU)" },
 ];
 
 impl ArchBuild for Bcache {
     const NAME: &'static str = "bcache-like";
     const CAPS: crate::arch::Capabilities = crate::arch::Capabilities::BLOCK_CACHING;
-    const VERSION: u32 = 1;
+    const VERSION: u32 = 2;
     const HELP: &'static str =
         "bcache-like: writethrough/writeback/writearound cache with sequential cutoff and writeback_percent";
     const PARAMS: &'static [ParamSpec] = PARAMS;
@@ -71,15 +104,24 @@ impl ArchBuild for Bcache {
         let wbp = p.u64("writeback-percent", 0, 99)?;
         let inflight = p.u64("writeback-inflight", 1, 65_536)?;
         let collector = p.string("collector")?;
+        let rate_minimum = p.size("writeback-rate-minimum", 512, 1 << 40)?;
+        let update = p.duration("writeback-rate-update-seconds", Nanos::from_millis(10), Nanos::from_secs(3600))?;
+        let p_term_inverse = p.u64("writeback-rate-p-term-inverse", 1, 10_000)?;
+        let i_term_inverse = p.u64("writeback-rate-i-term-inverse", 1, 1_000_000)?;
+        let idle_max = p.bool("idle-max-writeback-rate")?;
+        let paced = mode == 1 && wbp > 0;
         let cache_mode = match mode {
             1 => "write-back",
             2 | 3 => "read-only",
             _ => "write-through",
         };
+        // The paced thread does the cleaning; the cache's own threshold cleaner (unthrottled,
+        // idle class) only with writeback-percent 0, from 1 % dirty.
+        let (high, low) = if paced { (100, 99) } else { (wbp.max(1), wbp.saturating_sub(1)) };
         let knobs = [
             ("mode", cache_mode.to_string()),
-            ("dirty-high", format!("{}%", wbp.max(1))),
-            ("dirty-low", format!("{}%", wbp.saturating_sub(1))),
+            ("dirty-high", format!("{high}%")),
+            ("dirty-low", format!("{low}%")),
             ("max-writebacks", inflight.to_string()),
             ("collector", collector),
         ];
@@ -90,7 +132,30 @@ impl ArchBuild for Bcache {
             seq: SeqCutoff::new(64, cutoff),
             object_size: setup.object_size,
             bypassed: 0,
+            writeback: paced.then(|| {
+                WritebackRate::new(RateKnobs {
+                    target: setup.fast_capacity / 100 * wbp,
+                    minimum: rate_minimum,
+                    update,
+                    p_term_inverse,
+                    i_term_inverse,
+                    idle_max_after: idle_max.then(|| Nanos(update.0.saturating_mul(6))),
+                })
+            }),
+            paced_writebacks: 0,
         })
+    }
+}
+
+impl Bcache {
+    /// The writeback thread: starts the write-backs its rate allows now.
+    fn pump(&mut self, cx: &mut Ctx<'_>) {
+        let Some(wb) = &mut self.writeback else { return };
+        while wb.may_write(cx.now) {
+            let Some(bytes) = self.cache.write_back_next(cx, Priority::Normal) else { break };
+            wb.wrote(cx.now, bytes);
+            self.paced_writebacks += 1;
+        }
     }
 }
 
@@ -116,17 +181,47 @@ impl Architecture for Bcache {
         if !admit {
             self.bypassed += 1;
         }
-        self.cache.access_admitting(cx, req, admit)
+        let served = self.cache.access_admitting(cx, req, admit);
+        if let Some(wb) = &mut self.writeback {
+            wb.on_io(cx.now);
+            self.pump(cx);
+        }
+        served
     }
 
     fn complete(&mut self, cx: &mut Ctx<'_>, work: &Work, outcome: Outcome) {
-        self.cache.complete(cx, work, outcome)
+        self.cache.complete(cx, work, outcome);
+        self.pump(cx);
+    }
+
+    fn tick(&mut self, cx: &mut Ctx<'_>) {
+        let dirty = self.cache.usage().dirty_bytes;
+        if let Some(wb) = &mut self.writeback {
+            wb.update_if_due(cx.now, dirty);
+        }
+        self.pump(cx);
+    }
+
+    fn next_tick(&self) -> Option<Nanos> {
+        let wb = self.writeback.as_ref()?;
+        if self.cache.usage().dirty_bytes == 0 {
+            return None;
+        }
+        let update = wb.next_update();
+        Some(if self.cache.can_write_back() { update.min(wb.next_write()) } else { update })
     }
 
     delegate_to_cache!(cache);
 
     fn counters(&self) -> Vec<(&'static str, u64)> {
-        vec![("accesses bypassed (sequential cutoff or mode none)", self.bypassed)]
+        let mut c = vec![("accesses bypassed (sequential cutoff or mode none)", self.bypassed)];
+        if let Some(wb) = &self.writeback {
+            let (updates, idle) = wb.updates();
+            c.push(("write-backs started by the rate controller", self.paced_writebacks));
+            c.push(("writeback rate updates", updates));
+            c.push(("writeback rate updates at the idle maximum", idle));
+        }
+        c
     }
 
     fn memory_bytes(&self) -> usize {
@@ -137,7 +232,7 @@ impl Architecture for Bcache {
 #[cfg(test)]
 mod tests {
     use super::super::tests::{Harness, OBJ, Step, run_work};
-    use crate::{Level, ObjectId, Request, Setup, build_arch};
+    use crate::{Level, Nanos, ObjectId, Priority, Request, Setup, WorkKind, build_arch};
 
     /// Sequential streams past the cutoff bypass the cache; random I/O is cached.
     #[test]
@@ -165,16 +260,30 @@ mod tests {
         h.settle().unwrap();
     }
 
-    /// Writeback holds dirty data near writeback-percent.
+    /// Write-back is paced by the rate controller, at normal priority; after 30 s without I/O
+    /// the rest goes at the highest rate. With writeback-percent 0 it is unthrottled, idle-class.
     #[test]
-    fn writeback_percent_bounds_dirty_data() {
+    fn writeback_is_paced_and_speeds_up_when_idle() {
+        let writebacks = |h: &Harness| -> Vec<Priority> {
+            h.queued.iter().filter(|w| w.kind == WorkKind::Writeback).map(|w| w.priority).collect()
+        };
         let mut h = Harness::new("bcache-like:cache-mode=writeback,writeback-percent=25,sequential-cutoff=0", 8, false);
-        for o in [5, 1] {
+        for o in [5, 1, 7, 3] {
             h.step(&Step::Write(o, true)).unwrap();
         }
-        assert!(h.queued.is_empty(), "2 of 8 dirty is at 25 %");
-        h.step(&Step::Write(7, true)).unwrap();
-        assert_eq!(h.queued.len(), 2, "written back down to 24 %, i.e. one dirty block");
+        // One 4 KiB block per 7.8 ms at the first rate (512 KiB/s); the writes came 1 µs apart.
+        assert_eq!(writebacks(&h), vec![Priority::Normal]);
+        h.step(&Step::Tick).unwrap();
+        assert_eq!(writebacks(&h).len(), 4, "61 s without I/O: the rest at once");
+        let c: std::collections::BTreeMap<_, _> = h.engine.arch_counters().into_iter().collect();
+        assert_eq!(c["writeback rate updates at the idle maximum"], 1);
+        assert_eq!(c["write-backs started by the rate controller"], 4);
+        h.settle().unwrap();
+        let mut h = Harness::new("bcache-like:cache-mode=writeback,writeback-percent=0,sequential-cutoff=0", 8, false);
+        for o in [5, 1, 7, 3] {
+            h.step(&Step::Write(o, true)).unwrap();
+        }
+        assert_eq!(writebacks(&h), vec![Priority::Idle(Nanos::ZERO); 4], "above 1 % dirty, all at once");
         h.settle().unwrap();
     }
 

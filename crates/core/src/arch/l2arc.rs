@@ -2,11 +2,14 @@
 //! documentation and the HCA paper's description: a RAM ARC (L1) and an SSD L2ARC that is
 //! *inclusive* (an L2 copy stays while the page is also in the ARC) and is fed asynchronously.
 //!
-//! There is no eviction line between ARC and L2ARC: every `feed` interval (200 ms) a feeder
-//! walks the tails of the ARC's lists (MFU, then MRU), up to `headroom` × the write budget
+//! There is no eviction line between ARC and L2ARC: a feeder walks the tails of the ARC's lists (MFU, then MRU), up to `headroom` × the write budget
 //! each, and copies pages that have no L2 copy to the SSD, at most `write-max` bytes per feed
 //! (plus `write-boost` until the L2 has filled once: ZFS's warm-up boost). Pages that leave the
-//! ARC before the feeder reaches them never get to the SSD. The L2 is a circular log
+//! ARC before the feeder reaches them never get to the SSD. The feeder runs every `feed`
+//! (1 s, ZFS's `l2arc_feed_secs`), or every `feed-min` (200 ms, `l2arc_feed_min_ms`) after a feed
+//! that wrote more than half of its budget while `feed-again` is on (`l2arc_feed_again`: busy
+//! ARC lists are fed faster, stale ones idle back; `l2arc_write_interval` in ZFS's arc.c). The
+//! L2 is a circular log
 //! ([`super::ssd_log`]): the hand evicts the oldest copies ahead of each write.
 //!
 //! Lookup: ARC (RAM hit) → L2ARC (read from the SSD; the page re-enters the ARC, its L2 copy
@@ -53,6 +56,8 @@ pub struct L2Arc {
     arc_len: u32,
     log: SsdLog,
     feed_interval: Nanos,
+    /// The interval after a feed that wrote more than half its budget (`None`: feed-again off).
+    busy_feed_interval: Option<Nanos>,
     next_feed: Nanos,
     write_max: u64,
     write_boost: u64,
@@ -60,6 +65,7 @@ pub struct L2Arc {
     l2: bool,
     headroom: u64,
     feeds: u64,
+    busy_feeds: u64,
     pages_fed: u64,
     l2_hits: u64,
     l2_invalidations: u64,
@@ -73,7 +79,21 @@ const PARAMS: &[ParamSpec] = &[
         default: "true",
         help: "false: no L2 feed, the SSD stays unused (the paper's ARC-only baseline)",
     },
-    ParamSpec { name: "feed", default: "200ms", help: "L2ARC feed interval (ZFS l2arc_feed_min_ms)" },
+    ParamSpec {
+        name: "feed",
+        default: "1s",
+        help: "L2ARC feed interval (ZFS l2arc_feed_secs); after a feed that wrote over half its budget: feed-min",
+    },
+    ParamSpec {
+        name: "feed-min",
+        default: "200ms",
+        help: "feed interval while the ARC lists are busy (l2arc_feed_min_ms; at most `feed`)",
+    },
+    ParamSpec {
+        name: "feed-again",
+        default: "true",
+        help: "false: always `feed` (l2arc_feed_again=0)",
+    },
     ParamSpec { name: "write-max", default: "8MiB", help: "bytes written to the L2 per feed (l2arc_write_max)" },
     ParamSpec { name: "write-boost", default: "8MiB", help: "extra bytes per feed until the L2 has filled once" },
     ParamSpec {
@@ -106,6 +126,8 @@ impl ArchBuild for L2Arc {
         let page = setup.object_size;
         let l1 = p.size("l1", page, 1 << 44)?;
         let feed_interval = p.duration("feed", Nanos::from_millis(1), Nanos::from_secs(3600))?;
+        let feed_min = p.duration("feed-min", Nanos::from_millis(1), Nanos::from_secs(3600))?;
+        let busy_feed_interval = p.bool("feed-again")?.then_some(feed_min.min(feed_interval));
         let write_max = p.size("write-max", page, 1 << 40)?;
         let write_boost = p.size("write-boost", 0, 1 << 40)?;
         let headroom = p.u64("headroom", 1, 64)?;
@@ -136,12 +158,14 @@ impl ArchBuild for L2Arc {
             arc_len: 0,
             log: SsdLog::new(slots as u32),
             feed_interval,
+            busy_feed_interval,
             next_feed: feed_interval,
             write_max,
             write_boost,
             headroom,
             l2,
             feeds: 0,
+            busy_feeds: 0,
             pages_fed: 0,
             l2_hits: 0,
             l2_invalidations: 0,
@@ -215,10 +239,12 @@ impl L2Arc {
         }
     }
 
-    /// One feed: copy pages near the ARC tails that have no L2 copy to the SSD log.
-    fn feed(&mut self, cx: &mut Ctx<'_>) {
+    /// One feed: copy pages near the ARC tails that have no L2 copy to the SSD log. Returns
+    /// whether it wrote more than half of its budget.
+    fn feed(&mut self, cx: &mut Ctx<'_>) -> bool {
         self.feeds += 1;
-        let mut budget = self.write_max + if self.log.warm() { 0 } else { self.write_boost };
+        let wanted = self.write_max + if self.log.warm() { 0 } else { self.write_boost };
+        let mut budget = wanted;
         let scan_pages = (budget * self.headroom / self.page).max(1);
         'lists: for list in 0..self.arc.cold_lists() {
             let mut cur = self.arc.walk_cold(list, None);
@@ -249,6 +275,7 @@ impl L2Arc {
                 cx.issue(w);
             }
         }
+        (wanted - budget) * 2 > wanted
     }
 
     fn read(&mut self, cx: &mut Ctx<'_>, req: &Request, t: &Touch) -> Served {
@@ -360,8 +387,14 @@ impl Architecture for L2Arc {
 
     fn tick(&mut self, cx: &mut Ctx<'_>) {
         if self.l2 && cx.now >= self.next_feed {
-            self.feed(cx);
-            self.next_feed = self.next_feed.saturating_add(self.feed_interval).max(cx.now.saturating_add(Nanos(1)));
+            let busy = self.feed(cx);
+            self.busy_feeds += u64::from(busy);
+            let interval = match self.busy_feed_interval {
+                Some(fast) if busy => fast,
+                _ => self.feed_interval,
+            };
+            // The feed itself takes no time here: the next starts `interval` after this one.
+            self.next_feed = cx.now.saturating_add(interval);
         }
     }
 
@@ -394,6 +427,7 @@ impl Architecture for L2Arc {
     fn counters(&self) -> Vec<(&'static str, u64)> {
         vec![
             ("L2 feeds", self.feeds),
+            ("L2 feeds that wrote over half their budget", self.busy_feeds),
             ("pages fed to the L2", self.pages_fed),
             ("L2 hits", self.l2_hits),
             ("L2 copies invalidated by writes", self.l2_invalidations),
@@ -458,10 +492,35 @@ impl Architecture for L2Arc {
 #[cfg(test)]
 mod tests {
     use super::super::tests::{Harness, OBJ, Step, run_work};
-    use crate::{Level, ObjectId, Request, Setup, build_arch};
+    use crate::{Level, Nanos, ObjectId, Request, Setup, build_arch};
 
     fn counters(h: &Harness) -> std::collections::BTreeMap<&'static str, u64> {
         h.engine.arch_counters().into_iter().collect()
+    }
+
+    /// ZFS's `l2arc_write_interval`: after a feed that wrote more than half its budget the
+    /// next comes `feed-min` later (200 ms), after any other `feed` later (1 s); with
+    /// `feed-again=false` always `feed`.
+    #[test]
+    fn a_feed_that_wrote_much_is_followed_sooner() {
+        let base = "zfs-l2arc-like:l1=64KiB,collector=lru,write-max=8KiB,write-boost=0,headroom=1";
+        for (spec, after_busy) in [(base.to_string(), 200), (format!("{base},feed-again=false"), 1000)] {
+            let mut h = Harness::new(&spec, 32, false);
+            assert_eq!(h.engine.next_deadline(), Some(Nanos::from_secs(1)), "{spec}");
+            for o in 0..8 {
+                h.step(&Step::Read(o, true)).unwrap();
+            }
+            h.step(&Step::Tick).unwrap();
+            assert_eq!(h.queued.len(), 2, "the budget, 8 KiB, written");
+            let gap = |h: &Harness| h.engine.next_deadline().map(|t| (t.0 - h.now().0) / 1_000_000);
+            assert_eq!(gap(&h), Some(after_busy), "{spec}");
+            run_work(&mut h);
+            h.step(&Step::Tick).unwrap();
+            assert!(h.queued.is_empty(), "the tail's pages have L2 copies: nothing written");
+            assert_eq!(gap(&h), Some(1000), "{spec}");
+            let c = counters(&h);
+            assert_eq!((c["L2 feeds"], c["L2 feeds that wrote over half their budget"]), (2, 1), "{spec}");
+        }
     }
 
     /// The feeder copies the ARC's coldest pages, at most `write-max` per feed; the L2 copy

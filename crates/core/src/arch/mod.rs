@@ -41,6 +41,7 @@ pub mod loris_on_demand_caching;
 pub mod loris_plain_cold_dst;
 pub mod opencas;
 pub mod otf_ast;
+mod bcache_writeback_rate;
 mod seq_cutoff;
 mod ssd_log;
 pub mod ssd_only;

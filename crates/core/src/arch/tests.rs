@@ -128,6 +128,11 @@ impl Harness {
         }
     }
 
+    /// The harness's clock now.
+    pub(super) fn now(&self) -> Nanos {
+        crate::Clock::now(&self.clock)
+    }
+
     /// Moves the clock forward (timers are not run).
     pub(super) fn clock_advance_secs(&mut self, s: u64) {
         self.clock.advance(Nanos::from_secs(s));

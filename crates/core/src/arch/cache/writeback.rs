@@ -19,6 +19,24 @@ impl Cache {
         n
     }
 
+    /// Whether a dirty object waits for a write-back that may start now (one not already
+    /// being written back, and a write-back slot free).
+    pub fn can_write_back(&self) -> bool {
+        self.writebacks_in_flight < self.max_writebacks && self.dirty_order.front().is_some()
+    }
+
+    /// Starts the write-back of the next dirty object in the cleaner's order, at `priority`
+    /// (a cleaner paced by its owner, as bcache's rate controller); returns its bytes.
+    pub fn write_back_next(&mut self, cx: &mut Ctx<'_>, priority: Priority) -> Option<u64> {
+        if !self.can_write_back() {
+            return None;
+        }
+        let s = self.next_to_clean()?;
+        let bytes = u64::from(self.table.meta(s).size);
+        self.issue_writeback(cx, s, priority);
+        Some(bytes)
+    }
+
     pub(super) fn dirty_push(&mut self, s: Slot, now: Nanos) {
         ensure_slot(&mut self.dirty_links, s, DirtyLink::default());
         self.dirty_links[s.idx()].since = now;
