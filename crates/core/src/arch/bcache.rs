@@ -15,11 +15,15 @@
 //!   I/O priority (bcache marks its write-back I/O idle-class only with `writeback_percent` 0);
 //!   after 30 s without I/O it writes back at the highest rate. With `writeback-percent=0`
 //!   write-back is unthrottled, in the idle class.
+//! - `cutoff-writeback-sync` (70) and `cutoff-writeback` (40): bcache caches a write as dirty
+//!   only while the share of the cache in use by dirty data (its `gc_stats.in_use`: clean
+//!   buckets count as reclaimable) is at most 70 %, or 40 % for writes without REQ_SYNC; above
+//!   it the write is written through. Traces carry no REQ_SYNC: `sync-writes` (true) says
+//!   which cutoff applies. A write to a block that is dirty already stays a dirty write.
 //!
 //! Not modelled: buckets and their garbage collection (replacement here is per block, LRU by
-//! default as bcache's bucket priorities approximate), congestion-based bypass, the
-//! `cutoff_writeback` thresholds (they depend on REQ_SYNC, which traces do not carry), and
-//! journal writes.
+//! default as bcache's bucket priorities approximate), congestion-based bypass, and journal
+//! writes.
 
 use super::bcache_writeback_rate::{RateKnobs, WritebackRate};
 use super::cache::{Cache, delegate_to_cache};
@@ -28,6 +32,9 @@ use super::{ArchBuild, Architecture, Placement, Setup, Usage};
 use crate::engine::Ctx;
 use crate::params::{ConfigError, ParamSpec, Params};
 use crate::{Level, Nanos, ObjectId, Outcome, Priority, Request, Served, Work};
+
+/// What bcache's writeback thread writes back at most in one go (5000 sectors).
+const MAX_WRITESIZE_IN_PASS: u64 = 5000 * 512;
 
 const MODES: [&str; 4] = ["writethrough", "writeback", "writearound", "none"];
 
@@ -41,6 +48,10 @@ pub struct Bcache {
     bypassed: u64,
     /// The paced writeback thread (write-back mode with `writeback-percent` above 0).
     writeback: Option<WritebackRate>,
+    /// Write-back mode: writes are cached dirty only while the dirty share is at most this
+    /// (bcache's `cutoff_writeback_sync`, or `cutoff_writeback` for writes not marked sync).
+    writeback_cutoff: Option<u64>,
+    written_through_at_cutoff: u64,
     paced_writebacks: u64,
 }
 
@@ -82,6 +93,26 @@ const PARAMS: &[ParamSpec] = &[
         help: "writeback: the integral term's divisor (1..=1000000)",
     },
     ParamSpec {
+        name: "writeback-delay",
+        default: "30s",
+        help: "writeback: the thread sleeps this long after a pass that wrote back all it found",
+    },
+    ParamSpec {
+        name: "cutoff-writeback-sync",
+        default: "70",
+        help: "writeback: above this percentage of the cache dirty, writes are written through (1..=100)",
+    },
+    ParamSpec {
+        name: "cutoff-writeback",
+        default: "40",
+        help: "writeback: the same for writes not marked sync (1..=100)",
+    },
+    ParamSpec {
+        name: "sync-writes",
+        default: "true",
+        help: "writeback: the traced writes carry REQ_SYNC (O_DIRECT, fsync): cutoff-writeback-sync applies, else cutoff-writeback",
+    },
+    ParamSpec {
         name: "idle-max-writeback-rate",
         default: "true",
         help: "writeback: after 30 s without I/O, write back at the highest rate",
@@ -109,6 +140,10 @@ impl ArchBuild for Bcache {
         let p_term_inverse = p.u64("writeback-rate-p-term-inverse", 1, 10_000)?;
         let i_term_inverse = p.u64("writeback-rate-i-term-inverse", 1, 1_000_000)?;
         let idle_max = p.bool("idle-max-writeback-rate")?;
+        let delay = p.duration("writeback-delay", Nanos::ZERO, Nanos::from_secs(3600))?;
+        let cutoff_sync = p.u64("cutoff-writeback-sync", 1, 100)?;
+        let cutoff_other = p.u64("cutoff-writeback", 1, 100)?.min(cutoff_sync);
+        let sync_writes = p.bool("sync-writes")?;
         let paced = mode == 1 && wbp > 0;
         let cache_mode = match mode {
             1 => "write-back",
@@ -134,15 +169,21 @@ impl ArchBuild for Bcache {
             bypassed: 0,
             writeback: paced.then(|| {
                 WritebackRate::new(RateKnobs {
-                    target: setup.fast_capacity / 100 * wbp,
+                    target: setup.fast_capacity * wbp / 100,
                     minimum: rate_minimum,
                     update,
                     p_term_inverse,
                     i_term_inverse,
                     idle_max_after: idle_max.then(|| Nanos(update.0.saturating_mul(6))),
+                    delay,
                 })
             }),
             paced_writebacks: 0,
+            writeback_cutoff: (mode == 1).then(|| {
+                let percent = if sync_writes { cutoff_sync } else { cutoff_other };
+                setup.fast_capacity * percent / 100
+            }),
+            written_through_at_cutoff: 0,
         })
     }
 }
@@ -152,7 +193,12 @@ impl Bcache {
     fn pump(&mut self, cx: &mut Ctx<'_>) {
         let Some(wb) = &mut self.writeback else { return };
         while wb.may_write(cx.now) {
-            let Some(bytes) = self.cache.write_back_next(cx, Priority::Normal) else { break };
+            let Some(bytes) = self.cache.write_back_next(cx, Priority::Normal, MAX_WRITESIZE_IN_PASS) else {
+                if !self.cache.has_dirty_waiting() {
+                    wb.nothing_left(cx.now);
+                }
+                break;
+            };
             wb.wrote(cx.now, bytes);
             self.paced_writebacks += 1;
         }
@@ -181,7 +227,14 @@ impl Architecture for Bcache {
         if !admit {
             self.bypassed += 1;
         }
-        let served = self.cache.access_admitting(cx, req, admit);
+        let over_cutoff = self.writeback_cutoff.is_some_and(|c| self.cache.usage().dirty_bytes > c);
+        let served = if over_cutoff && req.op == crate::Op::Write {
+            let served = self.cache.write_through(cx, req, admit);
+            self.written_through_at_cutoff += u64::from(served.touches.contains(Level::Slow));
+            served
+        } else {
+            self.cache.access_admitting(cx, req, admit)
+        };
         if let Some(wb) = &mut self.writeback {
             wb.on_io(cx.now);
             self.pump(cx);
@@ -215,11 +268,15 @@ impl Architecture for Bcache {
 
     fn counters(&self) -> Vec<(&'static str, u64)> {
         let mut c = vec![("accesses bypassed (sequential cutoff or mode none)", self.bypassed)];
+        if self.writeback_cutoff.is_some() {
+            c.push(("writes written through above the writeback cutoff", self.written_through_at_cutoff));
+        }
         if let Some(wb) = &self.writeback {
-            let (updates, idle) = wb.updates();
+            let (updates, idle, passes) = wb.updates();
             c.push(("write-backs started by the rate controller", self.paced_writebacks));
             c.push(("writeback rate updates", updates));
             c.push(("writeback rate updates at the idle maximum", idle));
+            c.push(("writeback passes ended with the writeback-delay sleep", passes));
         }
         c
     }
@@ -285,6 +342,33 @@ mod tests {
         }
         assert_eq!(writebacks(&h), vec![Priority::Idle(Nanos::ZERO); 4], "above 1 % dirty, all at once");
         h.settle().unwrap();
+    }
+
+    /// Above the write-back cutoff (70 % dirty; 40 % for writes not marked sync) writes are
+    /// written through; a write to a block that is dirty already stays a dirty write.
+    #[test]
+    fn writes_above_the_cutoff_are_written_through() {
+        use crate::Levels;
+        // Up to and at the cutoff a write is cached dirty: 8 of 10 blocks at 70 %, 5 at 40 %.
+        for (sync, cached_dirty) in [("true", 8), ("false", 5)] {
+            let spec = format!("bcache-like:cache-mode=writeback,sequential-cutoff=0,sync-writes={sync}");
+            let mut h = Harness::new(&spec, 10, false);
+            let mut dirty_writes = 0;
+            for o in 0..10 {
+                let w = h.engine.access(&Request::write(ObjectId(o), 0, OBJ));
+                if w.touches == Levels::one(Level::Fast) {
+                    dirty_writes += 1;
+                } else {
+                    assert_eq!(w.touches, Levels::one(Level::Fast).with(Level::Slow), "{spec}: written through");
+                }
+            }
+            assert_eq!(dirty_writes, cached_dirty, "{spec}");
+            let again = h.engine.access(&Request::write(ObjectId(0), 0, OBJ));
+            assert_eq!(again.touches, Levels::one(Level::Fast), "{spec}: block 0 is dirty: stays a dirty write");
+            let c: std::collections::BTreeMap<_, _> = h.engine.arch_counters().into_iter().collect();
+            assert_eq!(c["writes written through above the writeback cutoff"], 10 - dirty_writes, "{spec}");
+            h.settle().unwrap();
+        }
     }
 
     /// Each volume is its own address space: random blocks of volumes 16 and up (whose ids

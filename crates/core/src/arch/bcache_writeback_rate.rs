@@ -12,10 +12,14 @@
 //!   `bytes / rate`; it is never more than 2 s behind that schedule nor sleeps more than 2.5 s;
 //! - once the cache set has had no I/O for six rate updates (30 s), it writes back at the
 //!   highest rate (`idle_max_writeback_rate`), until the next request;
-//! - the first rate is 1024 sectors/s (512 KiB/s).
+//! - the first rate is 1024 sectors/s (512 KiB/s);
+//! - after a pass that wrote back every dirty key it found, the thread sleeps `writeback_delay`
+//!   (30 s) whatever is written meanwhile (a wake-up only shortens the sleep of a thread with
+//!   no dirty data at all, which waits for the first).
 //!
 //! Not modelled: the fragmentation boost of newer kernels (a faster rate when many buckets
-//! hold little dirty data), and the 30 s `writeback_delay` sleep after a full pass.
+//! hold little dirty data); a pass here ends when no dirty block is left to start, where
+//! bcache's ends when its scan of the index wraps (at most 500 keys at a time).
 
 use crate::Nanos;
 
@@ -31,6 +35,8 @@ pub(super) struct RateKnobs {
     pub i_term_inverse: u64,
     /// No I/O for this long: write back at the highest rate (`None`: never).
     pub idle_max_after: Option<Nanos>,
+    /// The sleep after a pass.
+    pub delay: Nanos,
 }
 
 /// The rate and the writeback thread's schedule.
@@ -44,6 +50,11 @@ pub(super) struct WritebackRate {
     /// When the writeback thread may start its next write-back.
     next: Nanos,
     next_update: Nanos,
+    /// The thread sleeps until then after a pass.
+    asleep_until: Nanos,
+    /// The current pass has written something back.
+    pass_wrote: bool,
+    passes: u64,
     last_io: Nanos,
     updates: u64,
     idle_updates: u64,
@@ -61,6 +72,9 @@ impl WritebackRate {
             integral: 0.0,
             next: Nanos::ZERO,
             next_update: knobs.update,
+            asleep_until: Nanos::ZERO,
+            pass_wrote: false,
+            passes: 0,
             last_io: Nanos::ZERO,
             updates: 0,
             idle_updates: 0,
@@ -107,11 +121,22 @@ impl WritebackRate {
 
     /// Whether the writeback thread may start a write-back now.
     pub(super) fn may_write(&self, now: Nanos) -> bool {
-        self.next <= now
+        self.next_write() <= now
+    }
+
+    /// The thread found no dirty block left to write back: a pass that wrote some ends with
+    /// the sleep.
+    pub(super) fn nothing_left(&mut self, now: Nanos) {
+        if self.pass_wrote {
+            self.pass_wrote = false;
+            self.passes += 1;
+            self.asleep_until = now.saturating_add(self.knobs.delay);
+        }
     }
 
     /// The thread started a write-back of `bytes` at `now`: its next start moves on.
     pub(super) fn wrote(&mut self, now: Nanos, bytes: u64) {
+        self.pass_wrote = true;
         let Some(rate) = self.rate else {
             self.next = now;
             return;
@@ -123,7 +148,7 @@ impl WritebackRate {
 
     /// When the thread may write next.
     pub(super) fn next_write(&self) -> Nanos {
-        self.next
+        self.next.max(self.asleep_until)
     }
 
     /// When the next rate update is due.
@@ -132,13 +157,14 @@ impl WritebackRate {
     }
 
     /// Bytes per second now (`None`: the highest rate).
+    #[cfg(test)]
     pub(super) fn rate(&self) -> Option<f64> {
         self.rate
     }
 
-    /// Rate updates run, and those that found the set idle.
-    pub(super) fn updates(&self) -> (u64, u64) {
-        (self.updates, self.idle_updates)
+    /// Rate updates run, those that found the set idle, and passes ended with a sleep.
+    pub(super) fn updates(&self) -> (u64, u64, u64) {
+        (self.updates, self.idle_updates, self.passes)
     }
 }
 
@@ -154,6 +180,7 @@ mod tests {
             p_term_inverse: 40,
             i_term_inverse: 10_000,
             idle_max_after: Some(Nanos::from_secs(30)),
+            delay: Nanos::from_secs(30),
         }
     }
 
@@ -178,7 +205,7 @@ mod tests {
         assert_eq!(r.rate(), None, "idle for 31 s: highest rate");
         r.on_io(Nanos::from_secs(41));
         assert!(r.rate().is_some());
-        assert_eq!(r.updates(), (3, 1));
+        assert_eq!(r.updates(), (3, 1, 0));
     }
 
     /// Each write-back moves the schedule by bytes / rate, never more than 2.5 s ahead or 2 s
@@ -193,5 +220,11 @@ mod tests {
         r.wrote(t, 4 << 20); // 8 s more: held to 2.5 s ahead
         assert_eq!(r.next_write(), Nanos::from_millis(102_500));
         assert!(!r.may_write(t));
+        // The pass ends: 30 s of sleep.
+        r.nothing_left(Nanos::from_secs(103));
+        assert_eq!(r.next_write(), Nanos::from_secs(133));
+        r.nothing_left(Nanos::from_secs(140));
+        assert_eq!(r.next_write(), Nanos::from_secs(133), "no pass since: no new sleep");
+        assert_eq!(r.updates().2, 1);
     }
 }

@@ -29,6 +29,7 @@
 
 mod check;
 mod partial;
+mod room;
 mod writeback;
 
 use super::{ArchBuild, Architecture, Placement, Setup, Usage};
@@ -170,7 +171,7 @@ const PARAMS: &[ParamSpec] = &[
 impl ArchBuild for Cache {
     const NAME: &'static str = "cache";
     const CAPS: crate::arch::Capabilities = crate::arch::Capabilities::BLOCK_CACHING;
-    const VERSION: u32 = 1;
+    const VERSION: u32 = 2;
     const HELP: &'static str = "SSD caching of HDD objects: read-only, write-through or write-back, any collector";
     const PARAMS: &'static [ParamSpec] = PARAMS;
     const USES_COLLECTOR: bool = true;
@@ -285,9 +286,17 @@ impl Cache {
     pub fn access_admitting(&mut self, cx: &mut Ctx<'_>, req: &Request, admit: bool) -> Served {
         match req.op {
             Op::Read => self.read(cx, req, admit),
-            Op::Write => self.write(cx, req, admit),
+            Op::Write => self.write(cx, req, admit, self.mode),
             _ => self.access(cx, req),
         }
+    }
+
+    /// A write written through to both devices even in write-back mode (bcache above its
+    /// write-back cutoff): a cached block is updated on both (a dirty one stays dirty: its
+    /// other sectors may be), a whole-block miss is cached clean (as `write-through`).
+    pub fn write_through(&mut self, cx: &mut Ctx<'_>, req: &Request, admit: bool) -> Served {
+        let mode = if self.mode == Mode::WriteBack { Mode::WriteThrough } else { self.mode };
+        self.write(cx, req, admit, mode)
     }
 
     /// Whether `obj` has a copy on the SSD (cached or being filled).
@@ -380,86 +389,6 @@ impl Cache {
 
     // --- dirty list ------------------------------------------------------------------------
 
-    // --- eviction and filling --------------------------------------------------------------
-
-    fn evict(&mut self, cx: &mut Ctx<'_>, s: Slot) {
-        let m = *self.table.meta(s);
-        let size = u64::from(m.size);
-        self.coll_leave_fast(s, true);
-        // A copy being written back (dirty, or revived after a delete) or completed leaves when
-        // that work completes.
-        if m.state == DIRTY || m.flags & WRITING_BACK != 0 || m.completing {
-            self.table.meta_mut(s).flags |= EVICTING;
-            self.evicting_bytes += size;
-            if m.state == DIRTY && m.flags & WRITING_BACK == 0 {
-                // The cache waits on this one for space: not an idle-time job.
-                self.issue_writeback(cx, s, Priority::Normal);
-            }
-        } else {
-            let id = self.table.id(s);
-            Self::issue(cx, WorkKind::Invalidate, id, s, size, false);
-            self.used -= size;
-            self.drop_to_slow_or_forget(s);
-        }
-    }
-
-    /// Evicts until `size` more bytes fit now. Clean victims go at once; a dirty victim is
-    /// written back and dropped when clean, and the search goes on for a clean one (as
-    /// Flashcache prefers clean blocks), passing at most `MAX_DIRTY_SKIP` dirty victims. False
-    /// when the bytes do not fit now (the caller then goes around the cache).
-    fn make_room(&mut self, cx: &mut Ctx<'_>, size: u64) -> bool {
-        const MAX_DIRTY_SKIP: usize = 64;
-        let mut dirty_seen = 0;
-        while self.used + size > self.capacity {
-            let enough_leaving = self.used - self.evicting_bytes + size <= self.capacity;
-            if enough_leaving && dirty_seen >= MAX_DIRTY_SKIP {
-                break;
-            }
-            let Some(v) = self.collector.coldest_fast(cx.now) else {
-                break;
-            };
-            let m = self.table.meta(v);
-            if m.state == DIRTY || m.flags & WRITING_BACK != 0 || m.completing {
-                dirty_seen += 1;
-            }
-            self.evict(cx, v);
-        }
-        self.used + size <= self.capacity
-    }
-
-    /// The collector's admission of a missed object (a tracked slot's counter, then the miss
-    /// itself, which S3-FIFO refuses for objects larger than its small queue).
-    fn admitted(&mut self, slot: Option<Slot>, id: ObjectId, size: u32) -> bool {
-        if slot.is_some_and(|s| !self.collector.admits(s)) {
-            return false;
-        }
-        self.collector.on_miss(id, u64::from(size));
-        self.collector.admits_new(id, u64::from(size))
-    }
-
-    /// Places a missed object: returns its slot when the fill was issued.
-    fn fill(&mut self, cx: &mut Ctx<'_>, slot: Option<Slot>, id: ObjectId, size: u32, source_in_ram: bool) {
-        if !self.admitted(slot, id, size) || !self.make_room(cx, u64::from(size)) {
-            return;
-        }
-        let s = match slot {
-            Some(s) => s,
-            None => self.table.insert(id, CacheMeta::new(size, NOT_CACHED, 0)),
-        };
-        let m = self.table.meta_mut(s);
-        m.state = FILLING;
-        m.size = size;
-        self.used += u64::from(size);
-        Self::issue(cx, WorkKind::Copy, id, s, u64::from(size), source_in_ram);
-    }
-
-    /// Tracks a slow-tier object for collectors that rank those.
-    fn track_slow(&mut self, id: ObjectId, size: u32, t: &Touch) -> Slot {
-        let s = self.table.insert(id, CacheMeta::new(size, NOT_CACHED, IN_COLLECTOR));
-        self.collector.insert(s, id, Tier::Slow, u64::from(size), t);
-        s
-    }
-
     // --- the data path ---------------------------------------------------------------------
 
     fn read(&mut self, cx: &mut Ctx<'_>, req: &Request, admit: bool) -> Served {
@@ -500,7 +429,9 @@ impl Cache {
         Served::by(Level::Slow)
     }
 
-    fn write(&mut self, cx: &mut Ctx<'_>, req: &Request, admit: bool) -> Served {
+    /// A write, handled as `mode` says (the cache's own, or write-through where its owner
+    /// asks: bcache above its write-back cutoff).
+    fn write(&mut self, cx: &mut Ctx<'_>, req: &Request, admit: bool, mode: Mode) -> Served {
         let t = Self::touch_of(cx, req);
         let slot = self.table.get(req.obj);
         if let Some(s) = slot {
@@ -517,7 +448,10 @@ impl Cache {
                     return self.write_around(cx, s, m);
                 }
                 let whole = req.offset == 0 && req.len >= u64::from(m.size);
-                return self.write_hit(cx, s, m, &t, whole);
+                // A dirty block, or one being written back, takes the write as dirty data: a
+                // write-through write could be overwritten (or torn) on the HDD by the write-back.
+                let mode = if m.state == DIRTY || m.flags & WRITING_BACK != 0 { self.mode } else { mode };
+                return self.write_hit(cx, s, m, &t, whole, mode);
             }
             if m.state == FILLING {
                 // The copy in flight was read before this write: it is stale.
@@ -525,7 +459,7 @@ impl Cache {
                 return Served::by(Level::Slow);
             }
         }
-        let allocate = match self.mode {
+        let allocate = match mode {
             Mode::ReadOnly => false,
             Mode::WriteThrough => self.write_allocate,
             Mode::WriteBack => true,
@@ -538,7 +472,7 @@ impl Cache {
             other => other,
         };
         let whole = req.offset == 0 && req.len >= u64::from(size);
-        let absorb = whole || (self.mode == Mode::WriteBack && self.absorb_partial);
+        let absorb = whole || (mode == Mode::WriteBack && self.absorb_partial);
         if !allocate || !absorb || !admit {
             return Served::by(Level::Slow);
         }
@@ -553,7 +487,7 @@ impl Cache {
         self.table.meta_mut(s).size = size;
         self.used += u64::from(size);
         self.coll_enter_fast(s, &t);
-        if self.mode == Mode::WriteBack {
+        if mode == Mode::WriteBack {
             if !whole {
                 self.table.meta_mut(s).flags |= PARTIAL;
             }
@@ -575,8 +509,8 @@ impl Cache {
         Served::by(Level::Slow)
     }
 
-    fn write_hit(&mut self, cx: &mut Ctx<'_>, s: Slot, m: CacheMeta, t: &Touch, whole: bool) -> Served {
-        match self.mode {
+    fn write_hit(&mut self, cx: &mut Ctx<'_>, s: Slot, m: CacheMeta, t: &Touch, whole: bool, mode: Mode) -> Served {
+        match mode {
             Mode::ReadOnly => self.write_around(cx, s, m),
             Mode::WriteThrough => Served::written_to(Levels::one(Level::Fast).with(Level::Slow)),
             Mode::WriteBack => {
@@ -653,7 +587,7 @@ impl Architecture for Cache {
     fn access(&mut self, cx: &mut Ctx<'_>, req: &Request) -> Served {
         match req.op {
             Op::Read => self.read(cx, req, true),
-            Op::Write => self.write(cx, req, true),
+            Op::Write => self.write(cx, req, true, self.mode),
             Op::Delete => self.delete(cx, req.obj),
             _ => Served::metadata(),
         }

@@ -89,11 +89,7 @@ const PARAMS: &[ParamSpec] = &[
         default: "200ms",
         help: "feed interval while the ARC lists are busy (l2arc_feed_min_ms; at most `feed`)",
     },
-    ParamSpec {
-        name: "feed-again",
-        default: "true",
-        help: "false: always `feed` (l2arc_feed_again=0)",
-    },
+    ParamSpec { name: "feed-again", default: "true", help: "false: always `feed` (l2arc_feed_again=0)" },
     ParamSpec { name: "write-max", default: "8MiB", help: "bytes written to the L2 per feed (l2arc_write_max)" },
     ParamSpec { name: "write-boost", default: "8MiB", help: "extra bytes per feed until the L2 has filled once" },
     ParamSpec {
@@ -113,7 +109,7 @@ impl ArchBuild for L2Arc {
     const CAPS: crate::arch::Capabilities = crate::arch::Capabilities::BLOCK_CACHING
         .with_ram_level(crate::arch::RamLevel::Cache)
         .with_objects(crate::arch::ObjectSizes::Fixed);
-    const VERSION: u32 = 1;
+    const VERSION: u32 = 2;
     const HELP: &'static str =
         "ZFS-L2ARC-like: RAM ARC + inclusive SSD L2 fed from the ARC tails every 200 ms, throttled";
     const PARAMS: &'static [ParamSpec] = PARAMS;

@@ -16,6 +16,7 @@
 //! `architectures!` list below.
 
 pub mod bcache;
+mod bcache_writeback_rate;
 pub mod cache;
 pub mod caps;
 pub mod dmcache_smq;
@@ -41,7 +42,6 @@ pub mod loris_on_demand_caching;
 pub mod loris_plain_cold_dst;
 pub mod opencas;
 pub mod otf_ast;
-mod bcache_writeback_rate;
 mod seq_cutoff;
 mod ssd_log;
 pub mod ssd_only;

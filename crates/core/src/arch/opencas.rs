@@ -81,7 +81,7 @@ const PARAMS: &[ParamSpec] = &[
 impl ArchBuild for OpenCas {
     const NAME: &'static str = "open-cas-like";
     const CAPS: crate::arch::Capabilities = crate::arch::Capabilities::BLOCK_CACHING;
-    const VERSION: u32 = 1;
+    const VERSION: u32 = 2;
     const HELP: &'static str =
         "Open-CAS-like: wt/wb/wa/pt cache, always/nhit promotion, sequential cutoff, alru/acp cleaning";
     const PARAMS: &'static [ParamSpec] = PARAMS;

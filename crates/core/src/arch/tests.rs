@@ -522,6 +522,8 @@ fn specs() -> Vec<String> {
     v.push("bcache-like:cache-mode=writeback,writeback-percent=20,sequential-cutoff=12KiB".into());
     v.push("bcache-like:sequential-cutoff=8KiB".into());
     v.push("bcache-like:cache-mode=writearound".into());
+    v.push("bcache-like:cache-mode=writeback,cutoff-writeback-sync=30,writeback-rate-update-seconds=10ms".into());
+    v.push("bcache-like:cache-mode=writeback,writeback-percent=0,sync-writes=false,cutoff-writeback=20".into());
     v.push("dm-cache-smq-like:hotspot=2,promote-hits=2,migration-threshold=8KiB,idle=30s".into());
     v.push("dm-cache-smq-like:mode=writethrough".into());
     v.push("open-cas-like:cache-mode=wb,promotion=nhit,nhit-trigger=0,seq-cutoff=always,seq-cutoff-threshold=8KiB,alru-staleness=0,alru-activity=0".into());

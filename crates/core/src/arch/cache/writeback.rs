@@ -22,18 +22,39 @@ impl Cache {
     /// Whether a dirty object waits for a write-back that may start now (one not already
     /// being written back, and a write-back slot free).
     pub fn can_write_back(&self) -> bool {
-        self.writebacks_in_flight < self.max_writebacks && self.dirty_order.front().is_some()
+        self.writebacks_in_flight < self.max_writebacks && self.has_dirty_waiting()
+    }
+
+    /// Whether a dirty object waits for its write-back (not counting those in flight).
+    pub fn has_dirty_waiting(&self) -> bool {
+        self.dirty_order.front().is_some()
     }
 
     /// Starts the write-back of the next dirty object in the cleaner's order, at `priority`
-    /// (a cleaner paced by its owner, as bcache's rate controller); returns its bytes.
-    pub fn write_back_next(&mut self, cx: &mut Ctx<'_>, priority: Priority) -> Option<u64> {
+    /// (a cleaner paced by its owner, as bcache's rate controller), and, in LBA order, of the
+    /// dirty blocks right after it, up to `max_bytes` in all (bcache writes back contiguous
+    /// dirty keys together, at most 5000 sectors a pass); returns the bytes.
+    pub fn write_back_next(&mut self, cx: &mut Ctx<'_>, priority: Priority, max_bytes: u64) -> Option<u64> {
         if !self.can_write_back() {
             return None;
         }
         let s = self.next_to_clean()?;
-        let bytes = u64::from(self.table.meta(s).size);
+        let mut bytes = u64::from(self.table.meta(s).size);
+        let mut last = self.table.id(s).0;
         self.issue_writeback(cx, s, priority);
+        while self.dirty_by_lba.as_ref().is_some_and(|set| set.contains(&last.wrapping_add(1)))
+            && self.writebacks_in_flight < self.max_writebacks
+        {
+            let Some(s) = self.table.get(ObjectId(last.wrapping_add(1))) else { break };
+            let size = u64::from(self.table.meta(s).size);
+            if bytes + size > max_bytes {
+                break;
+            }
+            self.issue_writeback(cx, s, priority);
+            bytes += size;
+            last = last.wrapping_add(1);
+            self.lba_cursor = last.wrapping_add(1);
+        }
         Some(bytes)
     }
 
