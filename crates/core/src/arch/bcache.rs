@@ -115,7 +115,7 @@ const PARAMS: &[ParamSpec] = &[
     ParamSpec {
         name: "idle-max-writeback-rate",
         default: "true",
-        help: "writeback: after 30 s without I/O, write back at the highest rate",
+        help: "writeback: after six rate updates (30 s) without I/O, write back at the highest rate",
     },
     ParamSpec { name: "collector", default: "lru", help: "block replacement (bcache: bucket LRU)" },
 ];

@@ -24,8 +24,8 @@
 //! sectors from the SSD and the rest from the HDD, and fills the rest of the block from the HDD
 //! (as a miss on the missing sectors would: bcache inserts what it read from the backing device,
 //! Open CAS fills a line's invalid sectors), so the block is whole once that completes; a
-//! whole-block write makes it whole at once. Objects larger than the cache or refused by the collector's admission rule are never
-//! cached.
+//! whole-block write makes it whole at once. Objects larger than the cache or refused by the
+//! collector's admission rule are never cached.
 
 mod check;
 mod partial;
@@ -292,8 +292,9 @@ impl Cache {
     }
 
     /// A write written through to both devices even in write-back mode (bcache above its
-    /// write-back cutoff): a cached block is updated on both (a dirty one stays dirty: its
-    /// other sectors may be), a whole-block miss is cached clean (as `write-through`).
+    /// write-back cutoff): a clean cached block is updated on both, a whole-block miss is cached
+    /// clean (as `write-through`); a dirty block, or one being written back, takes it as a
+    /// dirty write.
     pub fn write_through(&mut self, cx: &mut Ctx<'_>, req: &Request, admit: bool) -> Served {
         let mode = if self.mode == Mode::WriteBack { Mode::WriteThrough } else { self.mode };
         self.write(cx, req, admit, mode)

@@ -2,14 +2,14 @@
 //! documentation and the HCA paper's description: a RAM ARC (L1) and an SSD L2ARC that is
 //! *inclusive* (an L2 copy stays while the page is also in the ARC) and is fed asynchronously.
 //!
-//! There is no eviction line between ARC and L2ARC: a feeder walks the tails of the ARC's lists (MFU, then MRU), up to `headroom` × the write budget
-//! each, and copies pages that have no L2 copy to the SSD, at most `write-max` bytes per feed
-//! (plus `write-boost` until the L2 has filled once: ZFS's warm-up boost). Pages that leave the
-//! ARC before the feeder reaches them never get to the SSD. The feeder runs every `feed`
-//! (1 s, ZFS's `l2arc_feed_secs`), or every `feed-min` (200 ms, `l2arc_feed_min_ms`) after a feed
-//! that wrote more than half of its budget while `feed-again` is on (`l2arc_feed_again`: busy
-//! ARC lists are fed faster, stale ones idle back; `l2arc_write_interval` in ZFS's arc.c). The
-//! L2 is a circular log
+//! There is no eviction line between ARC and L2ARC: a feeder walks the tails of the ARC's lists
+//! (MFU, then MRU), up to `headroom` × the write budget each, and copies pages that have no L2
+//! copy to the SSD, at most `write-max` bytes per feed (plus `write-boost` until the L2 has
+//! filled once: ZFS's warm-up boost). Pages that leave the ARC before the feeder reaches them
+//! never get to the SSD. The feeder runs every `feed` (1 s, ZFS's `l2arc_feed_secs`), or every
+//! `feed-min` (200 ms, `l2arc_feed_min_ms`) after a feed that wrote more than half of its
+//! budget while `feed-again` is on (`l2arc_feed_again`: busy ARC lists are fed faster, stale
+//! ones idle back; `l2arc_write_interval` in ZFS's arc.c). The L2 is a circular log
 //! ([`super::ssd_log`]): the hand evicts the oldest copies ahead of each write.
 //!
 //! Lookup: ARC (RAM hit) → L2ARC (read from the SSD; the page re-enters the ARC, its L2 copy
