@@ -162,7 +162,9 @@ for t in $traces; do
   ssd_mib=$(( (fp / 4 + (1 << 20) - 1) >> 20 ))
   [ "$ssd_mib" -ge 2 ] || ssd_mib=2
   for a in $archs; do
-    d=$base/${a//[^a-zA-Z0-9-]/_}-$name
+    # Numbered, not named after the spec: a Unix socket's path has at most 107 bytes.
+    run_n=$(( ${run_n:-0} + 1 ))
+    d=$base/$run_n
     mkdir -p "$d"
     ctl=$d/ssd.img.sock.control
     case $device in

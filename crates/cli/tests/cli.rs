@@ -700,3 +700,36 @@ fn io_align_charges_what_direct_io_issues() {
     assert!(direct["devices"].as_str().unwrap().contains("direct I/O in 4096-byte units"));
     fails(&["sim", &t, "--arch", "hdd-only", "--ssd", "1%", "--io-align", "3000"], &["--io-align", "power of two"]);
 }
+
+/// A socket path longer than a Unix socket can take is refused before anything is made (the
+/// control socket's bind used to fail silently in the daemon, and `stats` then said the path
+/// was no mount).
+#[test]
+fn serve_refuses_socket_paths_too_long_to_bind() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = dir.path().join("d".repeat(120));
+    let (ssd, hdd) = (dir.path().join("ssd.img"), dir.path().join("hdd.img"));
+    let args = |flag: &str| {
+        let o = tierwise(&[
+            "serve",
+            "--create",
+            "--ssd",
+            ssd.to_str().unwrap(),
+            "--hdd",
+            hdd.to_str().unwrap(),
+            "--ssd-size",
+            "8MiB",
+            "--hdd-size",
+            "64MiB",
+            flag,
+            long.to_str().unwrap(),
+        ]);
+        assert!(!o.status.success());
+        String::from_utf8_lossy(&o.stderr).to_string()
+    };
+    for (flag, what) in [("--control", "control socket"), ("--socket", "NBD socket")] {
+        let e = args(flag);
+        assert!(e.contains(what) && e.contains("at most 107") && e.contains(flag), "{e}");
+    }
+    assert!(!ssd.exists() && !hdd.exists(), "nothing is made");
+}

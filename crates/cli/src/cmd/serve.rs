@@ -193,6 +193,19 @@ pub(crate) fn cmd_serve(args: ServeArgs) -> Result<()> {
         None => with_suffix(&socket, ".control"),
     });
     let pidfile = with_suffix(&control, ".pid");
+    // A Unix socket's path must fit in sun_path: a longer one cannot be bound (or reached by
+    // clients), and the control socket's bind failed silently in the daemon.
+    let sockets =
+        [(a.port.is_none(), "NBD socket", "--socket", &socket), (true, "control socket", "--control", &control)];
+    for (_, what, flag, path) in sockets.into_iter().filter(|s| s.0) {
+        let len = abs(path).as_os_str().len();
+        if len > MAX_SOCKET_PATH {
+            bail!(
+                "the {what} {} is {len} bytes long as an absolute path; a Unix socket's path can be at most {MAX_SOCKET_PATH}: give {flag} a shorter path",
+                abs(path).display()
+            );
+        }
+    }
     // A running server's pid file is its own: refused before anything is touched.
     if let Some(pid) = running_pid(&pidfile) {
         bail!("a server is already running with pid {pid} ({}); stop it first: kill {pid}", pidfile.display());
@@ -349,6 +362,9 @@ fn with_suffix(p: &Path, suffix: &str) -> PathBuf {
     s.push(suffix);
     PathBuf::from(s)
 }
+
+/// The longest path a Unix socket can be bound at (`sun_path` holds 108 bytes with its NUL).
+const MAX_SOCKET_PATH: usize = 107;
 
 fn abs(p: &Path) -> PathBuf {
     std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
