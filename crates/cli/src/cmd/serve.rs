@@ -195,14 +195,14 @@ pub(crate) fn cmd_serve(args: ServeArgs) -> Result<()> {
     let pidfile = with_suffix(&control, ".pid");
     // A Unix socket's path must fit in sun_path: a longer one cannot be bound (or reached by
     // clients), and the control socket's bind failed silently in the daemon.
-    let sockets =
-        [(a.port.is_none(), "NBD socket", "--socket", &socket), (true, "control socket", "--control", &control)];
-    for (_, what, flag, path) in sockets.into_iter().filter(|s| s.0) {
-        let len = abs(path).as_os_str().len();
+    let nbd_socket = a.port.is_none().then_some(("NBD socket", "--socket", &socket));
+    for (what, flag, path) in nbd_socket.into_iter().chain([("control socket", "--control", &control)]) {
+        let path = abs(path);
+        let len = path.as_os_str().len();
         if len > MAX_SOCKET_PATH {
             bail!(
                 "the {what} {} is {len} bytes long as an absolute path; a Unix socket's path can be at most {MAX_SOCKET_PATH}: give {flag} a shorter path",
-                abs(path).display()
+                path.display()
             );
         }
     }

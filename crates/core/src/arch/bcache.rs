@@ -227,7 +227,7 @@ impl Architecture for Bcache {
         if !admit {
             self.bypassed += 1;
         }
-        let over_cutoff = self.writeback_cutoff.is_some_and(|c| self.cache.usage().dirty_bytes > c);
+        let over_cutoff = self.writeback_cutoff.is_some_and(|c| self.cache.dirty_bytes() > c);
         let served = if over_cutoff && req.op == crate::Op::Write {
             let served = self.cache.write_through(cx, req, admit);
             self.written_through_at_cutoff += u64::from(served.touches.contains(Level::Slow));
@@ -248,7 +248,7 @@ impl Architecture for Bcache {
     }
 
     fn tick(&mut self, cx: &mut Ctx<'_>) {
-        let dirty = self.cache.usage().dirty_bytes;
+        let dirty = self.cache.dirty_bytes();
         if let Some(wb) = &mut self.writeback {
             wb.update_if_due(cx.now, dirty);
         }
@@ -257,7 +257,7 @@ impl Architecture for Bcache {
 
     fn next_tick(&self) -> Option<Nanos> {
         let wb = self.writeback.as_ref()?;
-        if self.cache.usage().dirty_bytes == 0 {
+        if self.cache.dirty_bytes() == 0 {
             return None;
         }
         let update = wb.next_update();

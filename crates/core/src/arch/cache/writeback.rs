@@ -25,6 +25,12 @@ impl Cache {
         self.writebacks_in_flight < self.max_writebacks && self.has_dirty_waiting()
     }
 
+    /// Dirty bytes, those being written back included (what [`Cache::usage`] reports, without
+    /// building the rest of it on every access).
+    pub fn dirty_bytes(&self) -> u64 {
+        self.dirty_bytes
+    }
+
     /// Whether a dirty object waits for its write-back (not counting those in flight).
     pub fn has_dirty_waiting(&self) -> bool {
         self.dirty_order.front().is_some()
