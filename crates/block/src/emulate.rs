@@ -71,7 +71,12 @@ impl Backend for Emulated {
         Ok(())
     }
     fn sync(&self, dev: Dev) -> io::Result<()> {
-        self.inner.sync(dev)
+        self.inner.sync(dev)?;
+        // A sync is a cache flush on the emulated drive: its write cache written back.
+        if let Some(d) = &self.devices[dev as usize] {
+            d.flush();
+        }
+        Ok(())
     }
     fn discard(&self, dev: Dev, off: u64, len: u64) -> io::Result<()> {
         self.inner.discard(dev, off, len)

@@ -18,15 +18,32 @@
 //!
 //! Read-ahead: after a read the drive keeps reading the following sectors into its buffer
 //! while idle (up to `readahead_kb`); a read that the buffer holds costs the command overhead
-//! and the interface transfer only. A write invalidates the buffer. The drive's own volatile
-//! write cache is not modelled (write timings are media timings, as with write cache off or a
-//! flush after every write).
+//! and the interface transfer only. When the head moves elsewhere, what was read ahead stays
+//! as one of `read_segments` segments (oldest dropped first); a write to the platters drops
+//! the segments it overlaps.
+//!
+//! Write cache (`write_cache`, on by default as SATA drives ship and Linux leaves them; `false`
+//! gives media timings for every write, as `hdparm -W0` or a flush after each write): a write
+//! the cache has room for completes once its data crossed the interface (command overhead +
+//! transfer, as a read from the buffer). The drive writes cached data to the platters once it
+//! has had no command to serve for as long as the mean gap between the host's commands (so a
+//! command that is likely soon is not made to wait; the destage delay of US patent 7,721,051),
+//! and when the cache is full. Each write-back takes, of
+//! the next 16 cached runs ascending from the head (wrapping), the one it reaches soonest,
+//! touching writes merged, at most 512 KiB per transfer (`hdd_write_cache.rs`); a command that
+//! arrives while one is under way waits for it to end. A write that finds the cache full
+//! waits for write-backs to make room; a write larger than the cache goes to the platters. A
+//! FLUSH CACHE writes everything back and completes after ([`Model::flush`]). Reads of cached
+//! data come from the cache. Drives do not publish how their buffer is split: the default gives
+//! half of a 16 MB buffer to writes (`write_cache_kb`) and half to 16 read segments of 512 KiB
+//! (`read_segments`: the read-ahead of the last 16 places read stays, until a write covers it).
 
 use serde::{Deserialize, Serialize};
 use tierwise_core::Nanos;
 use tierwise_core::params::parse_size;
 
 use super::{DevOp, Model, Power, Service};
+use crate::hdd_write_cache::WriteCache;
 
 /// HDD parameters (a preset's fields).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -55,6 +72,16 @@ pub struct HddSpec {
     /// Commands the drive queues and reorders (NCQ); 1 disables reordering.
     #[serde(default = "default_ncq_depth")]
     pub ncq_depth: u32,
+    /// Read segments of the drive's buffer (the read-ahead of this many different places is
+    /// kept; 1: only the last read's).
+    #[serde(default = "default_read_segments")]
+    pub read_segments: u32,
+    /// Whether the drive's volatile write cache is on (`hdparm -W1`, the default).
+    #[serde(default = "default_write_cache")]
+    pub write_cache: bool,
+    /// Write cache size, KiB (the datasheet's buffer).
+    #[serde(default = "default_write_cache_kb")]
+    pub write_cache_kb: f64,
     /// Watts servicing requests.
     pub active_w: f64,
     /// Watts idle, spinning.
@@ -78,6 +105,25 @@ fn default_readahead_kb() -> f64 {
 fn default_ncq_depth() -> u32 {
     32
 }
+
+fn default_read_segments() -> u32 {
+    16
+}
+
+fn default_write_cache() -> bool {
+    true
+}
+
+fn default_write_cache_kb() -> f64 {
+    8_192.0
+}
+
+/// The most the drive writes back in one media transfer: a command that arrives meanwhile
+/// waits for at most this much (4 ms at 126 MB/s).
+const WRITE_BACK_MAX: u64 = 512 << 10;
+
+/// The cached runs, next in the sweep, among which a write-back takes the nearest.
+const WRITE_BACK_CANDIDATES: usize = 16;
 
 /// Command overhead of a read served from the drive's buffer.
 const BUFFER_HIT_NS: f64 = 100_000.0;
@@ -105,6 +151,7 @@ impl HddSpec {
         for (name, v) in [
             ("track_to_track_ms", self.track_to_track_ms),
             ("readahead_kb", self.readahead_kb),
+            ("write_cache_kb", self.write_cache_kb),
             ("active_w", self.active_w),
             ("idle_w", self.idle_w),
             ("standby_w", self.standby_w),
@@ -163,7 +210,26 @@ pub struct Hdd {
     /// The read-ahead buffer: `[buffer_start, head + readahead)` once the drive has had time
     /// to read it; `None` after a write.
     buffer_start: Option<u64>,
+    /// Segments read ahead into earlier, kept while the drive reads or writes elsewhere (a
+    /// drive's segmented buffer), oldest first; at most `max_segments`.
+    segments: Vec<(u64, u64)>,
+    max_segments: usize,
     readahead: u64,
+    /// Writes not yet on the platters (`None`: write cache off).
+    write_cache: Option<WriteCache>,
+    /// When the drive finished the host's last command: it writes its cache back only while
+    /// it has nothing else to do (reads first), from then or once the media is free.
+    idle_from: Nanos,
+    /// The mean gap between the starts of the host's commands, ns: the drive waits this long
+    /// idle before it writes back (another command is likely sooner).
+    mean_gap_ns: f64,
+    last_start: Option<Nanos>,
+    /// The run written back last (under way, or done and still in the buffer): reads of it
+    /// come from memory too.
+    written_back: (u64, u64),
+    /// Media time spent writing the cache back while the host saw the drive idle, not yet
+    /// reported ([`Model::take_background_ns`]).
+    background_ns: u64,
     ncq_depth: u32,
     power: Power,
     usd_per_gb: f64,
@@ -196,7 +262,16 @@ impl Hdd {
             per_capacity_byte: 1.0 / capacity as f64,
             per_track_byte: 1.0 / ((spec.read_mb_s * 1e6 * rotation) as u64).max(512) as f64,
             buffer_start: None,
+            segments: Vec::new(),
+            max_segments: spec.read_segments.saturating_sub(1) as usize,
             readahead: (spec.readahead_kb * 1024.0) as u64,
+            write_cache: (spec.write_cache && spec.write_cache_kb >= 4.0)
+                .then(|| WriteCache::new((spec.write_cache_kb * 1024.0) as u64)),
+            background_ns: 0,
+            written_back: (0, 0),
+            idle_from: Nanos::ZERO,
+            mean_gap_ns: f64::INFINITY,
+            last_start: None,
             ncq_depth: spec.ncq_depth,
             power: Power {
                 active_w: spec.active_w,
@@ -221,10 +296,17 @@ impl Hdd {
 
     /// Whether a read of `[addr, addr + len)` starting at `now` is in the read-ahead buffer.
     fn buffered(&self, now: Nanos, addr: u64, len: u64) -> bool {
-        let Some(start) = self.buffer_start else { return false };
+        let end = addr.saturating_add(len);
+        self.live_segment(now).is_some_and(|(s, e)| addr >= s && end <= e)
+            || self.segments.iter().any(|&(s, e)| addr >= s && end <= e)
+    }
+
+    /// The segment being read ahead into at `now`: from the last read's start to as far as the
+    /// drive has read past it since.
+    fn live_segment(&self, now: Nanos) -> Option<(u64, u64)> {
+        let start = self.buffer_start?;
         let read_since = (now.0.saturating_sub(self.head_free.0) as f64 / self.ns_per_byte_read) as u64;
-        let end = self.head + read_since.min(self.readahead);
-        addr >= start && addr + len <= end
+        Some((start, self.head + read_since.min(self.readahead)))
     }
 
     /// Where byte `addr` sits on its track, as a fraction of a rotation.
@@ -269,29 +351,163 @@ fn fraction(x: f64) -> f64 {
     x - (x as i64) as f64
 }
 
+impl Hdd {
+    /// Whether a read of `[addr, addr + len)` at `now` is served from the drive's memory: the
+    /// write cache or the read-ahead buffer.
+    fn in_memory(&self, now: Nanos, addr: u64, len: u64) -> bool {
+        let (wb, wb_len) = self.written_back;
+        self.write_cache.as_ref().is_some_and(|c| c.covers(addr, len))
+            || (addr >= wb && addr.saturating_add(len) <= wb + wb_len)
+            || self.buffered(now, addr, len)
+    }
+
+    /// Whether the write cache takes this write without writing anything back first.
+    fn cache_takes(&self, addr: u64, len: u64) -> bool {
+        self.write_cache.as_ref().is_some_and(|c| len <= c.capacity() && c.fits(addr, len))
+    }
+
+    /// A media transfer starting at `from` (the media is free then); returns when it ends.
+    fn transfer(&mut self, from: Nanos, op: DevOp, addr: u64, len: u64) -> Nanos {
+        // The segment read ahead into stops growing and stays, the oldest making room.
+        if let Some(seg) = self.live_segment(from).filter(|_| self.max_segments > 0) {
+            if self.segments.len() >= self.max_segments {
+                self.segments.remove(0);
+            }
+            self.segments.push(seg);
+        }
+        if op == DevOp::Write {
+            let end = addr.saturating_add(len);
+            self.segments.retain(|&(s, e)| e <= addr || s >= end);
+        }
+        let per_byte = if op == DevOp::Read { self.ns_per_byte_read } else { self.ns_per_byte_write };
+        let t = Nanos((self.media_positioning(from, op, addr) + len as f64 * per_byte) as u64);
+        self.head = (addr + len) % self.capacity;
+        self.head_free = from.saturating_add(t);
+        // The phase that puts `head` under the head when this transfer ends.
+        self.phase = fraction(self.angle(self.head) - fraction(self.head_free.0 as f64 * self.per_rotation_ns) + 1.0);
+        self.buffer_start = (op == DevOp::Read).then_some(addr);
+        self.head_free
+    }
+
+    /// The positioning of the write-back [`Hdd::write_back_one`] would start at `from`, in ns
+    /// (what a write that finds the cache full waits for first).
+    fn write_back_positioning(&self, from: Nanos) -> f64 {
+        let from = from.max(self.head_free);
+        let Some(cache) = self.write_cache.as_ref() else { return 0.0 };
+        cache
+            .next_runs(self.head, WRITE_BACK_CANDIDATES)
+            .map(|s| self.media_positioning(from, DevOp::Write, s))
+            .fold(f64::INFINITY, f64::min)
+    }
+
+    /// The time before a command started at `start` transfers, in ns; at least `bound` when
+    /// that is cheaper to tell (a seek alone that long).
+    fn command_positioning(&self, start: Nanos, op: DevOp, addr: u64, len: u64, bound: f64) -> f64 {
+        let addr = if addr < self.capacity { addr } else { addr % self.capacity };
+        match op {
+            DevOp::Read if self.in_memory(start, addr, len) => return BUFFER_HIT_NS,
+            DevOp::Write if self.cache_takes(addr, len) => return BUFFER_HIT_NS,
+            _ => {}
+        }
+        // A write-back under way delays every media access alike.
+        let from = start.max(self.head_free);
+        let wait = (from.0 - start.0) as f64;
+        if op == DevOp::Write && self.write_cache.as_ref().is_some_and(|c| len <= c.capacity()) {
+            // A full cache: the write waits for a write-back to make room.
+            return wait + self.write_back_positioning(from) + BUFFER_HIT_NS;
+        }
+        let seek = self.seek(op, addr);
+        // The rotational wait only adds: a seek already too long cannot win.
+        if wait + seek >= bound {
+            return wait + seek;
+        }
+        wait + self.rotate(from, seek, addr)
+    }
+
+    /// Writes a cached piece to the platters from `from` or once the media is free: of the
+    /// next runs in the sweep, the one the head reaches soonest (a drive orders its write-backs
+    /// by positioning time, as its queued commands). False if nothing is cached.
+    fn write_back_one(&mut self, from: Nanos) -> bool {
+        let from = from.max(self.head_free);
+        let Some(cache) = self.write_cache.as_ref() else { return false };
+        let mut best = (f64::INFINITY, None);
+        for start in cache.next_runs(self.head, WRITE_BACK_CANDIDATES) {
+            let t = self.media_positioning(from, DevOp::Write, start);
+            if t < best.0 {
+                best = (t, Some(start));
+            }
+        }
+        let Some((addr, len)) = best.1.and_then(|s| self.write_cache.as_mut()?.take(s, WRITE_BACK_MAX)) else {
+            return false;
+        };
+        self.transfer(from, DevOp::Write, addr, len);
+        self.written_back = (addr, len);
+        true
+    }
+
+    /// The write-backs the drive started while idle before `start`.
+    fn write_back_until(&mut self, start: Nanos) {
+        loop {
+            let from = self.head_free.max(self.idle_from.saturating_add(Nanos(self.mean_gap_ns as u64)));
+            if from >= start || !self.write_back_one(from) {
+                return;
+            }
+            // What ran past `start` delays the next command and counts as its service.
+            self.background_ns += self.head_free.min(start).0 - from.0;
+        }
+    }
+
+    /// Command overhead and interface transfer: a request served from the drive's memory.
+    fn interface_only(len: u64) -> Nanos {
+        Nanos((BUFFER_HIT_NS + len as f64 / INTERFACE_BYTES_PER_NS) as u64)
+    }
+}
+
 impl Model for Hdd {
     #[inline]
     fn service(&mut self, start: Nanos, op: DevOp, addr: u64, len: u64) -> Service {
         let addr = addr % self.capacity;
-        if op == DevOp::Read && self.buffered(start, addr, len) {
-            let t = Nanos((BUFFER_HIT_NS + len as f64 / INTERFACE_BYTES_PER_NS) as u64);
-            return Service { occupancy: t, latency: t };
+        if self.write_cache.is_some() {
+            self.write_back_until(start);
+            // The gap between the host's commands, averaged (1/8 weight, as TCP's RTT).
+            if let Some(last) = self.last_start {
+                let gap = start.0.saturating_sub(last.0) as f64;
+                // The first gap seen is the first mean; until then the drive writes back only
+                // when it must.
+                self.mean_gap_ns =
+                    if self.mean_gap_ns.is_finite() { self.mean_gap_ns + (gap - self.mean_gap_ns) / 8.0 } else { gap };
+            }
+            self.last_start = Some(start);
         }
-        let per_byte = if op == DevOp::Read { self.ns_per_byte_read } else { self.ns_per_byte_write };
-        let t = Nanos((self.media_positioning(start, op, addr) + len as f64 * per_byte) as u64);
-        self.head = (addr + len) % self.capacity;
-        self.head_free = start.saturating_add(t);
-        // The phase that puts `head` under the head when this transfer ends.
-        self.phase = fraction(self.angle(self.head) - fraction(self.head_free.0 as f64 * self.per_rotation_ns) + 1.0);
-        self.buffer_start = (op == DevOp::Read).then_some(addr);
+        let end = match op {
+            DevOp::Read if self.in_memory(start, addr, len) => start.saturating_add(Self::interface_only(len)),
+            DevOp::Write if self.write_cache.as_ref().is_some_and(|c| len <= c.capacity()) => {
+                // A full cache takes the write once write-backs made room.
+                let mut waited = false;
+                while !self.cache_takes(addr, len) && self.write_back_one(start) {
+                    waited = true;
+                }
+                let ready = if waited { self.head_free.max(start) } else { start };
+                if let Some(c) = self.write_cache.as_mut() {
+                    c.insert(addr, len);
+                }
+                ready.saturating_add(Self::interface_only(len))
+            }
+            _ => {
+                if let Some(c) = self.write_cache.as_mut() {
+                    c.remove(addr, len);
+                    self.written_back = (0, 0);
+                }
+                // A write-back under way ends first.
+                self.transfer(start.max(self.head_free), op, addr, len)
+            }
+        };
+        self.idle_from = end;
+        let t = end.saturating_sub(start);
         Service { occupancy: t, latency: t }
     }
     fn positioning(&self, start: Nanos, op: DevOp, addr: u64, len: u64) -> Nanos {
-        let addr = if addr < self.capacity { addr } else { addr % self.capacity };
-        if op == DevOp::Read && self.buffered(start, addr, len) {
-            return Nanos(BUFFER_HIT_NS as u64);
-        }
-        Nanos(self.media_positioning(start, op, addr) as u64)
+        Nanos(self.command_positioning(start, op, addr, len, f64::INFINITY) as u64)
     }
     fn queue_depth(&self) -> u32 {
         self.ncq_depth
@@ -299,22 +515,22 @@ impl Model for Hdd {
     fn shortest_positioning(&self, start: Nanos, queued: &[(DevOp, u64, u64)]) -> usize {
         let mut best = (f64::INFINITY, 0);
         for (i, &(op, addr, len)) in queued.iter().enumerate() {
-            let addr = if addr < self.capacity { addr } else { addr % self.capacity };
-            let t = if op == DevOp::Read && self.buffered(start, addr, len) {
-                BUFFER_HIT_NS
-            } else {
-                let seek = self.seek(op, addr);
-                // The rotational wait only adds: a seek already too long cannot win.
-                if seek >= best.0 {
-                    continue;
-                }
-                self.rotate(start, seek, addr)
-            };
+            let t = self.command_positioning(start, op, addr, len, best.0);
             if t < best.0 {
                 best = (t, i);
             }
         }
         best.1
+    }
+    fn flush(&mut self, start: Nanos) -> Service {
+        self.write_back_until(start);
+        while self.write_back_one(start) {}
+        let t = self.head_free.max(start).saturating_sub(start).saturating_add(Nanos(BUFFER_HIT_NS as u64));
+        self.idle_from = start.saturating_add(t);
+        Service { occupancy: t, latency: t }
+    }
+    fn take_background_ns(&mut self) -> u64 {
+        std::mem::take(&mut self.background_ns)
     }
     fn power(&self) -> Power {
         self.power
@@ -324,5 +540,144 @@ impl Model for Hdd {
     }
     fn can_spin_down(&self) -> bool {
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Presets;
+
+    fn disk(knobs: &str) -> Hdd {
+        Hdd::new(&Presets::builtin().hdd(&format!("wd5000aaks{knobs}")).unwrap()).unwrap()
+    }
+
+    /// Random 4 KiB addresses over the whole disk.
+    fn random_addrs(n: usize, cap: u64) -> Vec<u64> {
+        let mut s = 99u64;
+        (0..n)
+            .map(|_| {
+                s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                ((s >> 11) % (cap / 4096)) * 4096
+            })
+            .collect()
+    }
+
+    #[test]
+    fn cached_writes_end_at_interface_speed_and_reach_the_platters_while_the_drive_is_idle() {
+        let mut hdd = disk("");
+        let mut t = Nanos::ZERO;
+        for &a in &random_addrs(100, hdd.capacity()) {
+            let s = hdd.service(t, DevOp::Write, a, 4096);
+            assert!(s.latency < Nanos::from_micros(200), "cached write: {}", s.latency);
+            t = t.saturating_add(s.occupancy);
+        }
+        // Written data reads from the drive's memory, whether written back yet or not.
+        for &a in &random_addrs(100, hdd.capacity())[90..] {
+            let s = hdd.service(t, DevOp::Read, a, 4096);
+            assert!(s.latency < Nanos::from_micros(200), "{}", s.latency);
+            t = t.saturating_add(s.occupancy);
+        }
+        // Ten seconds later everything is on the platters: a read pays its own access only, and
+        // the write-backs took media time in one sweep, less than random writes would.
+        let read = hdd.service(Nanos::from_secs(10), DevOp::Read, 7 << 30, 4096).latency;
+        assert!(read < Nanos::from_millis(30), "{read}");
+        assert!(hdd.write_cache.as_ref().unwrap().is_empty());
+        let written_back = hdd.take_background_ns() as f64 / 1e9;
+        assert!(written_back > 0.1 && written_back < 100.0 / 91.0, "write-backs took {written_back} s");
+    }
+
+    #[test]
+    fn sustained_random_writes_wait_for_room_and_run_at_the_sweeps_rate() {
+        let iops = |knobs: &str| {
+            let mut hdd = disk(knobs);
+            let addrs = random_addrs(20_000, hdd.capacity());
+            let mut t = Nanos::ZERO;
+            for &a in &addrs {
+                t = t.saturating_add(hdd.service(t, DevOp::Write, a, 4096).occupancy);
+            }
+            addrs.len() as f64 / t.as_secs_f64()
+        };
+        let (on, off) = (iops(""), iops(":write_cache=off"));
+        assert!((off / 91.0 - 1.0).abs() < 0.03, "media timings: {off}");
+        // A 16 MiB cache of 4 KiB writes sorted by address: shorter seeks, far from free.
+        assert!(on > 1.5 * off && on < 1000.0, "write cache on: {on} IOPS, off: {off}");
+    }
+
+    #[test]
+    fn a_flush_ends_once_the_cache_is_written_back() {
+        let mut hdd = disk("");
+        let mut t = Nanos::ZERO;
+        for &a in &random_addrs(50, hdd.capacity()) {
+            t = t.saturating_add(hdd.service(t, DevOp::Write, a, 4096).occupancy);
+        }
+        let flush = hdd.flush(t).latency;
+        assert!(flush > Nanos::from_millis(50 * 2), "{flush}");
+        assert!(hdd.flush(t.saturating_add(flush)).latency <= Nanos::from_micros(100));
+        // Write cache off: every write already is on the platters.
+        let mut off = disk(":write_cache=off");
+        let w = off.service(Nanos::ZERO, DevOp::Write, 1 << 30, 4096).latency;
+        assert!(w > Nanos::from_millis(1));
+        assert!(off.flush(w).latency <= Nanos::from_micros(100));
+    }
+
+    #[test]
+    fn the_drive_waits_the_mean_gap_between_commands_before_it_writes_back() {
+        let mut hdd = disk("");
+        // A command every 30 ms, random reads and cached writes: the drive is idle about
+        // 18 ms between them, less than the mean gap, so it writes nothing back.
+        let addrs = random_addrs(40, hdd.capacity());
+        let mut t = Nanos::ZERO;
+        for (i, &a) in addrs.iter().enumerate() {
+            let op = if i % 4 == 0 { DevOp::Write } else { DevOp::Read };
+            hdd.service(t, op, a, 4096);
+            t = t.saturating_add(Nanos::from_millis(30));
+        }
+        assert_eq!(hdd.take_background_ns(), 0);
+        assert_eq!(hdd.write_cache.as_ref().unwrap().bytes(), 10 * 4096);
+        // A longer pause: it writes back meanwhile.
+        hdd.service(t.saturating_add(Nanos::from_millis(100)), DevOp::Read, 0, 4096);
+        assert!(hdd.take_background_ns() > 0);
+    }
+
+    #[test]
+    fn the_read_ahead_of_several_places_stays_in_the_buffer() {
+        let read = |hdd: &mut Hdd, t: &mut Nanos, addr: u64| {
+            let s = hdd.service(*t, DevOp::Read, addr, 4096);
+            *t = t.saturating_add(s.occupancy).saturating_add(Nanos::from_millis(5));
+            s.latency
+        };
+        for (segments, hit) in [(16, true), (1, false)] {
+            let mut hdd = disk(&format!(":read_segments={segments}"));
+            let mut t = Nanos::ZERO;
+            read(&mut hdd, &mut t, 1 << 30);
+            read(&mut hdd, &mut t, 100 << 30);
+            let again = read(&mut hdd, &mut t, (1 << 30) + 65_536);
+            assert_eq!(again < Nanos::from_micros(200), hit, "{segments} segments: {again}");
+            // A write over the segment drops it.
+            let mut off = disk(&format!(":read_segments={segments},write_cache=off"));
+            let mut t = Nanos::ZERO;
+            read(&mut off, &mut t, 1 << 30);
+            off.service(t, DevOp::Write, (1 << 30) + 65_536, 4096);
+            t = t.saturating_add(Nanos::from_millis(30));
+            assert!(read(&mut off, &mut t, (1 << 30) + 65_536) > Nanos::from_micros(200));
+        }
+    }
+
+    #[test]
+    fn knobs_after_the_preset_name_change_its_fields_and_bad_ones_are_named() {
+        let p = Presets::builtin();
+        let s = p.hdd("wd5000aaks:write_cache=off,rpm=5400,write_cache_kb=8192").unwrap();
+        assert!(!s.write_cache && s.rpm == 5400.0 && s.write_cache_kb == 8192.0);
+        assert!(p.hdd("wd5000aaks").unwrap().write_cache);
+        for (bad, says) in [
+            ("wd5000aaks:write_cache", "FIELD=VALUE"),
+            ("wd5000aaks:rmp=5400", "rmp"),
+            ("wd5000aaks:write_cache_kb=-1", "write_cache_kb"),
+            ("nosuch:rpm=1", "nosuch"),
+        ] {
+            let e = p.hdd(bad).unwrap_err().to_string();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
     }
 }

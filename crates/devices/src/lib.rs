@@ -5,6 +5,7 @@
 //! the opt-in latency emulation of the real front ends.
 
 pub mod hdd;
+mod hdd_write_cache;
 pub mod presets;
 pub mod queue;
 pub mod queued;
@@ -85,6 +86,16 @@ pub trait Model: Send {
         }
         best.1
     }
+    /// A FLUSH CACHE the device starts at `start`: completes once everything it acknowledged
+    /// is on stable media (a drive with its write cache off: at once).
+    fn flush(&mut self, _start: Nanos) -> Service {
+        Service { occupancy: Nanos::ZERO, latency: Nanos::ZERO }
+    }
+    /// Media time spent on the device's own background work (a drive writing its cache back)
+    /// while the host saw it idle, since the last call.
+    fn take_background_ns(&mut self) -> u64 {
+        0
+    }
     /// Power figures.
     fn power(&self) -> Power;
     /// Price in US dollars per (decimal) GB.
@@ -125,6 +136,13 @@ pub struct DeviceStats {
     /// Requests merged into others before they reached the device (iostat's rrqm + wrqm).
     #[serde(default)]
     pub merged: u64,
+    /// Cache flushes (FLUSH CACHE commands).
+    #[serde(default)]
+    pub flushes: u64,
+    /// Nanoseconds the drive spent writing its write cache back while no command was in
+    /// service (active, though `busy_ns` and iostat's utilisation do not see it).
+    #[serde(default)]
+    pub background_ns: u64,
 }
 
 impl DeviceStats {
@@ -233,6 +251,7 @@ impl Device {
             }
         }
         let s = self.model.service(start, op, addr, len);
+        self.stats.background_ns += self.model.take_background_ns();
         let done = start.saturating_add(s.latency);
         self.busy_until = start.saturating_add(s.occupancy);
         self.stats.busy_ns += s.occupancy.0;
@@ -248,6 +267,22 @@ impl Device {
             }
         }
         (start, done)
+    }
+
+    /// A cache flush arriving at `now`, after the commands already started; returns when every
+    /// write acknowledged before it is on stable media.
+    pub fn flush(&mut self, now: Nanos) -> Nanos {
+        if self.start.is_none() {
+            self.start = Some(now);
+            self.busy_until = now;
+        }
+        let start = now.max(self.busy_until);
+        let s = self.model.flush(start);
+        self.stats.background_ns += self.model.take_background_ns();
+        self.busy_until = start.saturating_add(s.occupancy);
+        self.stats.busy_ns += s.occupancy.0;
+        self.stats.flushes += 1;
+        start.saturating_add(s.latency)
     }
 
     /// Adds time requests spent queued before this device saw them (a scheduler's queue).
@@ -296,8 +331,9 @@ impl Device {
     /// the rest of `elapsed_ns` idle.
     pub fn energy_j(&self, st: &DeviceStats) -> f64 {
         let secs = |ns: u64| ns as f64 / 1e9;
-        let idle_ns = st.elapsed_ns.saturating_sub(st.busy_ns + st.standby_ns + st.spin_up_ns);
-        secs(st.busy_ns) * self.power.active_w
+        let active_ns = st.busy_ns + st.background_ns;
+        let idle_ns = st.elapsed_ns.saturating_sub(active_ns + st.standby_ns + st.spin_up_ns);
+        secs(active_ns) * self.power.active_w
             + secs(idle_ns) * self.power.idle_w
             + secs(st.standby_ns) * self.power.standby_w
             + secs(st.spin_up_ns) * self.power.spin_up_w

@@ -99,13 +99,39 @@ impl Presets {
         Ok(p)
     }
 
-    /// An HDD preset by name.
-    pub fn hdd(&self, name: &str) -> Result<&HddSpec, PresetError> {
-        self.hdd.get(name).ok_or_else(|| PresetError::Unknown {
+    /// An HDD preset by name, with fields changed after a colon: `NAME:FIELD=VALUE,...`
+    /// (`wd5000aaks:write_cache=off`, `wd5000aaks:rpm=5400,readahead_kb=0`; `on`/`off` are
+    /// booleans), validated as a `--devices` file's would be.
+    pub fn hdd(&self, name: &str) -> Result<HddSpec, PresetError> {
+        let (base, knobs) = name.split_once(':').unwrap_or((name, ""));
+        let spec = self.hdd.get(base).ok_or_else(|| PresetError::Unknown {
             kind: "hdd",
-            name: name.into(),
+            name: base.into(),
             available: self.hdd.keys().cloned().collect(),
-        })
+        })?;
+        if knobs.is_empty() {
+            return Ok(spec.clone());
+        }
+        let invalid = |message: String| PresetError::Invalid { kind: "hdd", name: name.into(), message };
+        let mut value = toml::Value::try_from(spec).map_err(|e| invalid(e.to_string()))?;
+        let table = value.as_table_mut().ok_or_else(|| invalid("not a table".into()))?;
+        for knob in knobs.split(',') {
+            let (key, text) = knob
+                .split_once('=')
+                .ok_or_else(|| invalid(format!("`{knob}`: expected FIELD=VALUE (e.g. write_cache=off)")))?;
+            let v = match text {
+                "on" => toml::Value::Boolean(true),
+                "off" => toml::Value::Boolean(false),
+                _ => toml::from_str::<toml::Table>(&format!("v = {text}"))
+                    .ok()
+                    .and_then(|mut t| t.remove("v"))
+                    .unwrap_or_else(|| toml::Value::String(text.into())),
+            };
+            table.insert(key.into(), v);
+        }
+        let spec: HddSpec = value.try_into().map_err(|e: toml::de::Error| invalid(e.message().to_string()))?;
+        spec.validate().map_err(invalid)?;
+        Ok(spec)
     }
 
     /// An SSD preset by name.
@@ -138,7 +164,7 @@ impl Presets {
                 let f = self.ssd(flash)?.clone();
                 // The slow level's HDD fields that still matter: capacity (where volumes lie),
                 // power and price, from the flash device; the rest is never used.
-                let mut h = Presets::builtin().hdd("wd5000aaks").cloned().unwrap_or_else(|_| unreachable_set().hdd);
+                let mut h = Presets::builtin().hdd("wd5000aaks").unwrap_or_else(|_| unreachable_set().hdd);
                 h.description = format!("flash in the HDD's place: {}", f.description);
                 h.capacity = f.capacity.clone();
                 h.active_w = f.active_w;
@@ -147,7 +173,7 @@ impl Presets {
                 h.usd_per_gb = f.usd_per_gb;
                 (h, Some(f))
             }
-            None => (self.hdd(hdd)?.clone(), None),
+            None => (self.hdd(hdd)?, None),
         };
         Ok(DeviceSet {
             hdd_name: hdd.into(),
@@ -226,6 +252,9 @@ fn unreachable_set() -> DeviceSet {
             track_to_track_ms: 0.8,
             readahead_kb: 512.0,
             ncq_depth: 32,
+            read_segments: 16,
+            write_cache: true,
+            write_cache_kb: 8_192.0,
             active_w: 6.0,
             idle_w: 5.4,
             standby_w: 0.97,
@@ -283,11 +312,11 @@ mod tests {
         assert!(e.contains("wd5000aaks"), "{e}");
     }
 
-    /// The HDD model reproduces the preset's random 4 KiB IOPS (its calibration) and streams
-    /// sequential requests at the media rate.
+    /// The HDD model reproduces the preset's random 4 KiB IOPS (its calibration, media timings:
+    /// write cache off) and streams sequential requests at the media rate.
     #[test]
     fn hdd_model_matches_its_calibration() {
-        let spec = Presets::builtin().hdd("wd5000aaks").unwrap().clone();
+        let spec = Presets::builtin().hdd("wd5000aaks:write_cache=off").unwrap();
         for (op, want) in [(DevOp::Read, 112.0), (DevOp::Write, 91.0)] {
             let mut hdd = Hdd::new(&spec).unwrap();
             let cap = hdd.capacity();
@@ -313,7 +342,7 @@ mod tests {
     /// serves a read just past the previous one once the drive has had time to read it.
     #[test]
     fn hdd_short_skips_rotation_and_read_ahead() {
-        let spec = Presets::builtin().hdd("wd5000aaks").unwrap().clone();
+        let spec = Presets::builtin().hdd("wd5000aaks:write_cache=off").unwrap();
         let mut hdd = Hdd::new(&spec).unwrap();
         let track = hdd.track_bytes();
         assert!((track as f64 - 126e6 * 60.0 / 7200.0).abs() < 1.0, "{track}");

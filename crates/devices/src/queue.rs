@@ -546,7 +546,7 @@ mod tests {
     }
 
     fn hdd() -> Device {
-        Device::new(Box::new(Hdd::new(Presets::builtin().hdd("wd5000aaks").unwrap()).unwrap()), None)
+        Device::new(Box::new(Hdd::new(&Presets::builtin().hdd("wd5000aaks").unwrap()).unwrap()), None)
     }
 
     /// Runs `n` random 4 KiB reads with `depth` outstanding; returns IOPS.

@@ -62,7 +62,7 @@ impl Emulator {
     pub fn hdd_queued(preset: &str, queue: QueueConfig) -> Result<Emulator, String> {
         let presets = Presets::builtin();
         let spec = presets.hdd(preset).map_err(|e| e.to_string())?;
-        let device = Device::new(Box::new(Hdd::new(spec)?), None);
+        let device = Device::new(Box::new(Hdd::new(&spec)?), None);
         Ok(match queue.scheduler {
             Scheduler::Fifo => Emulator::new(format!("hdd {preset} (emulated: {})", spec.description), device),
             _ => Emulator {
@@ -109,6 +109,22 @@ impl Emulator {
         };
         let now = Nanos(start.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64);
         let done = device.lock().unwrap_or_else(std::sync::PoisonError::into_inner).submit(now, op, addr, len);
+        let wait = done.0.saturating_sub(now.0);
+        if wait > 0 {
+            sleep_on_time(Duration::from_nanos(wait));
+        }
+    }
+
+    /// Holds the calling thread until a cache flush arriving now would have completed: every
+    /// write the device acknowledged is then on its media (an HDD's write cache written back).
+    pub fn flush(&self) {
+        let (now, done) = match &self.serving {
+            Serving::InOrder { device, start } => {
+                let now = Nanos(start.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64);
+                (now, device.lock().unwrap_or_else(std::sync::PoisonError::into_inner).flush(now))
+            }
+            Serving::Queued(q) => q.flush(),
+        };
         let wait = done.0.saturating_sub(now.0);
         if wait > 0 {
             sleep_on_time(Duration::from_nanos(wait));

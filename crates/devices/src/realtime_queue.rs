@@ -119,6 +119,18 @@ impl QueuedEmulator {
         *self.lock().disk.stats()
     }
 
+    /// A cache flush after the commands started so far (the block layer flushes what has
+    /// completed; requests still queued are not covered): returns when it arrived and when it
+    /// ends.
+    pub(crate) fn flush(&self) -> (Nanos, Nanos) {
+        let mut st = self.lock();
+        let now = self.now();
+        if st.run_due(now) {
+            self.changed.notify_all();
+        }
+        (now, st.disk.device.flush(now))
+    }
+
     /// Holds the calling thread until the command that carries its request has ended.
     pub(crate) fn wait(&self, op: DevOp, addr: u64, len: u64) {
         crate::realtime::fine_timer_slack_once();
@@ -158,10 +170,13 @@ mod tests {
     use super::*;
     use crate::{Hdd, Presets, Scheduler};
 
+    /// The drive's write cache is off: with it on, whether a write-back slips in before a
+    /// command depends on arrival times to the microsecond, and the wake-up lateness of the
+    /// test's threads moves arrivals by more than that.
     fn disk(scheduler: Scheduler) -> QueuedEmulator {
         let presets = Presets::builtin();
-        let spec = presets.hdd("wd5000aaks").unwrap_or_else(|e| panic!("{e}"));
-        let device = Device::new(Box::new(Hdd::new(spec).unwrap_or_else(|e| panic!("{e}"))), None);
+        let spec = presets.hdd("wd5000aaks:write_cache=off").unwrap_or_else(|e| panic!("{e}"));
+        let device = Device::new(Box::new(Hdd::new(&spec).unwrap_or_else(|e| panic!("{e}"))), None);
         QueuedEmulator::new(device, QueueConfig { scheduler, ..QueueConfig::default() })
     }
 

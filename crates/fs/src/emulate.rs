@@ -40,6 +40,11 @@ impl Emulator {
         let op = if write { DevOp::Write } else { DevOp::Read };
         self.device.wait(op, ino.wrapping_mul(REGION).wrapping_add(offset % REGION), len);
     }
+
+    /// Holds the caller until a cache flush would have ended (an fsync's).
+    pub fn flush(&self) {
+        self.device.flush();
+    }
 }
 
 #[cfg(test)]

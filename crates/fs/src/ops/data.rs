@@ -216,6 +216,10 @@ pub(crate) fn fsync(s: &Shared, ino: u64) -> Result<(), Errno> {
             s.tier_errors.record(t, IoOp::Sync, &e);
             errno(&e)
         })?;
+        // An fsync ends with a cache flush: the emulated drive writes its cache back.
+        if let Some(e) = &s.emulate[t.index()] {
+            e.flush();
+        }
     }
     // The file's dirty mark becomes durable with its data, and the renames that gave it its
     // name are done with.

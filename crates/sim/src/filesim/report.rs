@@ -125,6 +125,8 @@ pub(crate) fn device_since(now: &DeviceStats, base: &DeviceStats) -> DeviceStats
         write_bytes: now.write_bytes - base.write_bytes,
         busy_ns: now.busy_ns - base.busy_ns,
         response_ns: now.response_ns - base.response_ns,
+        flushes: now.flushes - base.flushes,
+        background_ns: now.background_ns - base.background_ns,
         ..*now
     }
 }
