@@ -30,7 +30,7 @@
 # Usage: [TIERWISE_BIN=path] [HEAD=10000] [ARCHS="hdd-only cache:mode=write-back ..."]
 #        [TRACES="file ..."] [OUT=target/validate-serve.tsv] [NBD_CORES=n]
 #        [DIRECT=1 [HDD_DIR=dir] | DEVICE=nbdkit [NBDKIT_HDD="filter params"]]
-#        [PRESETS=file] [REQUEST_COST=duration]
+#        [PRESETS=file] [REQUEST_COST=duration] [EMULATE_HDD=wd5000aaks[:field=value,...]]
 #        ./scripts/validate-serve.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -52,6 +52,8 @@ cleanup() {
 }
 trap cleanup EXIT
 device=${DEVICE:-emulated}
+# The emulated HDD and the prediction's: a preset with knobs (wd5000aaks:write_cache=off).
+emulate_hdd=${EMULATE_HDD:-wd5000aaks}
 [ "${DIRECT:-0}" = 1 ] && device=disk
 case $device in emulated | disk | nbdkit) ;; *) echo "error: DEVICE=$device: emulated, disk (DIRECT=1) or nbdkit" >&2; exit 2 ;; esac
 nbdkit_hdd=${NBDKIT_HDD:-"delay-read=4ms delay-write=2ms rate=800M"}
@@ -81,8 +83,8 @@ stop_serve() {
   pid=$(cat "$1.pid"); kill "$pid" 2>/dev/null || true
   while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
 }
-serve_flags=(--emulate-hdd wd5000aaks --emulate-ssd vertex3)
-replay_flags=()
+serve_flags=(--emulate-hdd "$emulate_hdd" --emulate-ssd vertex3)
+replay_flags=(--hdd "$emulate_hdd")
 if [ "$device" = nbdkit ]; then
   command -v nbdfuse >/dev/null || { echo "error: nbdfuse is missing (apt-get install libnbd-bin)" >&2; exit 1; }
   serve_flags=(--direct)
