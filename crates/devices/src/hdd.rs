@@ -217,8 +217,8 @@ pub struct Hdd {
     readahead: u64,
     /// Writes not yet on the platters (`None`: write cache off).
     write_cache: Option<WriteCache>,
-    /// When the drive finished the host's last command: it writes its cache back only while
-    /// it has nothing else to do (reads first), from then or once the media is free.
+    /// When the drive finished the host's last command: it writes its cache back once it has
+    /// been idle `mean_gap_ns` since (and the media is free), or when it must.
     idle_from: Nanos,
     /// The mean gap between the starts of the host's commands, ns: the drive waits this long
     /// idle before it writes back (another command is likely sooner).
