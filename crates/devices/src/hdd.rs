@@ -25,10 +25,11 @@
 //! Write cache (`write_cache`, on by default as SATA drives ship and Linux leaves them; `false`
 //! gives media timings for every write, as `hdparm -W0` or a flush after each write): a write
 //! the cache has room for completes once its data crossed the interface (command overhead +
-//! transfer, as a read from the buffer). The drive writes cached data to the platters once it
-//! has had no command to serve for as long as the mean gap between the host's commands (so a
-//! command that is likely soon is not made to wait; the destage delay of US patent 7,721,051),
-//! and when the cache is full. Each write-back takes, of
+//! transfer, as a read from the buffer). The drive writes cached data to the platters once its
+//! media has had no command for as long as the mean gap between the host's commands (so a
+//! command that is likely soon is not made to wait; the destage delay of US patent 7,721,051;
+//! commands served from memory, as cached writes, run beside write-backs), and when the cache
+//! is full. Each write-back takes, of
 //! the next 16 cached runs ascending from the head (wrapping), the one it reaches soonest,
 //! touching writes merged, at most 512 KiB per transfer (`hdd_write_cache.rs`); a command that
 //! arrives while one is under way waits for it to end. A write that finds the cache full
@@ -217,8 +218,8 @@ pub struct Hdd {
     readahead: u64,
     /// Writes not yet on the platters (`None`: write cache off).
     write_cache: Option<WriteCache>,
-    /// When the drive finished the host's last command: it writes its cache back once it has
-    /// been idle `mean_gap_ns` since (and the media is free), or when it must.
+    /// When the drive finished the host's last command that needed the media: it writes its
+    /// cache back once the media has had no demand for `mean_gap_ns` since, or when it must.
     idle_from: Nanos,
     /// The mean gap between the starts of the host's commands, ns: the drive waits this long
     /// idle before it writes back (another command is likely sooner).
@@ -479,6 +480,8 @@ impl Model for Hdd {
             }
             self.last_start = Some(start);
         }
+        // Only commands that need the media keep it from write-backs: a cached write's or a
+        // buffer hit's transfer runs beside them (interface and media work independently).
         let end = match op {
             DevOp::Read if self.in_memory(start, addr, len) => start.saturating_add(Self::interface_only(len)),
             DevOp::Write if self.write_cache.as_ref().is_some_and(|c| len <= c.capacity()) => {
@@ -499,10 +502,11 @@ impl Model for Hdd {
                     self.written_back = (0, 0);
                 }
                 // A write-back under way ends first.
-                self.transfer(start.max(self.head_free), op, addr, len)
+                let end = self.transfer(start.max(self.head_free), op, addr, len);
+                self.idle_from = end;
+                end
             }
         };
-        self.idle_from = end;
         let t = end.saturating_sub(start);
         Service { occupancy: t, latency: t }
     }
@@ -624,20 +628,31 @@ mod tests {
     #[test]
     fn the_drive_waits_the_mean_gap_between_commands_before_it_writes_back() {
         let mut hdd = disk("");
-        // A command every 30 ms, random reads and cached writes: the drive is idle about
-        // 18 ms between them, less than the mean gap, so it writes nothing back.
-        let addrs = random_addrs(40, hdd.capacity());
+        let addrs = random_addrs(50, hdd.capacity());
         let mut t = Nanos::ZERO;
-        for (i, &a) in addrs.iter().enumerate() {
-            let op = if i % 4 == 0 { DevOp::Write } else { DevOp::Read };
-            hdd.service(t, op, a, 4096);
-            t = t.saturating_add(Nanos::from_millis(30));
+        let mut send = |hdd: &mut Hdd, op: DevOp, a: u64| {
+            let s = hdd.service(t, op, a, 4096);
+            t = t.saturating_add(s.occupancy);
+        };
+        // Forty cached writes back to back: the media has nothing else to do, so the drive
+        // starts writing back once it has been idle the mean gap (~0.1 ms).
+        for &a in &addrs[..40] {
+            send(&mut hdd, DevOp::Write, a);
         }
-        assert_eq!(hdd.take_background_ns(), 0);
-        assert_eq!(hdd.write_cache.as_ref().unwrap().bytes(), 10 * 4096);
-        // A longer pause: it writes back meanwhile.
-        hdd.service(t.saturating_add(Nanos::from_millis(100)), DevOp::Read, 0, 4096);
-        assert!(hdd.take_background_ns() > 0);
+        let after_writes = hdd.write_cache.as_ref().unwrap().bytes();
+        assert!(after_writes < 40 * 4096, "the drive wrote back during the burst: {after_writes} bytes left");
+        // Random reads back to back (each sent as the last ends): the media never idles, so
+        // reads go first and nothing more is written back.
+        send(&mut hdd, DevOp::Read, addrs[40]);
+        let before_reads = hdd.write_cache.as_ref().unwrap().bytes();
+        for &a in &addrs[41..] {
+            send(&mut hdd, DevOp::Read, a);
+        }
+        assert_eq!(hdd.write_cache.as_ref().unwrap().bytes(), before_reads);
+        assert!(before_reads > 0);
+        // A pause: it writes the rest back meanwhile.
+        hdd.service(t.saturating_add(Nanos::from_secs(1)), DevOp::Read, 0, 4096);
+        assert_eq!(hdd.write_cache.as_ref().unwrap().bytes(), 0);
     }
 
     #[test]
