@@ -287,6 +287,8 @@ fn reads_meet_a_write_back_backlog_as_mq_deadline_batches_it() {
         cfg.dirs = false;
         cfg.hdd_queue.scheduler = scheduler;
         cfg.hdd_queue.fifo_batch = fifo_batch;
+        // Media timings: the queue's batches are what is tested, not the drive's cache.
+        cfg.devices.hdd.write_cache = false;
         let r = run(&cfg, &ops);
         assert!(r.engine.write_bytes_by_level[Level::Slow.index()] >= 31 << 20, "the write-backs ran");
         r.duration_s
@@ -402,7 +404,7 @@ fn the_pieces_of_a_read_reach_the_engine_one_after_another() {
     ];
     let levels = |timing| {
         let fuse = FrontEndCost { per_request: Nanos::ZERO, data_requests: true, max_request: 128 << 10 };
-        let cfg = FileSimConfig {
+        let mut cfg = FileSimConfig {
             timing,
             ram_bytes: 0,
             dirs: false,
@@ -410,6 +412,9 @@ fn the_pieces_of_a_read_reach_the_engine_one_after_another() {
             measure_from: 2,
             ..FileSimConfig::new("on-demand-caching", 16 << 20)
         };
+        // Media timings: with the drive's write cache on, the 1 MiB just written is read back
+        // from the drive's memory before the promotion completes.
+        cfg.devices.hdd.write_cache = false;
         let r = run(&cfg, &ops);
         (r.engine.reads_by_level[Level::Fast.index()], r.engine.reads_by_level[Level::Slow.index()])
     };
