@@ -364,7 +364,7 @@ impl Hdd {
 
     /// Whether the write cache takes this write without writing anything back first.
     fn cache_takes(&self, addr: u64, len: u64) -> bool {
-        self.write_cache.as_ref().is_some_and(|c| len <= c.capacity() && c.fits(addr, len))
+        self.cacheable(len) && self.write_cache.as_ref().is_some_and(|c| c.fits(addr, len))
     }
 
     /// A media transfer starting at `from` (the media is free then); returns when it ends.
@@ -390,15 +390,21 @@ impl Hdd {
         self.head_free
     }
 
-    /// The positioning of the write-back [`Hdd::write_back_one`] would start at `from`, in ns
-    /// (what a write that finds the cache full waits for first).
-    fn write_back_positioning(&self, from: Nanos) -> f64 {
+    /// The cached run a write-back starting at `from` takes, and its positioning in ns: of the
+    /// next runs in the sweep, the one the head reaches soonest (a drive orders its write-backs
+    /// by positioning time, as its queued commands).
+    fn nearest_write_back(&self, from: Nanos) -> Option<(f64, u64)> {
         let from = from.max(self.head_free);
-        let Some(cache) = self.write_cache.as_ref() else { return 0.0 };
+        let cache = self.write_cache.as_ref()?;
         cache
             .next_runs(self.head, WRITE_BACK_CANDIDATES)
-            .map(|s| self.media_positioning(from, DevOp::Write, s))
-            .fold(f64::INFINITY, f64::min)
+            .map(|s| (self.media_positioning(from, DevOp::Write, s), s))
+            .fold(None, |best: Option<(f64, u64)>, c| if best.is_some_and(|b| b.0 <= c.0) { best } else { Some(c) })
+    }
+
+    /// Whether a write of `len` bytes goes through the write cache (it is on and large enough).
+    fn cacheable(&self, len: u64) -> bool {
+        self.write_cache.as_ref().is_some_and(|c| len <= c.capacity())
     }
 
     /// The time before a command started at `start` transfers, in ns; at least `bound` when
@@ -413,9 +419,9 @@ impl Hdd {
         // A write-back under way delays every media access alike.
         let from = start.max(self.head_free);
         let wait = (from.0 - start.0) as f64;
-        if op == DevOp::Write && self.write_cache.as_ref().is_some_and(|c| len <= c.capacity()) {
+        if op == DevOp::Write && self.cacheable(len) {
             // A full cache: the write waits for a write-back to make room.
-            return wait + self.write_back_positioning(from) + BUFFER_HIT_NS;
+            return wait + self.nearest_write_back(from).map_or(0.0, |b| b.0) + BUFFER_HIT_NS;
         }
         let seek = self.seek(op, addr);
         // The rotational wait only adds: a seek already too long cannot win.
@@ -425,20 +431,12 @@ impl Hdd {
         wait + self.rotate(from, seek, addr)
     }
 
-    /// Writes a cached piece to the platters from `from` or once the media is free: of the
-    /// next runs in the sweep, the one the head reaches soonest (a drive orders its write-backs
-    /// by positioning time, as its queued commands). False if nothing is cached.
+    /// Writes the nearest cached piece ([`Hdd::nearest_write_back`]) to the platters from `from`
+    /// or once the media is free; false if nothing is cached.
     fn write_back_one(&mut self, from: Nanos) -> bool {
         let from = from.max(self.head_free);
-        let Some(cache) = self.write_cache.as_ref() else { return false };
-        let mut best = (f64::INFINITY, None);
-        for start in cache.next_runs(self.head, WRITE_BACK_CANDIDATES) {
-            let t = self.media_positioning(from, DevOp::Write, start);
-            if t < best.0 {
-                best = (t, Some(start));
-            }
-        }
-        let Some((addr, len)) = best.1.and_then(|s| self.write_cache.as_mut()?.take(s, WRITE_BACK_MAX)) else {
+        let nearest = self.nearest_write_back(from);
+        let Some((addr, len)) = nearest.and_then(|(_, s)| self.write_cache.as_mut()?.take(s, WRITE_BACK_MAX)) else {
             return false;
         };
         self.transfer(from, DevOp::Write, addr, len);
@@ -484,7 +482,7 @@ impl Model for Hdd {
         // buffer hit's transfer runs beside them (interface and media work independently).
         let end = match op {
             DevOp::Read if self.in_memory(start, addr, len) => start.saturating_add(Self::interface_only(len)),
-            DevOp::Write if self.write_cache.as_ref().is_some_and(|c| len <= c.capacity()) => {
+            DevOp::Write if self.cacheable(len) => {
                 // A full cache takes the write once write-backs made room.
                 let mut waited = false;
                 while !self.cache_takes(addr, len) && self.write_back_one(start) {

@@ -109,10 +109,7 @@ impl Emulator {
         };
         let now = Nanos(start.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64);
         let done = device.lock().unwrap_or_else(std::sync::PoisonError::into_inner).submit(now, op, addr, len);
-        let wait = done.0.saturating_sub(now.0);
-        if wait > 0 {
-            sleep_on_time(Duration::from_nanos(wait));
-        }
+        sleep_from_until(now, done);
     }
 
     /// Holds the calling thread until a cache flush arriving now would have completed: every
@@ -125,10 +122,15 @@ impl Emulator {
             }
             Serving::Queued(q) => q.flush(),
         };
-        let wait = done.0.saturating_sub(now.0);
-        if wait > 0 {
-            sleep_on_time(Duration::from_nanos(wait));
-        }
+        sleep_from_until(now, done);
+    }
+}
+
+/// Sleeps from model time `now` until `done` (nothing if that has passed).
+fn sleep_from_until(now: Nanos, done: Nanos) {
+    let wait = done.0.saturating_sub(now.0);
+    if wait > 0 {
+        sleep_on_time(Duration::from_nanos(wait));
     }
 }
 
