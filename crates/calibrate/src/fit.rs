@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use tierwise_core::Nanos;
-use tierwise_sim::device::{DevOp, DeviceSet, Hdd, HddSpec, Model, QueueCurve, SsdSpec};
+use tierwise_sim::device::{DevOp, DeviceSet, GcMode, Hdd, HddSpec, Model, QueueCurve, SsdSpec};
 use tierwise_sim::sim::NoProgress;
 use tierwise_sim::synth::Rng;
 use tierwise_sim::trace::memory::memory_trace;
@@ -28,7 +28,8 @@ fn mean_seek(iops: f64, rpm: f64, mb_s: f64) -> f64 {
 
 /// An HDD preset from the measurements, over `base` (power, price, read-ahead, NCQ).
 ///
-/// Sequential rates and QD1 random IOPS are taken as measured; write IOPS from the `O_DSYNC`
+/// Sequential rates and QD1 random IOPS are taken as measured (the rates at the start of the
+/// span are the outer zone's; `inner_rate_ratio` is the end's rate over them); write IOPS from the `O_DSYNC`
 /// writes (media timings: the model's write cache serves the plain writes). The write cache is
 /// on when plain QD1 random writes ran at least 1.5 times as fast as synchronous ones, else off
 /// (a drive with `hdparm -W0`, or a file whose writes reach the media at once). The
@@ -49,6 +50,11 @@ pub fn fit_hdd(
     }
     if let Some(m) = find(tests, "seqwrite").or_else(|| find(tests, "fill")) {
         spec.write_mb_s = m.mb_s;
+    }
+    if let (Some(outer), Some(inner)) = (find(tests, "seqread"), find(tests, "seqread-inner")) {
+        // Zoned recording; a target whose end is no slower (a file, a flash device) is flat.
+        spec.inner_rate_ratio =
+            if outer.mb_s > 0.0 { ((inner.mb_s / outer.mb_s).clamp(0.05, 1.0) * 100.0).round() / 100.0 } else { 1.0 };
     }
     let qd1 = find(tests, "randread-qd1").ok_or_else(|| CalibrateError::Fit("no QD1 random reads measured".into()))?;
     spec.random_read_iops = qd1.iops;
@@ -105,7 +111,7 @@ fn round_hdd(spec: &mut HddSpec) {
 
 /// An SSD preset from the measurements, over `base` (power, price, endurance).
 ///
-/// Sequential rates as measured; the access latencies from QD1 less the 4 KiB transfer (the
+/// Sequential rates as measured (garbage collection included: `gc = "measured"`); the access latencies from QD1 less the 4 KiB transfer (the
 /// model adds it back); the queue curve and the IOPS ceilings from QD1 and the deepest random
 /// test (see [`queue_curve`]). The tests in between are the check.
 pub fn fit_ssd(tests: &[Measured], span: u64, base: &SsdSpec) -> Result<SsdSpec, CalibrateError> {
@@ -120,6 +126,8 @@ pub fn fit_ssd(tests: &[Measured], span: u64, base: &SsdSpec) -> Result<SsdSpec,
     let deep_read = deepest(tests, Op::Read).ok_or_else(|| CalibrateError::Fit("no random reads measured".into()))?;
     let qd1_read = find(tests, "randread-qd1");
     spec.queue_curve = queue_curve(qd1_read, deep_read);
+    // The rates were measured on the drive as it is: its garbage collection is in them.
+    spec.gc = GcMode::Measured;
     spec.read_iops = ceiling(spec.queue_curve, qd1_read, deep_read);
     if let Some(w) = deepest(tests, Op::Write) {
         spec.write_iops = ceiling(spec.queue_curve, find(tests, "randwrite-qd1"), w);
@@ -320,6 +328,7 @@ mod tests {
         d.random_read_iops = 140.0;
         d.random_write_iops = 120.0;
         d.track_to_track_ms = 1.5;
+        d.inner_rate_ratio = 0.6;
         d
     }
 
@@ -333,6 +342,7 @@ mod tests {
         };
         let tests = vec![
             sequential("seqread", Op::Read, d.read_mb_s),
+            sequential("seqread-inner", Op::Read, d.read_mb_s * d.inner_rate_ratio),
             sequential("seqwrite", Op::Write, d.write_mb_s),
             probe("randread-qd1", Op::Read, 1, false),
             probe("randread-qd32", Op::Read, 32, false),
@@ -358,6 +368,7 @@ mod tests {
         // (1.26 ms fitted for 1.5 with this seed).
         assert!((fit.track_to_track_ms - d.track_to_track_ms).abs() < 0.4, "t2t {}", fit.track_to_track_ms);
         assert_eq!(fit.capacity, "4096MiB");
+        assert_eq!(fit.inner_rate_ratio, 0.6, "zoned rate from the span's end");
         assert_eq!(fit.active_w, base.active_w, "power comes from the base preset");
         // NCQ at QD32 is not fitted: the checks run it, and the model agrees with itself.
         let devices = DeviceSet { hdd: fit, ..DeviceSet::default() };

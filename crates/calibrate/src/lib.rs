@@ -228,6 +228,8 @@ pub fn calibrate(path: &Path, o: &Options, progress: &mut dyn FnMut(&str)) -> Re
         progress(&format!("sequential 1 MiB {}s", op.label()));
         tests.push(measure::sequential(target.file(), span, op, 1 << 20, per_test).map_err(io("sequential I/O"))?);
     }
+    progress("sequential 1 MiB reads at the end of the span (a disk's inner zone)");
+    tests.push(measure::sequential_inner(target.file(), span, 1 << 20, per_test).map_err(io("sequential I/O"))?);
     for &op in &ops {
         for &depth in &o.depths {
             progress(&format!("random 4 KiB {}s, {depth} outstanding", op.label()));

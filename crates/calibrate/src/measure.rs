@@ -185,17 +185,35 @@ fn finish(
 /// Sequential `block`-byte requests, one at a time, from offset 0 (wrapping at `span`), for
 /// `duration`.
 pub fn sequential(file: &File, span: u64, op: Op, block: u64, duration: Duration) -> io::Result<Measured> {
+    sequential_in(file, 0..span, op, block, duration, format!("seq{}", op.label()))
+}
+
+/// Sequential reads in the last sixteenth of the span (at least 64 MiB): on a disk, the inner
+/// zone, whose rate against `seqread`'s gives the preset's `inner_rate_ratio`.
+pub fn sequential_inner(file: &File, span: u64, block: u64, duration: Duration) -> io::Result<Measured> {
+    let from = span.saturating_sub((span / 16).max(64 << 20)) / block * block;
+    sequential_in(file, from..span, Op::Read, block, duration, "seqread-inner".into())
+}
+
+/// Sequential `block`-byte requests, one at a time, over `range` (wrapping), for `duration`.
+fn sequential_in(
+    file: &File,
+    range: std::ops::Range<u64>,
+    op: Op,
+    block: u64,
+    duration: Duration,
+    name: String,
+) -> io::Result<Measured> {
     let mut buf = AlignedBuf::new(block as usize, 7);
     let started = Instant::now();
     let mut lat = Vec::new();
-    let mut offset = 0;
+    let mut offset = range.start;
     while started.elapsed() < duration {
         let t0 = Instant::now();
         io_at(file, op, &mut buf, offset)?;
         lat.push(t0.elapsed().as_secs_f64() * 1e6);
-        offset = if offset + 2 * block > span { 0 } else { offset + block };
+        offset = if offset + 2 * block > range.end { range.start } else { offset + block };
     }
-    let name = format!("seq{}", op.label());
     Ok(finish(name, op, false, block, 1, false, lat, started.elapsed().as_secs_f64()))
 }
 

@@ -33,6 +33,7 @@ fn a_scratch_file_is_filled_measured_fitted_and_removed() {
             "fill",
             "seqread",
             "seqwrite",
+            "seqread-inner",
             "randread-qd1",
             "randread-qd2",
             "randwrite-qd1",

@@ -1,10 +1,11 @@
 //! A hard disk: seek time by distance, rotational position, media transfer, a read-ahead
 //! buffer, one request at a time (queueing and NCQ reordering live in `queue.rs`).
 //!
-//! Geometry: a track holds what passes under the head in one rotation at the sustained read
-//! rate (`track_bytes = read_mb_s * 60 / rpm`: 1.05 MB for the WD5000AAKS at 126 MB/s and
-//! 7200 rpm); the platter angle of byte `x` is `(x mod track_bytes) / track_bytes` and the
-//! platter turns with simulated time. So a request that starts where the previous one ended
+//! Geometry: a track holds what passes under the head in one rotation at the zone's sustained
+//! read rate (`track_bytes = read_mb_s * 60 / rpm`: 1.05 MB for the WD5000AAKS's outer zone at
+//! 126 MB/s and 7200 rpm; zones toward the hub hold less and transfer slower, down to
+//! `inner_rate_ratio` of the preset's rates, `hdd_zones.rs`); the platter angle of byte `x` is
+//! `((x − zone start) mod track_bytes) / track_bytes` and the platter turns with simulated time. So a request that starts where the previous one ended
 //! pays nothing, a short forward skip pays the time for the gap to pass under the head, and a
 //! request that arrives late waits for its sector to come round again — as on a real drive.
 //!
@@ -45,6 +46,7 @@ use tierwise_core::params::parse_size;
 
 use super::{DevOp, Model, Power, Service};
 use crate::hdd_write_cache::WriteCache;
+use crate::hdd_zones::Zones;
 
 /// HDD parameters (a preset's fields).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -61,6 +63,10 @@ pub struct HddSpec {
     pub read_mb_s: f64,
     /// Sustained write transfer rate, MB/s.
     pub write_mb_s: f64,
+    /// The innermost zone's transfer rate as a fraction of the outer zone's (the rates
+    /// above): 1 is a flat disk, about 0.5 a 3.5" drive (`hdd_zones.rs`).
+    #[serde(default = "default_inner_rate_ratio")]
+    pub inner_rate_ratio: f64,
     /// Random 4 KiB read IOPS over the whole disk (calibrates the read seek).
     pub random_read_iops: f64,
     /// Random 4 KiB write IOPS (calibrates the write seek).
@@ -101,6 +107,10 @@ pub struct HddSpec {
 
 fn default_readahead_kb() -> f64 {
     512.0
+}
+
+fn default_inner_rate_ratio() -> f64 {
+    1.0
 }
 
 fn default_ncq_depth() -> u32 {
@@ -165,6 +175,9 @@ impl HddSpec {
                 return Err(format!("{name}: must be a non-negative number"));
             }
         }
+        if !(self.inner_rate_ratio > 0.0 && self.inner_rate_ratio <= 1.0) {
+            return Err("inner_rate_ratio: the inner zone's rate over the outer's, above 0 and at most 1".into());
+        }
         if self.ncq_depth == 0 {
             return Err("ncq_depth: at least 1".into());
         }
@@ -195,9 +208,8 @@ pub struct Hdd {
     k_read: f64,
     k_write: f64,
     rotation_ns: f64,
-    track_bytes: u64,
-    ns_per_byte_read: f64,
-    ns_per_byte_write: f64,
+    /// Track size and transfer rate by address.
+    zones: Zones,
     /// Where the last media transfer ended, and when.
     head: u64,
     head_free: Nanos,
@@ -206,7 +218,6 @@ pub struct Hdd {
     /// Reciprocals, so that positioning (run for every queued command at every dispatch)
     /// needs no division.
     per_rotation_ns: f64,
-    per_track_byte: f64,
     per_capacity_byte: f64,
     /// The read-ahead buffer: `[buffer_start, head + readahead)` once the drive has had time
     /// to read it; `None` after a write.
@@ -253,15 +264,12 @@ impl Hdd {
             k_read: slope(spec.random_read_iops, spec.read_mb_s),
             k_write: slope(spec.random_write_iops, spec.write_mb_s),
             rotation_ns: rotation * 1e9,
-            track_bytes: ((spec.read_mb_s * 1e6 * rotation) as u64).max(512),
-            ns_per_byte_read: 1e3 / spec.read_mb_s,
-            ns_per_byte_write: 1e3 / spec.write_mb_s,
+            zones: Zones::new(capacity, rotation, spec.read_mb_s, spec.write_mb_s, spec.inner_rate_ratio),
             head: 0,
             head_free: Nanos::ZERO,
             phase: 0.0,
             per_rotation_ns: 1.0 / (rotation * 1e9),
             per_capacity_byte: 1.0 / capacity as f64,
-            per_track_byte: 1.0 / ((spec.read_mb_s * 1e6 * rotation) as u64).max(512) as f64,
             buffer_start: None,
             segments: Vec::new(),
             max_segments: spec.read_segments.saturating_sub(1) as usize,
@@ -290,9 +298,9 @@ impl Hdd {
         self.capacity
     }
 
-    /// Bytes per track (what passes under the head in one rotation).
+    /// Bytes per track of the outer zone (what passes under the head in one rotation).
     pub fn track_bytes(&self) -> u64 {
-        self.track_bytes
+        self.zones.outer().track_bytes
     }
 
     /// Whether a read of `[addr, addr + len)` starting at `now` is in the read-ahead buffer.
@@ -306,21 +314,23 @@ impl Hdd {
     /// drive has read past it since.
     fn live_segment(&self, now: Nanos) -> Option<(u64, u64)> {
         let start = self.buffer_start?;
-        let read_since = (now.0.saturating_sub(self.head_free.0) as f64 / self.ns_per_byte_read) as u64;
+        let per_byte = self.zones.at(self.head).ns_per_byte[0];
+        let read_since = (now.0.saturating_sub(self.head_free.0) as f64 / per_byte) as u64;
         Some((start, self.head + read_since.min(self.readahead)))
     }
 
     /// Where byte `addr` sits on its track, as a fraction of a rotation.
     #[inline]
     fn angle(&self, addr: u64) -> f64 {
-        fraction(addr as i64 as f64 * self.per_track_byte)
+        let zone = self.zones.at(addr);
+        fraction((addr - zone.start) as i64 as f64 * zone.per_track_byte)
     }
 
     /// The seek to `addr`, in ns.
     #[inline]
     fn seek(&self, op: DevOp, addr: u64) -> f64 {
         let dist = addr.abs_diff(self.head);
-        if dist <= self.track_bytes {
+        if dist <= self.zones.at(self.head).track_bytes {
             0.0
         } else {
             let k = if op == DevOp::Read { self.k_read } else { self.k_write };
@@ -380,8 +390,8 @@ impl Hdd {
             let end = addr.saturating_add(len);
             self.segments.retain(|&(s, e)| e <= addr || s >= end);
         }
-        let per_byte = if op == DevOp::Read { self.ns_per_byte_read } else { self.ns_per_byte_write };
-        let t = Nanos((self.media_positioning(from, op, addr) + len as f64 * per_byte) as u64);
+        let transfer = self.zones.transfer_ns(usize::from(op != DevOp::Read), addr, len);
+        let t = Nanos((self.media_positioning(from, op, addr) + transfer) as u64);
         self.head = (addr + len) % self.capacity;
         self.head_free = from.saturating_add(t);
         // The phase that puts `head` under the head when this transfer ends.

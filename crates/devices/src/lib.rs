@@ -6,6 +6,7 @@
 
 pub mod hdd;
 mod hdd_write_cache;
+mod hdd_zones;
 pub mod presets;
 pub mod queue;
 pub mod queued;
@@ -13,6 +14,7 @@ pub mod ram;
 pub mod realtime;
 pub mod realtime_queue;
 pub mod ssd;
+mod ssd_gc;
 pub mod tiers;
 
 use serde::{Deserialize, Serialize};
@@ -23,7 +25,7 @@ pub use presets::{DeviceSet, PresetError, Presets};
 pub use queue::{Class, DiskQueue, Dispatch, QueueConfig, Scheduler};
 pub use queued::{DiskEvent, QueuedDisk};
 pub use ram::{Ram, RamSpec};
-pub use ssd::{QueueCurve, Ssd, SsdSpec};
+pub use ssd::{GcMode, QueueCurve, Ssd, SsdSpec};
 pub use tiers::{Submitted, TierDevices};
 
 /// Read or write, as seen by a device.
@@ -96,6 +98,11 @@ pub trait Model: Send {
     fn take_background_ns(&mut self) -> u64 {
         0
     }
+    /// Bytes programmed to flash since the last call (host writes times the write
+    /// amplification of garbage collection); `None` for a device without flash.
+    fn take_flash_write_bytes(&mut self) -> Option<u64> {
+        None
+    }
     /// Power figures.
     fn power(&self) -> Power;
     /// Price in US dollars per (decimal) GB.
@@ -143,6 +150,10 @@ pub struct DeviceStats {
     /// service (active, though `busy_ns` and iostat's utilisation do not see it).
     #[serde(default)]
     pub background_ns: u64,
+    /// Bytes programmed to flash, garbage collection's copies included (an SSD's NAND
+    /// writes; 0 for a disk).
+    #[serde(default)]
+    pub flash_write_bytes: u64,
 }
 
 impl DeviceStats {
@@ -252,6 +263,9 @@ impl Device {
         }
         let s = self.model.service(start, op, addr, len);
         self.stats.background_ns += self.model.take_background_ns();
+        if let Some(flash) = self.model.take_flash_write_bytes() {
+            self.stats.flash_write_bytes += flash;
+        }
         let done = start.saturating_add(s.latency);
         self.busy_until = start.saturating_add(s.occupancy);
         self.stats.busy_ns += s.occupancy.0;

@@ -247,6 +247,7 @@ fn unreachable_set() -> DeviceSet {
             rpm: 7200.0,
             read_mb_s: 126.0,
             write_mb_s: 126.0,
+            inner_rate_ratio: 0.5,
             random_read_iops: 112.0,
             random_write_iops: 91.0,
             track_to_track_ms: 0.8,
@@ -277,6 +278,9 @@ fn unreachable_set() -> DeviceSet {
             usd_per_gb: 1.76,
             endurance_gb: crate::ssd::GREENDM_ENDURANCE_GB,
             queue_curve: crate::ssd::QueueCurve::Knee,
+            nand_capacity: Some("256GiB".into()),
+            gc: crate::ssd::GcMode::Steady,
+            pe_cycles: 3_000.0,
         },
         ram: RamSpec { description: String::new(), latency_ns: 100.0, mb_s: 10000.0, usd_per_gb: 10.0 },
         hdd_flash: None,
@@ -335,6 +339,11 @@ mod tests {
         let first = hdd.service(Nanos::ZERO, DevOp::Read, 0, 1 << 20).occupancy;
         let t = hdd.service(first, DevOp::Read, 1 << 20, 126 << 20).occupancy;
         assert!((t.as_secs_f64() - (126u64 << 20) as f64 / 126e6).abs() < 0.001, "sequential at media rate: {t}");
+        // Near the hub the same stream runs at half the rate (zoned recording).
+        let inner = hdd.capacity() - (200 << 20);
+        let first = hdd.service(Nanos::ZERO, DevOp::Read, inner, 1 << 20).occupancy;
+        let t = hdd.service(first, DevOp::Read, inner + (1 << 20), 63 << 20).occupancy;
+        assert!((t.as_secs_f64() - (63u64 << 20) as f64 / 63e6).abs() < 0.001, "inner zone at half the rate: {t}");
     }
 
     /// A short forward skip costs the time for the gap to pass under the head, not a random

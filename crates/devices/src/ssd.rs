@@ -4,6 +4,11 @@
 //! transfer. How requests in flight overlap is the preset's `queue_curve`: freely up to the
 //! ceiling (`knee`, parallel flash), or sharing the device so that each one in flight adds its
 //! slot to the others' latency (`saturating`, as virtual and throttled disks measure).
+//!
+//! Garbage collection (`ssd_gc.rs`): a drive in steady state (`gc = "steady"`, the default; a
+//! drive in service, not fresh out of the box) writes every host byte `A` times to flash,
+//! where `A` is the write amplification of uniform random writes for the drive's spare flash;
+//! a write takes `A` times its device time and counts `A` times against the flash's endurance.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -13,6 +18,7 @@ use tierwise_core::Nanos;
 use tierwise_core::params::parse_size;
 
 use super::{DevOp, Model, Power, Service};
+use crate::ssd_gc::Collector;
 
 /// SSD parameters.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -48,6 +54,44 @@ pub struct SsdSpec {
     /// How random IOPS grow with the requests in flight (default `knee`).
     #[serde(default, skip_serializing_if = "QueueCurve::is_knee")]
     pub queue_curve: QueueCurve,
+    /// Raw flash behind `capacity`, e.g. "256GiB" (default: `capacity` in GiB instead of GB,
+    /// the ~7 % spare of a consumer drive). The spare beyond the data sets the write
+    /// amplification of garbage collection.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nand_capacity: Option<String>,
+    /// Garbage collection's cost on top of the rates above (default `steady`).
+    #[serde(default, skip_serializing_if = "GcMode::is_steady")]
+    pub gc: GcMode,
+    /// Program/erase cycles each flash block is rated for (3,000: the MLC of its generation);
+    /// the flash's life is `pe_cycles × nand_capacity` of flash writes.
+    #[serde(default = "default_pe_cycles")]
+    pub pe_cycles: f64,
+}
+
+/// When the drive's garbage collection amplifies writes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GcMode {
+    /// From the first write: the flash was written over before (a drive in service; SNIA's
+    /// performance tests precondition drives to this state). The rates are fresh-out-of-box
+    /// ones, as datasheets give.
+    #[default]
+    Steady,
+    /// Once the host has written as much as the drive's erased flash (fresh out of the box).
+    Fresh,
+    /// Never on top of the rates: they were measured on the drive as it is (`tierwise
+    /// calibrate`'s presets), collection included.
+    Measured,
+}
+
+impl GcMode {
+    fn is_steady(&self) -> bool {
+        *self == GcMode::Steady
+    }
+}
+
+fn default_pe_cycles() -> f64 {
+    3_000.0
 }
 
 /// How a drive's random IOPS grow with its queue depth `q`, given its QD1 latency `L` and
@@ -79,15 +123,33 @@ fn greendm_endurance_gb() -> f64 {
 }
 
 impl SsdSpec {
+    /// The raw flash in bytes.
+    pub fn nand_bytes(&self) -> Result<u64, String> {
+        let cap = parse_size(&self.capacity).map_err(|e| format!("capacity: {e}"))?;
+        let nand = match &self.nand_capacity {
+            Some(n) => parse_size(n).map_err(|e| format!("nand_capacity: {e}"))?,
+            None => (cap as f64 * f64::from(1u32 << 30) / 1e9) as u64,
+        };
+        if nand <= cap {
+            return Err(format!(
+                "nand_capacity: more than the capacity ({}), the spare flash garbage collection needs",
+                self.capacity
+            ));
+        }
+        Ok(nand)
+    }
+
     /// Checks the numbers.
     pub fn validate(&self) -> Result<u64, String> {
         let cap = parse_size(&self.capacity).map_err(|e| format!("capacity: {e}"))?;
+        self.nand_bytes()?;
         for (name, v) in [
             ("read_mb_s", self.read_mb_s),
             ("write_mb_s", self.write_mb_s),
             ("read_iops", self.read_iops),
             ("write_iops", self.write_iops),
             ("endurance_gb", self.endurance_gb),
+            ("pe_cycles", self.pe_cycles),
         ] {
             if !(v.is_finite() && v > 0.0) {
                 return Err(format!("{name}: must be a positive number"));
@@ -129,6 +191,8 @@ pub struct Ssd {
     in_flight: BinaryHeap<Reverse<(u64, u64)>>,
     /// The sum of the slots in `in_flight`.
     in_flight_slots: u64,
+    /// Garbage collection: the flash each write costs.
+    gc: Collector,
 }
 
 impl Ssd {
@@ -153,6 +217,7 @@ impl Ssd {
             curve: spec.queue_curve,
             in_flight: BinaryHeap::new(),
             in_flight_slots: 0,
+            gc: Collector::new(spec)?,
         })
     }
 
@@ -178,10 +243,18 @@ impl Ssd {
 
 impl Model for Ssd {
     #[inline]
-    fn service(&mut self, start: Nanos, op: DevOp, _addr: u64, len: u64) -> Service {
+    fn service(&mut self, start: Nanos, op: DevOp, addr: u64, len: u64) -> Service {
         let i = usize::from(op != DevOp::Read);
         let xfer = ((u128::from(len) * u128::from(self.ns_per_byte[i])) >> FP) as u64;
-        let occupancy = xfer.max(self.slot_ns[i]);
+        let mut occupancy = xfer.max(self.slot_ns[i]);
+        if op == DevOp::Write {
+            // Collection copies live pages before it can program: the write's flash work
+            // grows with the amplification.
+            let amplification = self.gc.write(addr, len);
+            if amplification > 1.0 {
+                occupancy = (occupancy as f64 * amplification) as u64;
+            }
+        }
         let mut latency = occupancy.max(self.latency_ns[i] + xfer);
         if self.curve == QueueCurve::Saturating {
             latency = self.shared_wait(start.0, occupancy, latency);
@@ -193,6 +266,9 @@ impl Model for Ssd {
     }
     fn usd_per_gb(&self) -> f64 {
         self.usd_per_gb
+    }
+    fn take_flash_write_bytes(&mut self) -> Option<u64> {
+        Some(self.gc.take_flash_bytes())
     }
 }
 
@@ -216,6 +292,9 @@ mod tests {
             usd_per_gb: 1.0,
             endurance_gb: GREENDM_ENDURANCE_GB,
             queue_curve: curve,
+            nand_capacity: None,
+            gc: GcMode::Steady,
+            pe_cycles: 3_000.0,
         }
     }
 
@@ -246,6 +325,36 @@ mod tests {
             let want = p * qf / (qf + p * l - 1.0);
             assert!((sat / want - 1.0).abs() < 0.02, "saturating at QD{q}: {sat:.0} for {want:.0}");
         }
+    }
+
+    #[test]
+    fn writes_to_a_full_drive_in_steady_state_pay_garbage_collection() {
+        // Random 4 KiB writes, one after another's slot, over `span` of the 10 GB drive.
+        let write_iops = |span: u64, steady: bool| {
+            let gc = if steady { GcMode::Steady } else { GcMode::Fresh };
+            let mut dev = Device::new(Box::new(Ssd::new(&SsdSpec { gc, ..drive(QueueCurve::Knee) }).unwrap()), None);
+            let mut s = 7u64;
+            let n = 10_000u64;
+            let mut last = Nanos::ZERO;
+            // The highest address first: the live data is the span from the start.
+            dev.submit(Nanos::ZERO, DevOp::Write, span - 4096, 4096);
+            for _ in 0..n {
+                s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                last = dev.submit(Nanos::ZERO, DevOp::Write, (s >> 11) % (span / 4096) * 4096, 4096);
+            }
+            let st = dev.finish(last);
+            (n as f64 / last.as_secs_f64(), st.flash_write_bytes as f64 / st.write_bytes as f64)
+        };
+        let (full, wa_full) = write_iops(10_000_000_000, true);
+        let (quarter, wa_quarter) = write_iops(2_500_000_000, true);
+        let (fresh, wa_fresh) = write_iops(10_000_000_000, false);
+        // 10 GB of data on 10 GiB of flash: the ~7 % spare's amplification of 7.5.
+        assert!((wa_full - 7.46).abs() < 0.05, "{wa_full}");
+        assert!((full * wa_full / 40_000.0 - 1.0).abs() < 0.02, "{full} IOPS at {wa_full}");
+        assert!(wa_quarter < 1.02 && (quarter / 40_000.0 - 1.0).abs() < 0.02, "{quarter} at {wa_quarter}");
+        assert!(wa_fresh == 1.0 && (fresh / 40_000.0 - 1.0).abs() < 0.02, "{fresh} at {wa_fresh}");
+        // Reads pay nothing.
+        assert!((closed_loop_iops(&drive(QueueCurve::Knee), 32) / 40_000.0 - 1.0).abs() < 0.02);
     }
 
     #[test]

@@ -165,6 +165,14 @@ pub struct Endurance {
     pub ssd_limit_bytes: f64,
     /// HDD start/stop limit (GreenDM: 300,000).
     pub hdd_start_stop_limit: f64,
+    /// SSD flash wear: bytes programmed to flash (garbage collection's copies included) /
+    /// (P/E cycles × raw flash) × 10^6, in eu.
+    #[serde(default)]
+    pub ssd_flash_eu: f64,
+    /// SSD write amplification over the run: flash bytes programmed per byte written (0: no
+    /// writes).
+    #[serde(default)]
+    pub ssd_write_amplification: f64,
 }
 
 /// Cost of the configuration.

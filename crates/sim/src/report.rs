@@ -298,6 +298,14 @@ pub fn report_text(r: &SimReport) -> String {
             r.endurance.read_weight,
             num(r.endurance.hdd_eu)
         );
+        if r.endurance.ssd_write_amplification > 0.0 {
+            let _ = writeln!(
+                o,
+                "flash wear     SSD -{} eu of its P/E life, write amplification {:.2}",
+                num(r.endurance.ssd_flash_eu),
+                r.endurance.ssd_write_amplification
+            );
+        }
         if r.cost.usd_per_iops > 0.0 {
             let _ = writeln!(o, "cost           ${} capex, ${} per IOPS", significant(r.cost.capex_usd), per_iops(r));
         } else {
@@ -333,7 +341,7 @@ pub fn report_text(r: &SimReport) -> String {
 pub const CSV_HEADER: &str = "trace,arch,ssd_label,ssd_bytes,ssd_fraction,timing,objects,requests,reads,writes,accesses,\
 read_ram,read_ssd,read_hdd,rhr,shr,dhr,miss_ratio,mean_us,p50_us,p95_us,p99_us,max_us,duration_s,iops,mb_s,\
 promotions,demotions,copies,writebacks,invalidations,bytes_moved,hdd_util,ssd_util,energy_j,mean_power_w,\
-ssd_eu,hdd_eu,hdd_start_stops,capex_usd,usd_per_iops,xcrta_us,hcrta_us,xciops,bdrta_us,hcdrta_us,engine_bytes,wall_s,arch_counters";
+ssd_eu,hdd_eu,ssd_flash_eu,ssd_write_amp,hdd_start_stops,capex_usd,usd_per_iops,xcrta_us,hcrta_us,xciops,bdrta_us,hcdrta_us,engine_bytes,wall_s,arch_counters";
 
 /// The architecture's own counters as `name=value` pairs joined by `sep`.
 pub fn arch_counters_text(r: &SimReport, sep: &str) -> String {
@@ -386,6 +394,8 @@ pub fn csv_row(r: &SimReport, size_label: &str, fraction: f64) -> String {
         format!("{:.4}", r.mean_power_w),
         format!("{:.6}", r.endurance.ssd_eu),
         format!("{:.6}", r.endurance.hdd_eu),
+        format!("{:.6}", r.endurance.ssd_flash_eu),
+        format!("{:.4}", r.endurance.ssd_write_amplification),
         r.hdd.spin_downs.to_string(),
         format!("{:.4}", r.cost.capex_usd),
         format!("{:.8}", r.cost.usd_per_iops),

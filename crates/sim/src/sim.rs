@@ -503,7 +503,12 @@ pub(crate) fn endurance(
 ) -> Endurance {
     let wear = ssd.write_bytes as f64 + ssd.read_bytes as f64 * read_weight;
     let limit = devices.ssd.endurance_gb * 1e9;
+    // Validated with the preset; a zero falls back to the capacity-less limit of no wear.
+    let flash_life = devices.ssd.nand_bytes().unwrap_or(0) as f64 * devices.ssd.pe_cycles;
+    let flash = ssd.flash_write_bytes as f64;
     Endurance {
+        ssd_flash_eu: if flash_life > 0.0 { flash / flash_life * 1e6 } else { 0.0 },
+        ssd_write_amplification: if ssd.write_bytes > 0 { flash / ssd.write_bytes as f64 } else { 0.0 },
         ssd_eu: wear / limit * 1e6,
         hdd_eu: hdd.spin_downs as f64 / HDD_START_STOP_LIMIT * 1e6,
         read_weight,

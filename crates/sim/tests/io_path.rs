@@ -161,7 +161,7 @@ fn a_mover_limit_runs_every_move_but_fewer_at_once() {
 /// overlaps other requests' I/O and costs nearly nothing.
 #[test]
 fn a_front_end_cost_lengthens_each_request_and_overlaps_in_a_queue() {
-    let recs = random_reads(1000);
+    let recs = random_reads(8000);
     let run = |depth: u32, front_end: Nanos| {
         let mut cfg = SimConfig::new("hdd-only", 4096);
         cfg.timing = Timing::Closed { depth };
@@ -172,11 +172,12 @@ fn a_front_end_cost_lengthens_each_request_and_overlaps_in_a_queue() {
     let fe = Nanos(2_000_000);
     let (plain, slowed) = (run(1, Nanos::ZERO), run(1, fe));
     let per_request = |r: &tierwise_sim::metrics::SimReport| r.duration_s / r.requests as f64;
-    // Within 0.1 ms: arriving later, each read finds the platter at another angle.
+    // Arriving later, each read finds the platter at another angle: the two runs' mean
+    // rotational waits differ by chance, 8.3 ms × sqrt(1/6) × sqrt(2 / 8000) = 0.05 ms (σ).
     let added = per_request(&slowed) - per_request(&plain);
-    assert!((added - 0.002).abs() < 1e-4, "depth 1: {added} s added per request, not 2 ms");
+    assert!((added - 0.002).abs() < 1.5e-4, "depth 1: {added} s added per request, not 2 ms");
     let added_us = slowed.latency.mean_us - plain.latency.mean_us;
-    assert!((added_us - 2000.0).abs() < 100.0, "{:?} against {:?}", slowed.latency, plain.latency);
+    assert!((added_us - 2000.0).abs() < 150.0, "{:?} against {:?}", slowed.latency, plain.latency);
     // Depth 8 on a FIFO disk of ~9 ms per random read: 2 ms outside it overlaps the queue.
     let (plain8, slowed8) = (run(8, Nanos::ZERO), run(8, fe));
     assert!(slowed8.iops > plain8.iops * 0.98, "{} against {}", slowed8.iops, plain8.iops);
@@ -237,5 +238,10 @@ fn counters_can_stop_with_the_last_request() {
     assert!(stopped.hdd.writes + 100 < all.hdd.writes, "{} vs {}", stopped.hdd.writes, all.hdd.writes);
     let run_ns = stopped.duration_s * 1e9;
     assert!(stopped.hdd.busy_ns as f64 <= run_ns * 1.01, "busy {} ns in a {run_ns} ns run", stopped.hdd.busy_ns);
-    assert!(all.hdd.busy_ns as f64 > run_ns, "the queued write-backs run after the last request");
+    assert!(
+        all.hdd.busy_ns as f64 > run_ns,
+        "the queued write-backs run after the last request: busy {} ns, run {run_ns} ns, {} writes after it",
+        all.hdd.busy_ns,
+        all.hdd.writes - stopped.hdd.writes
+    );
 }
