@@ -131,10 +131,10 @@ pub(crate) struct ModelOpts {
     /// for sim; for compare, a closed-loop throughput table and an open-loop latency table.
     #[arg(long, default_value = "auto")]
     pub(crate) timing: String,
-    /// HDD preset.
+    /// HDD preset, fields changed after a colon: wd5000aaks:write_cache=off,inner_rate_ratio=1.
     #[arg(long, default_value = "wd5000aaks")]
     pub(crate) hdd: String,
-    /// SSD preset.
+    /// SSD preset, fields changed after a colon: vertex3:gc=fresh,nand_capacity=300GiB.
     #[arg(long, default_value = "vertex3")]
     pub(crate) ssd_model: String,
     /// RAM preset.

@@ -369,7 +369,7 @@ mod tests {
     use super::*;
 
     fn aligned_ssd(align: u64) -> Device {
-        let spec = Presets::builtin().ssd("vertex3").cloned().unwrap();
+        let spec = Presets::builtin().ssd("vertex3").unwrap();
         Device::new(Box::new(Ssd::new(&spec).unwrap()), None).with_align(align)
     }
 

@@ -109,38 +109,19 @@ impl Presets {
             name: base.into(),
             available: self.hdd.keys().cloned().collect(),
         })?;
-        if knobs.is_empty() {
-            return Ok(spec.clone());
-        }
-        let invalid = |message: String| PresetError::Invalid { kind: "hdd", name: name.into(), message };
-        let mut value = toml::Value::try_from(spec).map_err(|e| invalid(e.to_string()))?;
-        let table = value.as_table_mut().ok_or_else(|| invalid("not a table".into()))?;
-        for knob in knobs.split(',') {
-            let (key, text) = knob
-                .split_once('=')
-                .ok_or_else(|| invalid(format!("`{knob}`: expected FIELD=VALUE (e.g. write_cache=off)")))?;
-            let v = match text {
-                "on" => toml::Value::Boolean(true),
-                "off" => toml::Value::Boolean(false),
-                _ => toml::from_str::<toml::Table>(&format!("v = {text}"))
-                    .ok()
-                    .and_then(|mut t| t.remove("v"))
-                    .unwrap_or_else(|| toml::Value::String(text.into())),
-            };
-            table.insert(key.into(), v);
-        }
-        let spec: HddSpec = value.try_into().map_err(|e: toml::de::Error| invalid(e.message().to_string()))?;
-        spec.validate().map_err(invalid)?;
-        Ok(spec)
+        with_knobs("hdd", name, spec, knobs, HddSpec::validate)
     }
 
-    /// An SSD preset by name.
-    pub fn ssd(&self, name: &str) -> Result<&SsdSpec, PresetError> {
-        self.ssd.get(name).ok_or_else(|| PresetError::Unknown {
+    /// An SSD preset by name, with fields changed after a colon as for [`Presets::hdd`]
+    /// (`vertex3:gc=fresh`, `vertex3:nand_capacity=300GiB`).
+    pub fn ssd(&self, name: &str) -> Result<SsdSpec, PresetError> {
+        let (base, knobs) = name.split_once(':').unwrap_or((name, ""));
+        let spec = self.ssd.get(base).ok_or_else(|| PresetError::Unknown {
             kind: "ssd",
-            name: name.into(),
+            name: base.into(),
             available: self.ssd.keys().cloned().collect(),
-        })
+        })?;
+        with_knobs("ssd", name, spec, knobs, SsdSpec::validate)
     }
 
     /// A RAM preset by name.
@@ -211,6 +192,38 @@ pub struct DeviceSet {
     /// rounded out to it, partial writes read first (`serve --direct` uses 4096).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub io_align: u64,
+}
+
+/// `spec` with the fields `knobs` names (`FIELD=VALUE,...`) changed, then validated.
+fn with_knobs<T: Clone + Serialize + serde::de::DeserializeOwned>(
+    kind: &'static str,
+    name: &str,
+    spec: &T,
+    knobs: &str,
+    validate: fn(&T) -> Result<u64, String>,
+) -> Result<T, PresetError> {
+    if knobs.is_empty() {
+        return Ok(spec.clone());
+    }
+    let invalid = |message: String| PresetError::Invalid { kind, name: name.into(), message };
+    let mut value = toml::Value::try_from(spec).map_err(|e| invalid(e.to_string()))?;
+    let table = value.as_table_mut().ok_or_else(|| invalid("not a table".into()))?;
+    for knob in knobs.split(',') {
+        let (key, text) =
+            knob.split_once('=').ok_or_else(|| invalid(format!("`{knob}`: expected FIELD=VALUE (e.g. write_cache=off)")))?;
+        let v = match text {
+            "on" => toml::Value::Boolean(true),
+            "off" => toml::Value::Boolean(false),
+            _ => toml::from_str::<toml::Table>(&format!("v = {text}"))
+                .ok()
+                .and_then(|mut t| t.remove("v"))
+                .unwrap_or_else(|| toml::Value::String(text.into())),
+        };
+        table.insert(key.into(), v);
+    }
+    let spec: T = value.try_into().map_err(|e: toml::de::Error| invalid(e.message().to_string()))?;
+    validate(&spec).map_err(invalid)?;
+    Ok(spec)
 }
 
 fn is_zero(v: &u64) -> bool {
@@ -344,6 +357,17 @@ mod tests {
         let first = hdd.service(Nanos::ZERO, DevOp::Read, inner, 1 << 20).occupancy;
         let t = hdd.service(first, DevOp::Read, inner + (1 << 20), 63 << 20).occupancy;
         assert!((t.as_secs_f64() - (63u64 << 20) as f64 / 63e6).abs() < 0.001, "inner zone at half the rate: {t}");
+    }
+
+    #[test]
+    fn ssd_knobs_after_the_preset_name_change_its_fields() {
+        let p = Presets::builtin();
+        let s = p.ssd("vertex3:gc=fresh,nand_capacity=300GiB").unwrap();
+        assert_eq!((s.gc, s.nand_capacity.as_deref()), (crate::GcMode::Fresh, Some("300GiB")));
+        let e = p.ssd("vertex3:gc=sometimes").unwrap_err().to_string();
+        assert!(e.contains("steady") && e.contains("measured"), "{e}");
+        let e = p.ssd("vertex3:nand_capacity=100GB").unwrap_err().to_string();
+        assert!(e.contains("nand_capacity"), "{e}");
     }
 
     /// A short forward skip costs the time for the gap to pass under the head, not a random

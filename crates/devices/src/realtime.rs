@@ -77,7 +77,7 @@ impl Emulator {
         let presets = Presets::builtin();
         let spec = presets.ssd(preset).map_err(|e| e.to_string())?;
         let label = format!("ssd {preset} (emulated: {})", spec.description);
-        Ok(Emulator::new(label, Device::new(Box::new(Ssd::new(spec)?), None)))
+        Ok(Emulator::new(label, Device::new(Box::new(Ssd::new(&spec)?), None)))
     }
 
     /// No spin-down: a volume in use keeps its disk spinning.
