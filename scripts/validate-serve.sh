@@ -155,7 +155,7 @@ fi
 if [ -n "${NBD_CORES:-}" ]; then replay_flags+=(--nbd-cores "$NBD_CORES"); fi
 # Reads, writes, sectors, and the milliseconds they spent in the block layer and the disk.
 disk_stat() { awk '{print $1, $5, $3 + $7, $4 + $8}' "/sys/block/$dev/stat"; }
-printf 'trace\tarch\tmeasured_iops\tpredicted_iops\tmeasured_ssd_read\tpredicted_ssd_read\tmeasured_hdd_cmds\tpredicted_hdd_cmds\tmeasured_hdd_mb\tpredicted_hdd_mb\tmeasured_hdd_await_us\tpredicted_hdd_await_us\n' > "$out"
+printf 'trace\tarch\tmeasured_iops\tpredicted_iops\tmeasured_ssd_read\tpredicted_ssd_read\tmeasured_hdd_cmds\tpredicted_hdd_cmds\tmeasured_hdd_mb\tpredicted_hdd_mb\tmeasured_hdd_await_us\tpredicted_hdd_await_us\tmeasured_hdd_flushes\tpredicted_hdd_flushes\n' > "$out"
 for t in $traces; do
   name=$(basename "$t"); name=${name%%.*}
   slice=$base/$name.spc
@@ -224,7 +224,12 @@ def hdd(s, side):
         return nbdkit_stats(throttled)
     e = next(x["stats"] for x in s["emulated_devices"] if x["label"].startswith("hdd"))
     return e["reads"] + e["writes"], e["read_bytes"] + e["write_bytes"], None
+def flushes(s):
+    """FLUSH CACHE commands the emulated HDD counted (- on other devices)."""
+    e = [x["stats"] for x in s.get("emulated_devices", []) if x["label"].startswith("hdd")]
+    return e[0].get("flushes", 0) if e else None
 (c0, b0, t0), (c1, b1, t1) = hdd(b, "before"), hdd(a, "after")
+f0, f1 = flushes(b), flushes(a)
 m, p = r["measured"], r["predicted"] or {}
 ph = p.get("hdd", {})
 pc = ph.get("reads", 0) + ph.get("writes", 0)
@@ -239,7 +244,7 @@ print("\t".join(str(x) for x in [
     round(m["ssd_read_share"] * 100, 1), round(p.get("read_hit", {}).get("ssd", 0) * 100, 1),
     c1 - c0, pc,
     round((b1 - b0) / 1e6, 1), round((ph.get("read_bytes", 0) + ph.get("write_bytes", 0)) / 1e6, 1),
-    await_meas, await_pred]))
+    await_meas, await_pred, "-" if f0 is None else f1 - f0, ph.get("flushes", 0)]))
 PY
     tail -1 "$out"
   done
@@ -253,8 +258,8 @@ python3 - "$out" <<'PY'
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
 f = lambda r, k: float(r[k])
-print("\n| trace | architecture | IOPS measured | predicted | ratio | SSD read % meas/pred | HDD cmds meas/pred | HDD MB meas/pred | HDD µs/cmd meas/pred |")
-print("|---|---|---|---|---|---|---|---|---|")
+print("\n| trace | architecture | IOPS measured | predicted | ratio | SSD read % meas/pred | HDD cmds meas/pred | HDD MB meas/pred | HDD µs/cmd meas/pred | HDD flushes meas/pred |")
+print("|---|---|---|---|---|---|---|---|---|---|")
 for r in rows:
     ratio = f(r, "measured_iops") / max(f(r, "predicted_iops"), 1e-9)
     cmds = f(r, "measured_hdd_cmds") / max(f(r, "predicted_hdd_cmds"), 1)
@@ -262,7 +267,8 @@ for r in rows:
     print(f"| {r['trace']} | {r['arch']} | {f(r,'measured_iops'):.0f} | {f(r,'predicted_iops'):.0f} | {ratio:.2f} | "
           f"{f(r,'measured_ssd_read'):.1f} / {f(r,'predicted_ssd_read'):.1f} | {r['measured_hdd_cmds']} / {r['predicted_hdd_cmds']} ({cmds:.2f}) | "
           f"{f(r,'measured_hdd_mb'):.1f} / {f(r,'predicted_hdd_mb'):.1f} ({mb:.2f}) | "
-          f"{f(r,'measured_hdd_await_us') or '-'} / {f(r,'predicted_hdd_await_us')} |")
+          f"{f(r,'measured_hdd_await_us') or '-'} / {f(r,'predicted_hdd_await_us')} | "
+          f"{r['measured_hdd_flushes']} / {r['predicted_hdd_flushes']} |")
 print("\nranking by IOPS (measured | predicted):")
 for t in dict.fromkeys(r["trace"] for r in rows):
     rs = [r for r in rows if r["trace"] == t]

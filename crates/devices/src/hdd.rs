@@ -210,6 +210,10 @@ pub struct Hdd {
     rotation_ns: f64,
     /// Track size and transfer rate by address.
     zones: Zones,
+    /// The track size where the head is (no seek within it), and its read transfer time per
+    /// byte (the read-ahead's pace).
+    head_track_bytes: u64,
+    head_read_ns_per_byte: f64,
     /// Where the last media transfer ended, and when.
     head: u64,
     head_free: Nanos,
@@ -265,6 +269,8 @@ impl Hdd {
             k_write: slope(spec.random_write_iops, spec.write_mb_s),
             rotation_ns: rotation * 1e9,
             zones: Zones::new(capacity, rotation, spec.read_mb_s, spec.write_mb_s, spec.inner_rate_ratio),
+            head_track_bytes: ((spec.read_mb_s * 1e6 * rotation) as u64).max(512),
+            head_read_ns_per_byte: 1e3 / spec.read_mb_s,
             head: 0,
             head_free: Nanos::ZERO,
             phase: 0.0,
@@ -314,23 +320,21 @@ impl Hdd {
     /// drive has read past it since.
     fn live_segment(&self, now: Nanos) -> Option<(u64, u64)> {
         let start = self.buffer_start?;
-        let per_byte = self.zones.at(self.head).ns_per_byte[0];
-        let read_since = (now.0.saturating_sub(self.head_free.0) as f64 / per_byte) as u64;
+        let read_since = (now.0.saturating_sub(self.head_free.0) as f64 / self.head_read_ns_per_byte) as u64;
         Some((start, self.head + read_since.min(self.readahead)))
     }
 
     /// Where byte `addr` sits on its track, as a fraction of a rotation.
     #[inline]
     fn angle(&self, addr: u64) -> f64 {
-        let zone = self.zones.at(addr);
-        fraction((addr - zone.start) as i64 as f64 * zone.per_track_byte)
+        fraction(self.zones.track_position(addr))
     }
 
     /// The seek to `addr`, in ns.
     #[inline]
     fn seek(&self, op: DevOp, addr: u64) -> f64 {
         let dist = addr.abs_diff(self.head);
-        if dist <= self.zones.at(self.head).track_bytes {
+        if dist <= self.head_track_bytes {
             0.0
         } else {
             let k = if op == DevOp::Read { self.k_read } else { self.k_write };
@@ -393,6 +397,8 @@ impl Hdd {
         let transfer = self.zones.transfer_ns(usize::from(op != DevOp::Read), addr, len);
         let t = Nanos((self.media_positioning(from, op, addr) + transfer) as u64);
         self.head = (addr + len) % self.capacity;
+        let zone = self.zones.at(self.head);
+        (self.head_track_bytes, self.head_read_ns_per_byte) = (zone.track_bytes, zone.ns_per_byte[0]);
         self.head_free = from.saturating_add(t);
         // The phase that puts `head` under the head when this transfer ends.
         self.phase = fraction(self.angle(self.head) - fraction(self.head_free.0 as f64 * self.per_rotation_ns) + 1.0);

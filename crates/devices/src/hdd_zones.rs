@@ -76,6 +76,15 @@ impl Zones {
         &self.zones[self.index(addr)]
     }
 
+    /// Where byte `addr` sits on its track, in rotations from the zone's first byte (may be a
+    /// hair below 0 or past 1 at a zone's edge, which the rotational wait's fraction absorbs):
+    /// run for every queued command at every dispatch, so one multiplication finds the zone.
+    #[inline]
+    pub(crate) fn track_position(&self, addr: u64) -> f64 {
+        let zone = &self.zones[((addr as i64 as f64 * self.per_zone_byte) as usize).min(ZONES - 1)];
+        addr.wrapping_sub(zone.start) as i64 as f64 * zone.per_track_byte
+    }
+
     /// The outer zone (the preset's rates).
     pub(crate) fn outer(&self) -> &Zone {
         &self.zones[0]

@@ -209,8 +209,9 @@ fn with_knobs<T: Clone + Serialize + serde::de::DeserializeOwned>(
     let mut value = toml::Value::try_from(spec).map_err(|e| invalid(e.to_string()))?;
     let table = value.as_table_mut().ok_or_else(|| invalid("not a table".into()))?;
     for knob in knobs.split(',') {
-        let (key, text) =
-            knob.split_once('=').ok_or_else(|| invalid(format!("`{knob}`: expected FIELD=VALUE (e.g. write_cache=off)")))?;
+        let (key, text) = knob
+            .split_once('=')
+            .ok_or_else(|| invalid(format!("`{knob}`: expected FIELD=VALUE (e.g. write_cache=off)")))?;
         let v = match text {
             "on" => toml::Value::Boolean(true),
             "off" => toml::Value::Boolean(false),

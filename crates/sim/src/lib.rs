@@ -29,3 +29,4 @@ pub mod trace;
 pub mod verdict;
 
 pub use sim::{SimConfig, SimError, Timing, simulate};
+pub use timed::MetadataCommits;

@@ -131,6 +131,9 @@ pub struct SimConfig {
     /// share the host's cores: with N of them, at most N requests cross the front end at once,
     /// so a deep queue of fast requests waits for CPU rather than for the devices.
     pub front_end_cores: u32,
+    /// Timed runs: a served device's metadata commits, charged to the devices (`replay --nbd`
+    /// predicts with them); `None`: none, as the papers' simulations assume.
+    pub metadata_commits: Option<crate::MetadataCommits>,
     /// Where the trace's volumes sit on the HDD ([`footprint_and_layout`] finds it; empty:
     /// volume 0 at 0, others 1 TiB apart).
     pub volumes: VolumeLayout,
@@ -158,6 +161,7 @@ impl SimConfig {
             movers: 0,
             front_end: Nanos::ZERO,
             front_end_cores: 0,
+            metadata_commits: None,
             volumes: VolumeLayout::default(),
         }
     }

@@ -12,6 +12,10 @@
 //! priority — so moves compete with foreground I/O as they would for real. A move's completion
 //! is reported to the engine when its write finishes. Large or paced moves go chunk by chunk.
 
+mod commits;
+
+pub use commits::MetadataCommits;
+
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
@@ -40,6 +44,10 @@ enum EventKind {
     HddWake,
     /// Chunked move `id` may start its next chunk (pacing).
     ChunkStart,
+    /// A commit period ended (`SimConfig::metadata_commits`).
+    Commit,
+    /// A commit's syncs are done: its checkpoint is written.
+    CommitWrite,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -67,6 +75,8 @@ enum Purpose {
     ChunkRead(u32),
     /// Chunked move `slot` is writing a chunk.
     ChunkWrite(u32),
+    /// A metadata commit is writing its checkpoint.
+    Commit,
 }
 
 /// I/Os in flight for one purpose.
@@ -123,6 +133,10 @@ pub(crate) struct Timed {
     /// at. Then `None`, and `measured` holds where it started.
     warm_up: Option<u64>,
     measured: Baseline,
+    /// A served device's metadata commits (`SimConfig::metadata_commits`).
+    commits: Option<commits::Commits>,
+    /// Every request has arrived: periodic work stops rescheduling itself.
+    arrivals_done: bool,
 }
 
 /// A device's counters over the measured window of `window_ns` ending at the run's end.
@@ -189,6 +203,8 @@ impl Timed {
             volumes: cfg.volumes.clone(),
             warm_up: (cfg.measure_from > 0).then_some(cfg.measure_from),
             measured: Baseline::default(),
+            commits: cfg.metadata_commits.map(commits::Commits::new),
+            arrivals_done: false,
         })
     }
 
@@ -402,6 +418,7 @@ impl Timed {
                 self.start_work(engine, time);
             }
             Purpose::ChunkRead(slot) => self.chunk_io(time, slot, true),
+            Purpose::Commit => self.checkpoint_written(time),
             Purpose::ChunkWrite(slot) => {
                 let Some(mut c) = self.chunked[slot] else { return Ok(()) };
                 c.next += 1;
@@ -453,6 +470,8 @@ impl Timed {
                 let in_memory = c.work.source_in_ram || c.work.from == Level::Ram;
                 self.chunk_io(ev.time, ev.id, in_memory);
             }
+            EventKind::Commit => self.commit_due(engine, ev.time),
+            EventKind::CommitWrite => self.write_checkpoint(ev.time),
         }
         Ok(())
     }
@@ -542,6 +561,10 @@ impl Timed {
         let mut touched = Levels::NONE;
         for (_, s, _) in &self.pieces {
             touched = touched.union(s.touches);
+        }
+        if let Some(c) = self.commits.as_mut().filter(|_| op == DevOp::Write && touched.contains(Level::Fast)) {
+            // A write to the SSD may map a slot or make sectors valid: the table changes.
+            c.ssd_writes += 1;
         }
         if touched.contains(Level::Slow) {
             tally.request_misses += 1;
@@ -657,6 +680,7 @@ impl Timed {
             }
             seen += 1;
             tally.record(rec);
+            self.start_commits(arrival);
             self.request(engine, rec, arrival, &mut tally);
             if cfg.check_every > 0 && seen.is_multiple_of(cfg.check_every) {
                 engine.check_invariants().map_err(|message| SimError::Invariant { request: seen, message })?;
@@ -671,6 +695,7 @@ impl Timed {
             Err(e) => return Err(e),
         }
         progress.update(seen);
+        self.arrivals_done = true;
         // Let requests and background work in flight finish (timers are not run past the last
         // request), or only the requests.
         if cfg.stop_at_last_request && !cfg.flush_at_end {

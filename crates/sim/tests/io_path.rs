@@ -245,3 +245,42 @@ fn counters_can_stop_with_the_last_request() {
         all.hdd.writes - stopped.hdd.writes
     );
 }
+
+/// `SimConfig::metadata_commits` (what `replay --nbd` predicts with): while the table changes,
+/// once a period both devices are flushed, a checkpoint written to each, and both flushed
+/// again, as `tierwise serve` commits; a run whose table does not change commits nothing.
+#[test]
+fn a_served_devices_commits_flush_the_disk_twice_a_period_while_the_table_changes() {
+    let writes: Arc<Vec<TraceRecord>> =
+        Arc::new(random_reads(3000).iter().map(|r| TraceRecord { op: IoOp::Write, ..*r }).collect());
+    let run = |recs: &Arc<Vec<TraceRecord>>, commits: bool| {
+        let mut cfg = SimConfig::new("cache:mode=write-back", 64 << 20);
+        cfg.timing = Timing::Closed { depth: 4 };
+        cfg.movers = 2;
+        cfg.stop_at_last_request = true;
+        cfg.metadata_commits = commits.then_some(tierwise_sim::MetadataCommits {
+            interval: Nanos::from_millis(100),
+            hdd_addr: 490_000_000_000,
+            ssd_addr: 4096,
+        });
+        simulate(&mut memory_trace(recs.clone(), "mem", true), &cfg, &mut NoProgress).unwrap()
+    };
+    let (plain, committed) = (run(&writes, false), run(&writes, true));
+    assert_eq!(plain.hdd.flushes, 0);
+    let periods = committed.duration_s / 0.1;
+    let commits = committed.hdd.flushes as f64 / 2.0;
+    assert!(commits >= periods - 2.0 && commits <= periods + 1.0, "{commits} commits in {periods:.1} periods");
+    assert_eq!(committed.ssd.flushes, committed.hdd.flushes);
+    // One checkpoint replica per commit on the HDD, of 16 bytes per cached block and more.
+    let extra = committed.hdd.writes as i64 - plain.hdd.writes as i64;
+    assert!(extra >= commits as i64 - 1, "{extra} more HDD writes for {commits} commits");
+    // The flushes make the drive write its cache back at once: the run is no faster.
+    assert!(committed.iops <= plain.iops * 1.02, "{} vs {}", committed.iops, plain.iops);
+    // hdd-only moves nothing and writes no SSD: the table never changes, nothing commits.
+    let mut cfg = SimConfig::new("hdd-only", 0);
+    cfg.timing = Timing::Closed { depth: 4 };
+    cfg.metadata_commits =
+        Some(tierwise_sim::MetadataCommits { interval: Nanos::from_millis(100), hdd_addr: 0, ssd_addr: 0 });
+    let r = simulate(&mut memory_trace(random_reads(500), "mem", true), &cfg, &mut NoProgress).unwrap();
+    assert!(r.duration_s > 1.0 && r.hdd.flushes == 0, "{} s, {} flushes", r.duration_s, r.hdd.flushes);
+}

@@ -247,7 +247,10 @@ pub(crate) fn cmd_replay_nbd(a: NbdReplay<'_>, bars: &Bars) -> Result<()> {
     }
     // The prediction first: quick, and a problem with it shows before the run.
     let predicted = match (&policy, a.no_sim) {
-        (Some(spec), false) => Some(predict(spec, &reqs, &emulation, before.as_ref(), block, (front_end, cores), &a)?),
+        (Some(spec), false) => {
+            let served = Served { block, front_end, cores, size };
+            Some(predict(spec, &reqs, &emulation, before.as_ref(), &served, &a)?)
+        }
         _ => None,
     };
     let bar = bars.counter("replay");
@@ -346,15 +349,27 @@ pub(crate) fn cmd_replay_nbd(a: NbdReplay<'_>, bars: &Bars) -> Result<()> {
     Ok(())
 }
 
+/// What the prediction models of the served device besides its policy.
+#[derive(Clone, Copy)]
+struct Served {
+    /// Its block size.
+    block: u64,
+    /// Time per request outside the devices, and the cores that do it.
+    front_end: Nanos,
+    cores: u32,
+    /// The exported size: the HDD image's data, after which its checkpoint replica sits.
+    size: u64,
+}
+
 fn predict(
     spec: &str,
     reqs: &[Req],
     emulation: &[String],
     stats: Option<&serde_json::Value>,
-    block: u64,
-    (front_end, cores): (Nanos, u32),
+    served: &Served,
     a: &NbdReplay<'_>,
 ) -> Result<tierwise_sim::metrics::SimReport> {
+    let Served { block, front_end, cores, size } = *served;
     let (workers, trace) = (a.workers, a.trace);
     let ssd_bytes = stats.and_then(|v| v["device"]["ssd_capacity"].as_u64()).unwrap_or(0);
     let presets = tierwise_sim::jobs::load_presets(a.devices)?;
@@ -378,6 +393,13 @@ fn predict(
     cfg.front_end_cores = cores;
     // The served device's counters are read as the replay ends, its movers still busy.
     cfg.stop_at_last_request = true;
+    // It commits its slot table once a second while the table changes: two syncs of each
+    // image around a checkpoint written to both.
+    cfg.metadata_commits = Some(tierwise_sim::MetadataCommits {
+        interval: Nanos::from_secs(1),
+        hdd_addr: size,
+        ssd_addr: tierwise_block::format::SUPER_LEN,
+    });
     let mut t =
         open_bytes("replay.msr.csv", as_msr(reqs), &OpenOptions { format: Some("msr".into()), skip_bad_lines: false })?;
     let mut report = tierwise_sim::simulate(&mut t, &cfg, &mut tierwise_sim::sim::NoProgress)?;
