@@ -230,6 +230,10 @@ def flushes(s):
     return e[0].get("flushes", 0) if e else None
 (c0, b0, t0), (c1, b1, t1) = hdd(b, "before"), hdd(a, "after")
 f0, f1 = flushes(b), flushes(a)
+def split(s):
+    """The emulated HDD's reads and writes (commands), or None on other devices."""
+    e = [x["stats"] for x in s.get("emulated_devices", []) if x["label"].startswith("hdd")]
+    return (e[0]["reads"], e[0]["writes"]) if e else None
 m, p = r["measured"], r["predicted"] or {}
 ph = p.get("hdd", {})
 pc = ph.get("reads", 0) + ph.get("writes", 0)
@@ -239,6 +243,10 @@ pc = ph.get("reads", 0) + ph.get("writes", 0)
 await_meas = round((t1 - t0) * 1e3 / max(c1 - c0, 1), 1) if t0 is not None else 0
 model_ns = ph.get("busy_ns" if os.path.exists(f"{d}/nbdkit-stats.txt") else "response_ns", 0)
 await_pred = round(model_ns / 1e3 / max(pc, 1), 1)
+if split(a) is not None:
+    (r0, w0), (r1, w1) = split(b), split(a)
+    print(f"{name} {arch}: HDD reads / writes measured {r1 - r0} / {w1 - w0}, predicted "
+          f"{ph.get('reads', 0)} / {ph.get('writes', 0)}", file=sys.stderr)
 print("\t".join(str(x) for x in [
     name, arch, round(m["iops"], 1), round(p.get("iops", 0), 1),
     round(m["ssd_read_share"] * 100, 1), round(p.get("read_hit", {}).get("ssd", 0) * 100, 1),
