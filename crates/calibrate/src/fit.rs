@@ -111,9 +111,10 @@ fn round_hdd(spec: &mut HddSpec) {
 
 /// An SSD preset from the measurements, over `base` (power, price, endurance).
 ///
-/// Sequential rates as measured (garbage collection included: `gc = "measured"`); the access latencies from QD1 less the 4 KiB transfer (the
-/// model adds it back); the queue curve and the IOPS ceilings from QD1 and the deepest random
-/// test (see [`queue_curve`]). The tests in between are the check.
+/// Sequential rates as measured (garbage collection included: `gc = "measured"`); the access
+/// latencies from QD1 less the 4 KiB transfer (the model adds it back); the queue curve and the
+/// IOPS ceilings from QD1 and the deepest random test (see [`queue_curve`]). The tests in
+/// between are the check.
 pub fn fit_ssd(tests: &[Measured], span: u64, base: &SsdSpec) -> Result<SsdSpec, CalibrateError> {
     let mut spec = base.clone();
     spec.capacity = format!("{}MiB", span >> 20);

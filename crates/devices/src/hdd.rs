@@ -5,9 +5,10 @@
 //! read rate (`track_bytes = read_mb_s * 60 / rpm`: 1.05 MB for the WD5000AAKS's outer zone at
 //! 126 MB/s and 7200 rpm; zones toward the hub hold less and transfer slower, down to
 //! `inner_rate_ratio` of the preset's rates, `hdd_zones.rs`); the platter angle of byte `x` is
-//! `((x − zone start) mod track_bytes) / track_bytes` and the platter turns with simulated time. So a request that starts where the previous one ended
-//! pays nothing, a short forward skip pays the time for the gap to pass under the head, and a
-//! request that arrives late waits for its sector to come round again — as on a real drive.
+//! `((x − zone start) mod track_bytes) / track_bytes` and the platter turns with simulated
+//! time. So a request that starts where the previous one ended pays nothing, a short forward
+//! skip pays the time for the gap to pass under the head, and a request that arrives late waits
+//! for its sector to come round again — as on a real drive.
 //!
 //! Seek: none within about one track (`|d| <= track_bytes`, a head or track switch that the
 //! rotational wait covers); otherwise `t2t + k * sqrt(d / capacity)`, the usual square-root
