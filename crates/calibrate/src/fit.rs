@@ -406,6 +406,7 @@ mod tests {
         // QD32 reads reach 95 % of 32 × QD1: parallel flash, the knee.
         let fit = fit_ssd(&tests, SPAN, &base).unwrap();
         assert_eq!(fit.queue_curve, QueueCurve::Knee);
+        assert_eq!(fit.gc, GcMode::Measured, "measured rates hold the drive's garbage collection");
         assert_eq!((fit.read_mb_s, fit.write_mb_s), (2048.0, 4096.0));
         assert_eq!((fit.read_iops, fit.write_iops), (370_000.0, 740_000.0));
         // 4096 bytes at 2048 MB/s is 2 µs of transfer, which the model adds back.
