@@ -212,6 +212,9 @@ def nbdkit_stats(path):
         if m:
             cmds += int(m[2]); ms += float(m[3]) * 1e3; size += float(m[4]) * units[m[5]]
     return cmds, round(size), ms
+def emulated_hdd(s):
+    """The emulated HDD's counters in a `stats --json` answer (None on other devices)."""
+    return next((x["stats"] for x in s.get("emulated_devices", []) if x["label"].startswith("hdd")), None)
 def hdd(s, side):
     disk = f"{d}/disk-{side}"
     if os.path.exists(disk):  # the real disk's kernel counters: reads, writes, sectors, ms
@@ -222,18 +225,18 @@ def hdd(s, side):
         if side == "before":
             return 0, 0, 0
         return nbdkit_stats(throttled)
-    e = next(x["stats"] for x in s["emulated_devices"] if x["label"].startswith("hdd"))
+    e = emulated_hdd(s)
     return e["reads"] + e["writes"], e["read_bytes"] + e["write_bytes"], None
 def flushes(s):
-    """FLUSH CACHE commands the emulated HDD counted (- on other devices)."""
-    e = [x["stats"] for x in s.get("emulated_devices", []) if x["label"].startswith("hdd")]
-    return e[0].get("flushes", 0) if e else None
+    """FLUSH CACHE commands the emulated HDD counted (None on other devices)."""
+    e = emulated_hdd(s)
+    return None if e is None else e.get("flushes", 0)
 (c0, b0, t0), (c1, b1, t1) = hdd(b, "before"), hdd(a, "after")
 f0, f1 = flushes(b), flushes(a)
 def split(s):
     """The emulated HDD's reads and writes (commands), or None on other devices."""
-    e = [x["stats"] for x in s.get("emulated_devices", []) if x["label"].startswith("hdd")]
-    return (e[0]["reads"], e[0]["writes"]) if e else None
+    e = emulated_hdd(s)
+    return None if e is None else (e["reads"], e["writes"])
 m, p = r["measured"], r["predicted"] or {}
 ph = p.get("hdd", {})
 pc = ph.get("reads", 0) + ph.get("writes", 0)

@@ -263,15 +263,17 @@ impl Hdd {
             (mean_seek - t2t) * 15.0 / 8.0 * 1e9
         };
         let rotation = 60.0 / spec.rpm;
+        let zones = Zones::new(capacity, rotation, spec.read_mb_s, spec.write_mb_s, spec.inner_rate_ratio);
+        let outer = *zones.outer();
         Ok(Hdd {
             capacity,
             t2t_ns: t2t * 1e9,
             k_read: slope(spec.random_read_iops, spec.read_mb_s),
             k_write: slope(spec.random_write_iops, spec.write_mb_s),
             rotation_ns: rotation * 1e9,
-            zones: Zones::new(capacity, rotation, spec.read_mb_s, spec.write_mb_s, spec.inner_rate_ratio),
-            head_track_bytes: ((spec.read_mb_s * 1e6 * rotation) as u64).max(512),
-            head_read_ns_per_byte: 1e3 / spec.read_mb_s,
+            zones,
+            head_track_bytes: outer.track_bytes,
+            head_read_ns_per_byte: outer.ns_per_byte[0],
             head: 0,
             head_free: Nanos::ZERO,
             phase: 0.0,

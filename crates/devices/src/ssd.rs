@@ -198,7 +198,7 @@ pub struct Ssd {
 impl Ssd {
     /// Builds the model.
     pub fn new(spec: &SsdSpec) -> Result<Ssd, String> {
-        spec.validate()?;
+        let capacity = spec.validate()?;
         Ok(Ssd {
             ns_per_byte: [
                 (1e3 / spec.read_mb_s * f64::from(1u32 << FP)).round() as u64,
@@ -217,7 +217,7 @@ impl Ssd {
             curve: spec.queue_curve,
             in_flight: BinaryHeap::new(),
             in_flight_slots: 0,
-            gc: Collector::new(spec)?,
+            gc: Collector::new(spec, capacity)?,
         })
     }
 

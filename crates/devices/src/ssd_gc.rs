@@ -38,11 +38,12 @@ pub(crate) struct Collector {
 }
 
 impl Collector {
-    pub(crate) fn new(spec: &SsdSpec) -> Result<Collector, String> {
+    /// The collector of a drive of `capacity` bytes (its spec validated).
+    pub(crate) fn new(spec: &SsdSpec, capacity: u64) -> Result<Collector, String> {
         let nand = spec.nand_bytes()?;
         Ok(Collector {
             nand,
-            capacity: spec.validate()?,
+            capacity,
             erased: if spec.gc == GcMode::Fresh { nand } else { 0 },
             on: spec.gc != GcMode::Measured,
             live: 0,
@@ -132,16 +133,20 @@ mod tests {
         s
     }
 
+    fn collector(spec: &SsdSpec) -> Result<Collector, String> {
+        Collector::new(spec, spec.validate()?)
+    }
+
     #[test]
     fn a_full_drive_amplifies_an_emptier_one_less_and_a_fresh_one_only_once_its_flash_is_used() {
         let gib = 1u64 << 30;
-        let mut full = Collector::new(&spec("1GiB", "1.25GiB", GcMode::Steady)).unwrap();
+        let mut full = collector(&spec("1GiB", "1.25GiB", GcMode::Steady)).unwrap();
         let a_full = full.write(gib - 4096, 4096);
         assert!((a_full - amplification(1.25)).abs() < 1e-9 && a_full > 2.0, "{a_full}");
-        let mut quarter = Collector::new(&spec("1GiB", "1.25GiB", GcMode::Steady)).unwrap();
+        let mut quarter = collector(&spec("1GiB", "1.25GiB", GcMode::Steady)).unwrap();
         assert!(quarter.write(gib / 4 - 4096, 4096) < 1.05);
         // Fresh: the first 1.25 GiB of writes program erased flash.
-        let mut fresh = Collector::new(&spec("1GiB", "1.25GiB", GcMode::Fresh)).unwrap();
+        let mut fresh = collector(&spec("1GiB", "1.25GiB", GcMode::Fresh)).unwrap();
         let mut flash = 0;
         for i in 0..(5 * gib / 4 / (1 << 20)) {
             assert_eq!(fresh.write((i << 20) % gib, 1 << 20), 1.0);
@@ -152,13 +157,13 @@ mod tests {
         assert!((a / a_full - 1.0).abs() < 0.01, "{a} for {a_full}");
         assert_eq!(fresh.take_flash_bytes(), ((1u64 << 20) as f64 * a).floor() as u64);
         // Measured rates already hold the collection: flash bytes are host bytes.
-        let mut measured = Collector::new(&spec("1GiB", "1.25GiB", GcMode::Measured)).unwrap();
+        let mut measured = collector(&spec("1GiB", "1.25GiB", GcMode::Measured)).unwrap();
         assert_eq!(measured.write(gib - 4096, 4096), 1.0);
     }
 
     #[test]
     fn flash_no_larger_than_the_capacity_is_refused() {
-        let e = Collector::new(&spec("1GiB", "1GiB", GcMode::Steady)).unwrap_err();
+        let e = collector(&spec("1GiB", "1GiB", GcMode::Steady)).unwrap_err();
         assert!(e.contains("nand_capacity"), "{e}");
     }
 }

@@ -9,7 +9,7 @@
 //! served device pays for it; the commits the served device makes when a copy finds every free
 //! slot waiting for one are not modelled (they depend on its slot quarantine).
 
-use tierwise_core::{Engine, EngineStats, Level, ManualClock, Nanos, WorkKind};
+use tierwise_core::{Engine, EngineStats, Level, ManualClock, Nanos};
 
 use super::{EventKind, Purpose, Timed};
 use crate::device::{Class, DevOp};
@@ -43,29 +43,17 @@ pub(super) struct Commits {
     ssd_writes_at_commit: u64,
     /// Slots the checkpoint under way names.
     entries: u64,
-    /// Commits made.
-    pub(super) done: u64,
 }
 
 impl Commits {
     pub(super) fn new(cfg: MetadataCommits) -> Commits {
-        Commits {
-            cfg,
-            scheduled: false,
-            moves_at_commit: 0,
-            ssd_writes: 0,
-            ssd_writes_at_commit: 0,
-            entries: 0,
-            done: 0,
-        }
+        Commits { cfg, scheduled: false, moves_at_commit: 0, ssd_writes: 0, ssd_writes_at_commit: 0, entries: 0 }
     }
 }
 
+/// Moves of every kind done so far.
 fn moves(stats: &EngineStats) -> u64 {
-    [WorkKind::Promote, WorkKind::Demote, WorkKind::Copy, WorkKind::Writeback, WorkKind::Invalidate]
-        .iter()
-        .map(|&k| stats.done(k))
-        .sum()
+    stats.done.iter().sum()
 }
 
 impl Timed {
@@ -110,9 +98,6 @@ impl Timed {
     /// The checkpoint's writes are back at `now`: both images are synced again.
     pub(super) fn checkpoint_written(&mut self, now: Nanos) {
         self.flush_both(now);
-        if let Some(c) = self.commits.as_mut() {
-            c.done += 1;
-        }
     }
 
     /// A FLUSH CACHE to each device at `now`; returns when both are done. The flush takes the
