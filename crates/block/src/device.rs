@@ -102,6 +102,10 @@ pub struct DeviceStats {
     pub fills_from_ram: u64,
     /// Checkpoints committed.
     pub commits: u64,
+    /// Of those, commits forced by slot pressure that wrote and synced the SSD only: no block
+    /// they dropped had HDD bytes waiting for a sync.
+    #[serde(default)]
+    pub ssd_only_commits: u64,
     /// Flushes and FUA writes handled.
     pub flushes: u64,
     /// Work queued or running now.
@@ -176,6 +180,8 @@ pub(crate) struct Shared {
     pub(crate) started: Instant,
     /// I/O errors by image and operation, and the state they put the device in.
     pub(crate) health: Arc<crate::health::Health>,
+    /// Blocks the HDD took writes to since its last sync (commits forced by slot pressure).
+    pub(crate) hdd_log: Arc<crate::hdd_log::HddWriteLog>,
 }
 
 impl Shared {

@@ -60,6 +60,14 @@ pub enum DeviceError {
          dirty data whose place is recorded only there. Nothing was changed"
     )]
     NoCheckpoint(String),
+    /// Only the HDD's replica of the table could be read, after a crash.
+    #[error(
+        "the SSD's metadata checkpoints cannot be read ({0}) and the HDD's replica was written \
+         before an unclean stop: commits the SSD alone recorded after it (slot-pressure commits) \
+         may have reused slots it names, so it cannot say where dirty data is. Refusing to \
+         serve; nothing was changed (docs/BLOCK.md, \"Crash safety\")"
+    )]
+    ReplicaOnly(String),
     /// A request lies outside the device.
     #[error("request at {offset} of {len} bytes is beyond the device's {size} bytes")]
     OutOfRange {

@@ -653,7 +653,7 @@ pub(crate) fn alloc_slot<'a>(
         }
         drop(c);
         if attempt == 0 || attempt % 10 == 0 {
-            crate::mover::commit(sh, false)?;
+            crate::mover::commit_for_slots(sh)?;
         } else {
             // Every free slot is pinned by an I/O in progress: it is done in microseconds.
             std::thread::sleep(std::time::Duration::from_micros(200));

@@ -18,6 +18,7 @@ pub mod error;
 mod failover;
 mod fills;
 pub mod format;
+mod hdd_log;
 pub mod health;
 mod io;
 mod mover;

@@ -372,6 +372,21 @@ fn write_sectors(sh: &Shared, block: u64, sectors: &[(u64, Vec<u8>)]) -> Result<
 /// Syncs both images and, if the slot table changed since the last checkpoint (or `clean`
 /// asks for a final one), commits a new checkpoint. One commit at a time.
 pub(crate) fn commit(sh: &Shared, clean: bool) -> Result<(), DeviceError> {
+    commit_with(sh, clean, false)
+}
+
+/// A commit for a copy that found every free slot waiting for one: it frees those slots. Only
+/// the SSD is written and synced (its checkpoint copy and the slots it names), as dm-cache
+/// commits to its metadata device alone, unless a block this checkpoint drops took an HDD
+/// write since the HDD's last sync (a write-back, a demotion, a write around the cache): that
+/// block's reads go to the HDD after a crash, so the HDD is synced first. The HDD's replica of
+/// the table then lags the SSD's copies; recovery never prefers it to a valid SSD copy, and
+/// refuses to guess from it alone after a crash (see [`crate::recovery`]).
+pub(crate) fn commit_for_slots(sh: &Shared) -> Result<(), DeviceError> {
+    commit_with(sh, false, true)
+}
+
+fn commit_with(sh: &Shared, clean: bool, for_slots: bool) -> Result<(), DeviceError> {
     let mut seq = sh.commit_lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     if crate::failover::detached(sh) {
         return crate::failover::commit_detached(sh, &mut seq);
@@ -392,15 +407,23 @@ pub(crate) fn commit(sh: &Shared, clean: bool) -> Result<(), DeviceError> {
             None
         }
     };
+    if for_slots && snapshot.is_none() {
+        // Nothing was unmapped since the last commit: there is nothing to free.
+        return Ok(());
+    }
+    // After the snapshot: a write-back that ended before its block was dropped is logged.
+    let ssd_only = for_slots && snapshot.as_ref().is_some_and(|(_, freed)| !sh.hdd_log.any_unsynced(&freed.blocks));
     let sync = |d: Dev| sh.backend.sync(d).map_err(|e| DeviceError::io("syncing an image", e));
     let result = (|| {
         sync(Dev::Ssd)?;
-        sync(Dev::Hdd)?;
+        if !ssd_only {
+            sync(Dev::Hdd)?;
+        }
         let Some((entries, _)) = &snapshot else {
             return Ok(());
         };
         let cp = Checkpoint { seq: *seq + 1, clean, entries: entries.clone() };
-        write_checkpoint(sh, &cp)?;
+        write_checkpoint(sh, &cp, !ssd_only)?;
         crate::trace::note_test(|| format!("checkpoint {} durable", cp.seq));
         *seq += 1;
         Ok(())
@@ -410,6 +433,7 @@ pub(crate) fn commit(sh: &Shared, clean: bool) -> Result<(), DeviceError> {
         if result.is_ok() {
             c.slots.release(freed);
             c.stats.commits += 1;
+            c.stats.ssd_only_commits += u64::from(ssd_only);
         } else {
             // Not durable: the slots stay quarantined, and the next commit tries again.
             c.table_changed = true;
@@ -419,8 +443,9 @@ pub(crate) fn commit(sh: &Shared, clean: bool) -> Result<(), DeviceError> {
     result
 }
 
-/// Writes a checkpoint to its copy on both images and syncs them.
-pub(crate) fn write_checkpoint(sh: &Shared, cp: &Checkpoint) -> Result<(), DeviceError> {
+/// Writes a checkpoint to its copy on the SSD and, with `replicate`, on the HDD, and syncs
+/// what it wrote.
+pub(crate) fn write_checkpoint(sh: &Shared, cp: &Checkpoint, replicate: bool) -> Result<(), DeviceError> {
     let bytes = cp.encode(sh.ssd_sb.uuid, sh.block_size());
     if bytes.len() as u64 > sh.ssd_sb.meta_len {
         return Err(DeviceError::Images(format!(
@@ -430,10 +455,12 @@ pub(crate) fn write_checkpoint(sh: &Shared, cp: &Checkpoint) -> Result<(), Devic
         )));
     }
     let copy = cp.seq % 2;
-    for (dev, sb) in [(Dev::Ssd, &sh.ssd_sb), (Dev::Hdd, &sh.hdd_sb)] {
+    let images =
+        if replicate { &[(Dev::Ssd, &sh.ssd_sb), (Dev::Hdd, &sh.hdd_sb)][..] } else { &[(Dev::Ssd, &sh.ssd_sb)][..] };
+    for &(dev, sb) in images {
         sh.backend.write(dev, &bytes, sb.meta_offset(copy)).map_err(|e| DeviceError::io("writing a checkpoint", e))?;
     }
-    for dev in [Dev::Ssd, Dev::Hdd] {
+    for &(dev, _) in images {
         sh.backend.sync(dev).map_err(|e| DeviceError::io("syncing a checkpoint", e))?;
     }
     Ok(())

@@ -237,9 +237,12 @@ fn hdd_has_ssd_super(backend: &dyn Backend) -> bool {
     backend.read(Dev::Hdd, &mut b, 0).is_ok() && Superblock::decode(&b).is_ok_and(|s| s.role == Role::Ssd)
 }
 
-/// The newest valid checkpoint among the four copies.
+/// The newest valid checkpoint among the four copies. The HDD's replica alone is trusted only
+/// if it records a clean stop: commits forced by slot pressure write the SSD's copies only
+/// (`crate::mover::commit_for_slots`), so after a crash a replica may name slots reused since.
 fn newest_checkpoint(backend: &dyn Backend, ssd: &Superblock, hdd: &Superblock) -> Result<Checkpoint, DeviceError> {
     let mut best: Option<Checkpoint> = None;
+    let mut ssd_valid = false;
     let mut problems = Vec::new();
     for (dev, sb) in [(Dev::Ssd, ssd), (Dev::Hdd, hdd)] {
         for copy in 0..2 {
@@ -250,13 +253,21 @@ fn newest_checkpoint(backend: &dyn Backend, ssd: &Superblock, hdd: &Superblock) 
                 continue;
             }
             match Checkpoint::decode(&b, sb.uuid, sb.block_size, sb.slots) {
-                Ok(cp) if best.as_ref().is_none_or(|b| cp.seq > b.seq) => best = Some(cp),
-                Ok(_) => {}
+                Ok(cp) => {
+                    ssd_valid |= dev == Dev::Ssd;
+                    if best.as_ref().is_none_or(|b| cp.seq > b.seq) {
+                        best = Some(cp);
+                    }
+                }
                 Err(e) => problems.push(format!("{name}: {e}")),
             }
         }
     }
-    best.ok_or_else(|| DeviceError::NoCheckpoint(problems.join("; ")))
+    match best {
+        None => Err(DeviceError::NoCheckpoint(problems.join("; "))),
+        Some(cp) if !ssd_valid && !cp.clean => Err(DeviceError::ReplicaOnly(problems.join("; "))),
+        Some(cp) => Ok(cp),
+    }
 }
 
 /// Checks a pair of images without changing them: their superblocks agree and a valid
@@ -378,6 +389,8 @@ pub fn open(backend: Arc<dyn Backend>, opts: ServeOptions) -> Result<HybridDevic
     let want = fits(&opts.spec, &ssd_sb)?;
     let cp = newest_checkpoint(&*backend, &ssd_sb, &hdd_sb)?;
     let bs = ssd_sb.block_size;
+    let hdd_log = Arc::new(crate::hdd_log::HddWriteLog::new(bs, ssd_sb.hdd_data));
+    let backend: Arc<dyn Backend> = Arc::new(crate::hdd_log::Logged { inner: backend, log: Arc::clone(&hdd_log) });
     let slots = ssd_sb.slots;
     // A few slots are kept over the engine's capacity, so a slot waiting for a commit rarely
     // makes a move wait (SSD over-provisioning).
@@ -425,6 +438,7 @@ pub fn open(backend: Arc<dyn Backend>, opts: ServeOptions) -> Result<HybridDevic
         move_rate: AtomicU64::new(move_rate),
         started: Instant::now(),
         health,
+        hdd_log,
     });
     adopt(&shared, &cp)?;
     crate::mover::commit(&shared, false)?;

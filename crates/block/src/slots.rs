@@ -40,7 +40,18 @@ pub(crate) struct Slots {
     sectors: u64,
     free: Vec<u32>,
     quarantine: Vec<u32>,
+    /// Blocks unmapped (or retired) since the last snapshot: the next checkpoint sends their
+    /// reads to the HDD.
+    dropped: Vec<u64>,
     map: SlotMap,
+}
+
+/// What a commit of a snapshot frees: the slots quarantined before it, and the blocks unmapped
+/// before it (their HDD bytes must be durable before the checkpoint is).
+#[derive(Debug, Default)]
+pub(crate) struct Freed {
+    pub(crate) slots: Vec<u32>,
+    pub(crate) blocks: Vec<u64>,
 }
 
 impl Slots {
@@ -58,6 +69,7 @@ impl Slots {
             // Popped from the end: low slots first.
             free: (0..slots as u32).rev().collect(),
             quarantine: Vec::new(),
+            dropped: Vec::new(),
             map: SlotMap::new(blocks, slots),
         }
     }
@@ -157,6 +169,7 @@ impl Slots {
         self.owner[s] = NONE;
         self.state[s] = State::Quarantined;
         self.quarantine.push(slot);
+        self.dropped.push(block);
         Some(slot)
     }
 
@@ -166,6 +179,7 @@ impl Slots {
         crate::trace::note(block, || format!("retire slot {slot}"));
         self.owner[slot as usize] = NONE;
         self.state[slot as usize] = State::Retired;
+        self.dropped.push(block);
         Some(slot)
     }
 
@@ -212,7 +226,7 @@ impl Slots {
 
     /// The table as it is, for a checkpoint (pending slots left out), and the slots that a
     /// commit of it frees: those quarantined before this snapshot.
-    pub(crate) fn snapshot(&mut self, dirty: impl Fn(u64) -> bool) -> (Vec<Entry>, Vec<u32>) {
+    pub(crate) fn snapshot(&mut self, dirty: impl Fn(u64) -> bool) -> (Vec<Entry>, Freed) {
         let mut entries = Vec::with_capacity(self.map.len());
         for (block, slot) in self.map.iter() {
             let s = slot as usize;
@@ -224,12 +238,13 @@ impl Slots {
             entries.push(Entry { block, slot, dirty: dirty(block), partial });
         }
         entries.sort_by_key(|e| e.slot);
-        (entries, std::mem::take(&mut self.quarantine))
+        let freed = Freed { slots: std::mem::take(&mut self.quarantine), blocks: std::mem::take(&mut self.dropped) };
+        (entries, freed)
     }
 
-    /// A commit that freed `slots` is durable.
-    pub(crate) fn release(&mut self, slots: Vec<u32>) {
-        for slot in slots {
+    /// A commit that freed these slots is durable.
+    pub(crate) fn release(&mut self, freed: Freed) {
+        for slot in freed.slots {
             if self.state[slot as usize] == State::Quarantined {
                 self.state[slot as usize] = State::Free;
                 self.free.push(slot);
@@ -237,9 +252,10 @@ impl Slots {
         }
     }
 
-    /// A commit that would have freed `slots` failed: they wait for the next one.
-    pub(crate) fn requarantine(&mut self, slots: Vec<u32>) {
-        self.quarantine.extend(slots);
+    /// A commit that would have freed these failed: they wait for the next one.
+    pub(crate) fn requarantine(&mut self, freed: Freed) {
+        self.quarantine.extend(freed.slots);
+        self.dropped.extend(freed.blocks);
     }
 
     /// Rebuilds the table from a checkpoint (recovery).

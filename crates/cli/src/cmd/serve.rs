@@ -468,7 +468,12 @@ pub(crate) fn cmd_stats(control: &Path, json: bool) -> Result<()> {
         n(&d["moves_failed"]),
         n(&d["moved_bytes"])
     );
-    println!("commits    {}  flushes {}", n(&d["commits"]), n(&d["flushes"]));
+    println!(
+        "commits    {} ({} SSD-only, forced by slot pressure)  flushes {}",
+        n(&d["commits"]),
+        n(&d["ssd_only_commits"]),
+        n(&d["flushes"])
+    );
     Ok(())
 }
 

@@ -1,0 +1,120 @@
+//! Which blocks the HDD image took writes to since its last sync. A commit forced by slot
+//! pressure ([`crate::mover::commit_for_slots`]) syncs the HDD only when a block it drops from
+//! the table is among them: the checkpoint then sends that block's reads to the HDD, so the
+//! HDD's bytes must be durable first. Otherwise the HDD's last sync already made them so, and
+//! the commit touches the SSD alone, as dm-cache commits to its metadata device only.
+
+use std::collections::HashSet;
+use std::io;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use crate::backend::{Backend, Dev};
+
+/// The blocks written (or discarded) on the HDD image since its last sync began.
+#[derive(Debug)]
+pub(crate) struct HddWriteLog {
+    block_size: u64,
+    /// The virtual device's bytes on the HDD; writes past them are metadata.
+    data_len: u64,
+    unsynced: Mutex<HashSet<u64>>,
+}
+
+impl HddWriteLog {
+    pub(crate) fn new(block_size: u64, data_len: u64) -> HddWriteLog {
+        HddWriteLog { block_size, data_len, unsynced: Mutex::new(HashSet::new()) }
+    }
+
+    fn set(&self) -> std::sync::MutexGuard<'_, HashSet<u64>> {
+        self.unsynced.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn note(&self, off: u64, len: u64) {
+        let end = off.saturating_add(len).min(self.data_len);
+        if off >= end {
+            return;
+        }
+        let mut set = self.set();
+        for block in off / self.block_size..end.div_ceil(self.block_size) {
+            set.insert(block);
+        }
+    }
+
+    /// Whether any of `blocks` took a write the HDD has not synced yet.
+    pub(crate) fn any_unsynced(&self, blocks: &[u64]) -> bool {
+        let set = self.set();
+        !set.is_empty() && blocks.iter().any(|b| set.contains(b))
+    }
+}
+
+/// A backend that records the HDD's writes in an [`HddWriteLog`]. A sync takes the log's
+/// blocks first (a write racing the sync stays logged: it may have missed it) and gives them
+/// back if it fails.
+pub(crate) struct Logged {
+    pub(crate) inner: Arc<dyn Backend>,
+    pub(crate) log: Arc<HddWriteLog>,
+}
+
+impl Backend for Logged {
+    fn read(&self, dev: Dev, buf: &mut [u8], off: u64) -> io::Result<()> {
+        self.inner.read(dev, buf, off)
+    }
+    fn write(&self, dev: Dev, buf: &[u8], off: u64) -> io::Result<()> {
+        // Logged before the write: a sync that starts in between keeps the block logged.
+        if dev == Dev::Hdd {
+            self.log.note(off, buf.len() as u64);
+        }
+        self.inner.write(dev, buf, off)
+    }
+    fn sync(&self, dev: Dev) -> io::Result<()> {
+        if dev != Dev::Hdd {
+            return self.inner.sync(dev);
+        }
+        let taken = std::mem::take(&mut *self.log.set());
+        let r = self.inner.sync(dev);
+        if r.is_err() {
+            self.log.set().extend(taken);
+        }
+        r
+    }
+    fn discard(&self, dev: Dev, off: u64, len: u64) -> io::Result<()> {
+        if dev == Dev::Hdd {
+            self.log.note(off, len);
+        }
+        self.inner.discard(dev, off, len)
+    }
+    fn len(&self, dev: Dev) -> io::Result<u64> {
+        self.inner.len(dev)
+    }
+    fn grow(&self, dev: Dev, len: u64) -> io::Result<()> {
+        self.inner.grow(dev, len)
+    }
+    fn is_hole(&self, dev: Dev, off: u64, len: u64) -> io::Result<bool> {
+        self.inner.is_hole(dev, off, len)
+    }
+    fn holes(&self, dev: Dev, off: u64, bs: u64, n: usize) -> io::Result<Vec<bool>> {
+        self.inner.holes(dev, off, bs, n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::MemBackend;
+
+    #[test]
+    fn a_write_stays_logged_until_a_sync_succeeds() {
+        let log = Arc::new(HddWriteLog::new(4096, 64 * 4096));
+        let b = Logged { inner: Arc::new(MemBackend::new(1 << 20, 64 * 4096 + (1 << 20))), log: Arc::clone(&log) };
+        b.write(Dev::Hdd, &[1; 8192], 4096 + 512).expect("write");
+        b.write(Dev::Ssd, &[1; 4096], 0).expect("write");
+        assert!(log.any_unsynced(&[1]) && log.any_unsynced(&[3]) && !log.any_unsynced(&[0, 4]));
+        b.sync(Dev::Ssd).expect("sync");
+        assert!(log.any_unsynced(&[2]), "an SSD sync leaves the HDD's writes unsynced");
+        b.sync(Dev::Hdd).expect("sync");
+        assert!(!log.any_unsynced(&[1, 2, 3]));
+        b.discard(Dev::Hdd, 10 * 4096, 4096).expect("discard");
+        assert!(log.any_unsynced(&[10]), "a discard changes what the block reads");
+        b.write(Dev::Hdd, &[1; 4096], 64 * 4096).expect("metadata write");
+        assert!(!log.any_unsynced(&[64]), "metadata past the data is not a block");
+    }
+}
