@@ -182,6 +182,8 @@ pub(crate) struct Shared {
     pub(crate) health: Arc<crate::health::Health>,
     /// Blocks the HDD took writes to since its last sync (commits forced by slot pressure).
     pub(crate) hdd_log: Arc<crate::hdd_log::HddWriteLog>,
+    /// Mean time of a client's HDD write lately, in ns (`crate::write_runs`).
+    pub(crate) hdd_write_ns: AtomicU64,
 }
 
 impl Shared {

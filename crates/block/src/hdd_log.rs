@@ -16,15 +16,26 @@ pub(crate) struct HddWriteLog {
     block_size: u64,
     /// The virtual device's bytes on the HDD; writes past them are metadata.
     data_len: u64,
-    unsynced: Mutex<HashSet<u64>>,
+    unsynced: Mutex<Unsynced>,
 }
+
+/// At most [`MAX_LOGGED`] blocks; past that, every block counts as unsynced until the next
+/// sync (a client that never flushes, on a table that does not change, is never synced: the
+/// log must not grow with the device).
+#[derive(Debug, Default)]
+struct Unsynced {
+    blocks: HashSet<u64>,
+    overflowed: bool,
+}
+
+const MAX_LOGGED: usize = 1 << 16;
 
 impl HddWriteLog {
     pub(crate) fn new(block_size: u64, data_len: u64) -> HddWriteLog {
-        HddWriteLog { block_size, data_len, unsynced: Mutex::new(HashSet::new()) }
+        HddWriteLog { block_size, data_len, unsynced: Mutex::new(Unsynced::default()) }
     }
 
-    fn set(&self) -> std::sync::MutexGuard<'_, HashSet<u64>> {
+    fn set(&self) -> std::sync::MutexGuard<'_, Unsynced> {
         self.unsynced.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -34,15 +45,24 @@ impl HddWriteLog {
             return;
         }
         let mut set = self.set();
+        if set.overflowed {
+            return;
+        }
         for block in off / self.block_size..end.div_ceil(self.block_size) {
-            set.insert(block);
+            set.blocks.insert(block);
+        }
+        if set.blocks.len() > MAX_LOGGED {
+            *set = Unsynced { blocks: HashSet::new(), overflowed: true };
         }
     }
 
     /// Whether any of `blocks` took a write the HDD has not synced yet.
     pub(crate) fn any_unsynced(&self, blocks: &[u64]) -> bool {
         let set = self.set();
-        !set.is_empty() && blocks.iter().any(|b| set.contains(b))
+        if set.overflowed {
+            return !blocks.is_empty();
+        }
+        !set.blocks.is_empty() && blocks.iter().any(|b| set.blocks.contains(b))
     }
 }
 
@@ -72,7 +92,9 @@ impl Backend for Logged {
         let taken = std::mem::take(&mut *self.log.set());
         let r = self.inner.sync(dev);
         if r.is_err() {
-            self.log.set().extend(taken);
+            let mut set = self.log.set();
+            set.overflowed |= taken.overflowed;
+            set.blocks.extend(taken.blocks);
         }
         r
     }
@@ -116,5 +138,18 @@ mod tests {
         assert!(log.any_unsynced(&[10]), "a discard changes what the block reads");
         b.write(Dev::Hdd, &[1; 4096], 64 * 4096).expect("metadata write");
         assert!(!log.any_unsynced(&[64]), "metadata past the data is not a block");
+    }
+
+    #[test]
+    fn a_log_past_its_bound_counts_every_block_until_the_next_sync() {
+        let blocks = MAX_LOGGED as u64 + 8;
+        let log = Arc::new(HddWriteLog::new(512, blocks * 512));
+        let b = Logged { inner: Arc::new(MemBackend::new(1 << 20, blocks * 512)), log: Arc::clone(&log) };
+        b.write(Dev::Hdd, &vec![1; (blocks * 512) as usize], 0).expect("write");
+        assert!(log.set().blocks.is_empty(), "the log holds no more than its bound");
+        assert!(log.any_unsynced(&[blocks + 100]), "past its bound, every block counts as unsynced");
+        assert!(!log.any_unsynced(&[]));
+        b.sync(Dev::Hdd).expect("sync");
+        assert!(!log.any_unsynced(&[0, 1, 2]));
     }
 }

@@ -356,19 +356,19 @@ fn wait_block_idle(sh: &Shared, block: u64) {
 
 /// Where a piece's bytes are written.
 #[derive(Clone, Copy, Debug, Default)]
-struct WriteRoute {
+pub(crate) struct WriteRoute {
     /// Into the block's RAM copy (it is being moved; `RamLevel::MoveCopies`).
-    ram: bool,
-    hdd: Option<u64>,
-    ssd: Option<SlotWrite>,
+    pub(crate) ram: bool,
+    pub(crate) hdd: Option<u64>,
+    pub(crate) ssd: Option<SlotWrite>,
     /// Concatenated layout: the SSD image offset.
-    ssd_at: Option<u64>,
+    pub(crate) ssd_at: Option<u64>,
 }
 
 /// A write into a block's slot.
 #[derive(Clone, Copy, Debug)]
-struct SlotWrite {
-    slot: u32,
+pub(crate) struct SlotWrite {
+    pub(crate) slot: u32,
     /// Mapped for this write: settled once its bytes are in.
     new: bool,
     /// The slot held the first (last) sector the write covers before it: a partial sector is
@@ -415,7 +415,7 @@ pub(crate) fn write(sh: &Shared, buf: &[u8], offset: u64) -> Result<(), DeviceEr
         if queued {
             sh.work_ready.notify_all();
         }
-        let (result, written) = run_writes(sh, buf, &routes);
+        let (result, written) = crate::write_runs::run_writes(sh, buf, &routes);
         finish_writes(sh, &routes, written);
         buffer_moving(sh, buf, &routes[..written]);
         result?;
@@ -468,72 +468,6 @@ fn buffer_moving(sh: &Shared, buf: &[u8], routes: &[(Piece, WriteRoute)]) {
         sh.wbuf.record(p.block, first, &sectors);
         sh.lock().stats.buffered_writes += 1;
     }
-}
-
-/// Executes write routes in order, merging runs of whole-sector pieces that are next to each
-/// other on both their images into one call per image. Returns how many routes were written.
-fn run_writes(sh: &Shared, buf: &[u8], routes: &[(Piece, WriteRoute)]) -> (Result<(), DeviceError>, usize) {
-    let aligned = |p: &Piece| p.inner.is_multiple_of(SECTOR) && p.len.is_multiple_of(SECTOR);
-    // The HDD's bytes first, one write per run of pieces adjacent in the request and on the
-    // HDD, whatever slots the SSD gave them: a real stack passes the client's range to the
-    // backing device as one request (bcache passes the bio through). Merging only where the
-    // SSD slots were adjacent too made a 64 KiB write-through write 16 HDD writes, each losing
-    // a rotation (issue 35). Pieces moving through RAM write their own way, in order.
-    let hdd_of = |r: &WriteRoute| if r.ram { None } else { r.hdd };
-    let mut i = 0;
-    while i < routes.len() {
-        let (p, r) = routes[i];
-        if r.ram {
-            if let Err(e) = execute_write(sh, buf, &p, &r) {
-                return (Err(e), 0);
-            }
-            i += 1;
-            continue;
-        }
-        let Some(off) = r.hdd else {
-            i += 1;
-            continue;
-        };
-        let j = run_end(routes, i, |(q, s), (last, ls)| {
-            q.at == last.at + last.len as usize
-                && matches!((hdd_of(ls), hdd_of(s)), (Some(a), Some(b)) if b == a + last.len)
-        });
-        let (last, _) = routes[j - 1];
-        let data = &buf[p.at..last.at + last.len as usize];
-        if let Err(e) = sh.backend.write(Dev::Hdd, data, off) {
-            return (Err(DeviceError::io("writing the HDD image", e)), 0);
-        }
-        i = j;
-    }
-    // Then the SSD's, merged where slots (or the concatenated layout's addresses) follow each
-    // other and the pieces are whole sectors.
-    let ssd_at = |p: &Piece, r: &WriteRoute| r.ssd.map(|w| sh.slot_offset(w.slot) + p.inner).or(r.ssd_at);
-    let mut i = 0;
-    while i < routes.len() {
-        let (p, r) = routes[i];
-        if r.ram || (r.ssd.is_none() && r.ssd_at.is_none()) {
-            i += 1;
-            continue;
-        }
-        let j = if aligned(&p) {
-            run_end(routes, i, |(q, s), (last, ls)| {
-                aligned(q)
-                    && !s.ram
-                    && q.at == last.at + last.len as usize
-                    && ls.ssd.is_some() == s.ssd.is_some()
-                    && matches!((ssd_at(last, ls), ssd_at(q, s)), (Some(a), Some(b)) if b == a + last.len)
-            })
-        } else {
-            i + 1
-        };
-        let (last, _) = routes[j - 1];
-        let merged = Piece { block: p.block, inner: p.inner, len: (last.at - p.at) as u64 + last.len, at: p.at };
-        if let Err(e) = execute_write(sh, buf, &merged, &WriteRoute { hdd: None, ..r }) {
-            return (Err(e), i);
-        }
-        i = j;
-    }
-    (Ok(()), routes.len())
 }
 
 /// The end (exclusive) of the run of routes from `i` on in which each route `follows` the one
@@ -666,7 +600,7 @@ pub(crate) fn alloc_slot<'a>(
 /// Writes one piece to its destinations. A piece that writes part of a sector into a slot
 /// whose copy of that sector is not valid is merged with the sector's current bytes (the
 /// HDD's) first, so the slot never holds a torn sector.
-fn execute_write(sh: &Shared, buf: &[u8], p: &Piece, r: &WriteRoute) -> Result<(), DeviceError> {
+pub(crate) fn execute_write(sh: &Shared, buf: &[u8], p: &Piece, r: &WriteRoute) -> Result<(), DeviceError> {
     let data = &buf[p.at..p.at + p.len as usize];
     if r.ram {
         // Written through to the HDD as well when the route says so; else the RAM copy is

@@ -30,6 +30,7 @@ mod status;
 mod subluns;
 #[doc(hidden)]
 pub mod trace;
+mod write_runs;
 
 pub use backend::{Backend, Dev, FileBackend, MemBackend};
 pub use device::{DeviceStats, HybridDevice, ServeOptions, SysClock};

@@ -439,6 +439,7 @@ pub fn open(backend: Arc<dyn Backend>, opts: ServeOptions) -> Result<HybridDevic
         started: Instant::now(),
         health,
         hdd_log,
+        hdd_write_ns: AtomicU64::new(0),
     });
     adopt(&shared, &cp)?;
     crate::mover::commit(&shared, false)?;

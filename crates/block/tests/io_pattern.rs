@@ -85,3 +85,53 @@ fn a_multi_block_read_miss_feeding_fills_is_one_hdd_read() {
     assert!(all == image);
     dev.shutdown().unwrap_or_else(|e| panic!("shutdown: {e}"));
 }
+
+/// Write-through on a slow HDD: the HDD's write and the SSD's go out at once (bcache sends the
+/// bio to both), not one after the other: while the HDD write is held, the SSD's arrives.
+#[test]
+fn a_write_through_write_reaches_the_hdd_and_the_ssd_at_once() {
+    use std::sync::atomic::AtomicBool;
+    let ssd_written = Arc::new(AtomicBool::new(false));
+    let hold = Arc::new(AtomicBool::new(false));
+    let seen_while_held = Arc::new(AtomicBool::new(false));
+    let (s, h, seen) = (Arc::clone(&ssd_written), Arc::clone(&hold), Arc::clone(&seen_while_held));
+    // Slots start after the SSD's metadata; the first 64 KiB hold the superblock and checkpoints.
+    let be = hooked::Hooked::new(MemBackend::new(16 << 20, HDD), move |a| {
+        if a.write && a.dev == Dev::Ssd && a.off >= 64 << 10 {
+            s.store(true, Ordering::SeqCst);
+        }
+        if a.write && a.dev == Dev::Hdd && a.off < HDD && !h.load(Ordering::SeqCst) {
+            // A disk's write time under load: the device overlaps the images only when the
+            // HDD is slow (a mean above 1 ms).
+            std::thread::sleep(Duration::from_millis(3));
+        }
+        if a.write && a.dev == Dev::Hdd && a.off < HDD && h.load(Ordering::SeqCst) {
+            // The HDD write waits up to 2 s for the SSD's: only a concurrent one can arrive.
+            let until = std::time::Instant::now() + Duration::from_secs(2);
+            while std::time::Instant::now() < until && !s.load(Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            seen.store(s.load(Ordering::SeqCst), Ordering::SeqCst);
+        }
+    });
+    let spec = "cache:mode=write-through";
+    create(&*be, &CreateOptions { spec: spec.into(), block_size: Some(4096), ssd_size: 8 << 20, hdd_size: Some(HDD) })
+        .unwrap_or_else(|e| panic!("create: {e}"));
+    let dev = open(be.clone() as Arc<dyn Backend>, ServeOptions { spec: spec.into(), ..ServeOptions::default() })
+        .unwrap_or_else(|e| panic!("open: {e}"));
+    dev.start();
+    // Cached first (write-through maps a slot on a write; the device learns the HDD's pace),
+    // then written over while held.
+    for _ in 0..24 {
+        dev.write(&[1u8; 8192], 1 << 20, false).unwrap_or_else(|e| panic!("write: {e}"));
+    }
+    ssd_written.store(false, Ordering::SeqCst);
+    hold.store(true, Ordering::SeqCst);
+    dev.write(&[2u8; 8192], 1 << 20, false).unwrap_or_else(|e| panic!("write: {e}"));
+    hold.store(false, Ordering::SeqCst);
+    assert!(seen_while_held.load(Ordering::SeqCst), "the SSD write waited for the HDD write");
+    let mut back = vec![0u8; 8192];
+    dev.read(&mut back, 1 << 20).unwrap_or_else(|e| panic!("read: {e}"));
+    assert!(back.iter().all(|&b| b == 2));
+    dev.shutdown().unwrap_or_else(|e| panic!("shutdown: {e}"));
+}
