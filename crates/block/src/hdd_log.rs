@@ -67,8 +67,8 @@ impl HddWriteLog {
 }
 
 /// A backend that records the HDD's writes in an [`HddWriteLog`]. A sync takes the log's
-/// blocks first (a write racing the sync stays logged: it may have missed it) and gives them
-/// back if it fails.
+/// blocks before it starts (a write logged after that stays logged) and gives them back if it
+/// fails.
 pub(crate) struct Logged {
     pub(crate) inner: Arc<dyn Backend>,
     pub(crate) log: Arc<HddWriteLog>,
@@ -79,11 +79,15 @@ impl Backend for Logged {
         self.inner.read(dev, buf, off)
     }
     fn write(&self, dev: Dev, buf: &[u8], off: u64) -> io::Result<()> {
-        // Logged before the write: a sync that starts in between keeps the block logged.
+        let r = self.inner.write(dev, buf, off);
+        // Logged once the write is done (failed ones too: part of it may have landed). Logged
+        // before it, a sync could take the log, start, and miss the write still under way,
+        // leaving it unsynced and unlogged; logged after, a sync that takes the log first
+        // started after the write was done and covers it.
         if dev == Dev::Hdd {
             self.log.note(off, buf.len() as u64);
         }
-        self.inner.write(dev, buf, off)
+        r
     }
     fn sync(&self, dev: Dev) -> io::Result<()> {
         if dev != Dev::Hdd {
@@ -99,10 +103,11 @@ impl Backend for Logged {
         r
     }
     fn discard(&self, dev: Dev, off: u64, len: u64) -> io::Result<()> {
+        let r = self.inner.discard(dev, off, len);
         if dev == Dev::Hdd {
             self.log.note(off, len);
         }
-        self.inner.discard(dev, off, len)
+        r
     }
     fn len(&self, dev: Dev) -> io::Result<u64> {
         self.inner.len(dev)
@@ -138,6 +143,56 @@ mod tests {
         assert!(log.any_unsynced(&[10]), "a discard changes what the block reads");
         b.write(Dev::Hdd, &[1; 4096], 64 * 4096).expect("metadata write");
         assert!(!log.any_unsynced(&[64]), "metadata past the data is not a block");
+    }
+
+    /// An image whose HDD writes wait at a gate until the test opens it.
+    struct Gated {
+        inner: MemBackend,
+        entered: std::sync::mpsc::SyncSender<()>,
+        open: Mutex<std::sync::mpsc::Receiver<()>>,
+    }
+
+    impl Backend for Gated {
+        fn read(&self, dev: Dev, buf: &mut [u8], off: u64) -> io::Result<()> {
+            self.inner.read(dev, buf, off)
+        }
+        fn write(&self, dev: Dev, buf: &[u8], off: u64) -> io::Result<()> {
+            let _ = self.entered.send(());
+            let _ = self.open.lock().unwrap_or_else(PoisonError::into_inner).recv();
+            self.inner.write(dev, buf, off)
+        }
+        fn sync(&self, dev: Dev) -> io::Result<()> {
+            self.inner.sync(dev)
+        }
+        fn discard(&self, dev: Dev, off: u64, len: u64) -> io::Result<()> {
+            self.inner.discard(dev, off, len)
+        }
+        fn len(&self, dev: Dev) -> io::Result<u64> {
+            self.inner.len(dev)
+        }
+        fn grow(&self, dev: Dev, len: u64) -> io::Result<()> {
+            self.inner.grow(dev, len)
+        }
+    }
+
+    #[test]
+    fn a_write_under_way_while_a_sync_starts_stays_logged() {
+        let (entered_tx, entered) = std::sync::mpsc::sync_channel(1);
+        let (open, open_rx) = std::sync::mpsc::sync_channel(1);
+        let inner =
+            Gated { inner: MemBackend::new(1 << 20, 64 * 4096), entered: entered_tx, open: Mutex::new(open_rx) };
+        let log = Arc::new(HddWriteLog::new(4096, 64 * 4096));
+        let b = Arc::new(Logged { inner: Arc::new(inner), log: Arc::clone(&log) });
+        let writer = {
+            let b = Arc::clone(&b);
+            std::thread::spawn(move || b.write(Dev::Hdd, &[7; 4096], 5 * 4096))
+        };
+        entered.recv().expect("the write started");
+        // The sync starts (and ends) while the write is still under way: it may not cover it.
+        b.sync(Dev::Hdd).expect("sync");
+        open.send(()).expect("open the gate");
+        writer.join().expect("writer").expect("write");
+        assert!(log.any_unsynced(&[5]), "a write the sync may have missed must stay logged");
     }
 
     #[test]
