@@ -13,11 +13,12 @@ use crate::io::{Piece, WriteRoute, execute_write, run_end};
 /// Executes write routes, merging runs of whole-sector pieces that are next to each other on
 /// both their images into one call per image. Returns how many routes were written.
 ///
-/// A write-through write goes to the HDD and the SSD at once, as bcache sends the bio to the
-/// backing device and the cache together: one after the other kept the client waiting for
-/// both latencies, and left the HDD's queue shallower than the simulator's (which issues to
-/// both levels at once), so its scheduler reordered less (issue 35). Only whole sectors: a
-/// partial sector's SSD copy is merged with the HDD's bytes, which the HDD write goes first for.
+/// On a slow HDD (see [`PARALLEL_ABOVE_NS`]), a write-through write goes to the HDD and the SSD
+/// at once, as bcache sends the bio to the backing device and the cache together: one after
+/// the other kept the client waiting for both latencies, and left the HDD's queue shallower
+/// than the simulator's (which issues to both levels at once), so its scheduler reordered less
+/// (issue 35). Only whole sectors: a partial sector's SSD copy is merged with the HDD's bytes,
+/// which the HDD write goes first for.
 pub(crate) fn run_writes(sh: &Shared, buf: &[u8], routes: &[(Piece, WriteRoute)]) -> (Result<(), DeviceError>, usize) {
     let to_hdd = routes.iter().any(|(_, r)| !r.ram && r.hdd.is_some());
     let to_ssd = routes.iter().any(|(_, r)| !r.ram && (r.ssd.is_some() || r.ssd_at.is_some()));
@@ -37,7 +38,8 @@ pub(crate) fn run_writes(sh: &Shared, buf: &[u8], routes: &[(Piece, WriteRoute)]
     });
     match hdd {
         Ok(Ok(())) => ssd,
-        // The HDD holds none of it for sure: nothing counts as written.
+        // The HDD's write failed: nothing counts as written (the slots' new sectors stay
+        // invalid), as when the HDD went first and the SSD was never written.
         Ok(Err(e)) => (Err(e), 0),
         Err(panic) => std::panic::resume_unwind(panic),
     }
