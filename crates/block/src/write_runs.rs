@@ -20,12 +20,14 @@ use crate::io::{Piece, WriteRoute, execute_write, run_end};
 /// (issue 35). Only whole sectors: a partial sector's SSD copy is merged with the HDD's bytes,
 /// which the HDD write goes first for.
 pub(crate) fn run_writes(sh: &Shared, buf: &[u8], routes: &[(Piece, WriteRoute)]) -> (Result<(), DeviceError>, usize) {
-    let to_hdd = routes.iter().any(|(_, r)| !r.ram && r.hdd.is_some());
-    let to_ssd = routes.iter().any(|(_, r)| !r.ram && (r.ssd.is_some() || r.ssd_at.is_some()));
     // A thread per write costs tens of µs: worth it only when the HDD's writes take far longer
-    // (a disk, an emulated one), not when they land in the page cache in a few µs.
-    let slow_hdd = sh.hdd_write_ns.load(Ordering::Relaxed) > PARALLEL_ABOVE_NS;
-    if !(slow_hdd && to_hdd && to_ssd && routes.iter().all(|(p, _)| whole_sectors(p))) {
+    // (a disk, an emulated one), not when they land in the page cache in a few µs. Asked
+    // first: on a fast HDD the routes are not scanned.
+    let at_once = sh.hdd_write_ns.load(Ordering::Relaxed) > PARALLEL_ABOVE_NS
+        && routes.iter().any(|(_, r)| !r.ram && r.hdd.is_some())
+        && routes.iter().any(|(_, r)| !r.ram && (r.ssd.is_some() || r.ssd_at.is_some()))
+        && routes.iter().all(|(p, _)| whole_sectors(p));
+    if !at_once {
         if let Err(e) = write_hdd_runs(sh, buf, routes) {
             return (Err(e), 0);
         }
