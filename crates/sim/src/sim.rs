@@ -290,8 +290,9 @@ pub fn simulate(trace: &mut Trace, cfg: &SimConfig, progress: &mut dyn Progress)
     let mapper = Mapper::new(cfg.objects, trace.info().object_trace);
     let clock = ManualClock::new();
     let mut engine = build_engine(cfg, &mapper, &clock)?;
-    // The simulator models no SSD layout: dropping a copy costs no device time.
-    engine.set_report_invalidations(false);
+    // The simulator models no SSD layout: dropping a copy costs no device time. A served
+    // device's slot quarantine counts the slots they unmap (`MetadataCommits::slots`).
+    engine.set_report_invalidations(cfg.metadata_commits.is_some_and(|c| c.slots > 0));
     if mapper.mode() != cfg.objects {
         notes.push(format!("object trace: {} mode used instead of {}", mapper.mode().label(), cfg.objects.label()));
     }

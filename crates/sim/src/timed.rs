@@ -13,6 +13,7 @@
 //! is reported to the engine when its write finishes. Large or paced moves go chunk by chunk.
 
 mod commits;
+mod quarantine;
 
 pub use commits::MetadataCommits;
 
@@ -48,6 +49,10 @@ enum EventKind {
     Commit,
     /// A commit's syncs are done: its checkpoint is written.
     CommitWrite,
+    /// A commit forced by slot pressure synced (id 1: the HDD too): its checkpoint is written.
+    SlotCommitWrite,
+    /// A commit is durable: the slots it recorded free are.
+    CommitDone,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -77,6 +82,8 @@ enum Purpose {
     ChunkWrite(u32),
     /// A metadata commit is writing its checkpoint.
     Commit,
+    /// A commit forced by slot pressure is writing its checkpoint (to the HDD too).
+    ForcedCommit(bool),
 }
 
 /// I/Os in flight for one purpose.
@@ -293,6 +300,12 @@ impl Timed {
                 w.source_in_ram = true;
             }
         }
+        for i in 0..self.work_buf.len() {
+            let w = self.work_buf[i];
+            if w.kind == WorkKind::Invalidate {
+                self.slots_after_invalidation(&w);
+            }
+        }
         self.work_buf.retain(|w| w.kind != WorkKind::Invalidate);
         if self.movers != u32::MAX {
             // A limited number of movers: the rest waits, in issue order.
@@ -332,10 +345,9 @@ impl Timed {
             let mut batch = std::mem::take(&mut self.batches[slot as usize]);
             batch.extend_from_slice(&self.work_buf[start..end]);
             self.batches[slot as usize] = batch;
-            let (from, to, in_ram, _) = k;
+            let (from, _, in_ram, _) = k;
             if in_ram {
-                let w = self.new_waiter(Purpose::BatchWrite(slot));
-                self.batch_io(now, slot, to, DevOp::Write, w);
+                self.write_batch(now, slot);
             } else {
                 let w = self.new_waiter(Purpose::BatchRead(slot));
                 self.batch_io(now, slot, from, DevOp::Read, w);
@@ -398,13 +410,7 @@ impl Timed {
                 self.last_completion = self.last_completion.max(time);
                 self.in_flight -= 1;
             }
-            Purpose::BatchRead(slot) => {
-                let to = self.batches[slot as usize].first().map(|w| w.to);
-                if let Some(to) = to {
-                    let w = self.new_waiter(Purpose::BatchWrite(slot));
-                    self.batch_io(time, slot, to, DevOp::Write, w);
-                }
-            }
+            Purpose::BatchRead(slot) => self.write_batch(time, slot),
             Purpose::BatchWrite(slot) => {
                 let mut batch = std::mem::take(&mut self.batches[slot as usize]);
                 if self.movers != u32::MAX {
@@ -412,13 +418,15 @@ impl Timed {
                 }
                 for w in batch.drain(..) {
                     engine.complete(w.id, Outcome::Done).map_err(|e| SimError::Complete(e.to_string()))?;
+                    self.slots_after_move(engine, &w);
                 }
                 self.batches[slot as usize] = batch;
                 self.free_slots.push(slot);
                 self.start_work(engine, time);
             }
-            Purpose::ChunkRead(slot) => self.chunk_io(time, slot, true),
+            Purpose::ChunkRead(slot) => self.write_chunk(time, slot),
             Purpose::Commit => self.checkpoint_written(time),
+            Purpose::ForcedCommit(with_hdd) => self.forced_checkpoint_written(time, with_hdd),
             Purpose::ChunkWrite(slot) => {
                 let Some(mut c) = self.chunked[slot] else { return Ok(()) };
                 c.next += 1;
@@ -434,6 +442,7 @@ impl Timed {
                         self.moving -= 1;
                     }
                     engine.complete(c.work.id, Outcome::Done).map_err(|e| SimError::Complete(e.to_string()))?;
+                    self.slots_after_move(engine, &c.work);
                     self.start_work(engine, time);
                 }
             }
@@ -467,11 +476,16 @@ impl Timed {
             }
             EventKind::ChunkStart => {
                 let Some(c) = self.chunked[ev.id] else { return Ok(()) };
-                let in_memory = c.work.source_in_ram || c.work.from == Level::Ram;
-                self.chunk_io(ev.time, ev.id, in_memory);
+                if c.work.source_in_ram || c.work.from == Level::Ram {
+                    self.write_chunk(ev.time, ev.id);
+                } else {
+                    self.chunk_io(ev.time, ev.id, false);
+                }
             }
             EventKind::Commit => self.commit_due(engine, ev.time),
             EventKind::CommitWrite => self.write_checkpoint(ev.time),
+            EventKind::SlotCommitWrite => self.write_forced_checkpoint(engine, ev.time, ev.id == 1),
+            EventKind::CommitDone => self.commit_released(ev.time),
         }
         Ok(())
     }
@@ -565,6 +579,17 @@ impl Timed {
         if let Some(c) = self.commits.as_mut().filter(|_| op == DevOp::Write && touched.contains(Level::Fast)) {
             // A write to the SSD may map a slot or make sectors valid: the table changes.
             c.ssd_writes += 1;
+        }
+        if op == DevOp::Write && self.commits.is_some() {
+            for i in 0..self.pieces.len() {
+                let (p, s, _) = self.pieces[i];
+                self.slots_for_write(
+                    now,
+                    p.req.obj.0,
+                    s.touches.contains(Level::Fast),
+                    s.touches.contains(Level::Slow),
+                );
+            }
         }
         if touched.contains(Level::Slow) {
             tally.request_misses += 1;
@@ -746,6 +771,9 @@ impl Timed {
             self.dev.hdd.device.usd_per_gb(),
         );
         report.hca = hca(&report, &hdd, &ssd, cfg);
+        if let Some(note) = self.commits.as_ref().map(commits::Commits::note) {
+            report.notes.push(note);
+        }
         report.hdd = hdd;
         report.ssd = ssd;
         Ok(report)

@@ -262,6 +262,7 @@ fn a_served_devices_commits_flush_the_disk_twice_a_period_while_the_table_change
             interval: Nanos::from_millis(100),
             hdd_addr: 490_000_000_000,
             ssd_addr: 4096,
+            slots: 0,
         });
         simulate(&mut memory_trace(recs.clone(), "mem", true), &cfg, &mut NoProgress).unwrap()
     };
@@ -280,7 +281,76 @@ fn a_served_devices_commits_flush_the_disk_twice_a_period_while_the_table_change
     let mut cfg = SimConfig::new("hdd-only", 0);
     cfg.timing = Timing::Closed { depth: 4 };
     cfg.metadata_commits =
-        Some(tierwise_sim::MetadataCommits { interval: Nanos::from_millis(100), hdd_addr: 0, ssd_addr: 0 });
+        Some(tierwise_sim::MetadataCommits { interval: Nanos::from_millis(100), hdd_addr: 0, ssd_addr: 0, slots: 0 });
     let r = simulate(&mut memory_trace(random_reads(500), "mem", true), &cfg, &mut NoProgress).unwrap();
     assert!(r.duration_s > 1.0 && r.hdd.flushes == 0, "{} s, {} flushes", r.duration_s, r.hdd.flushes);
+}
+
+/// The commits a served device makes, from the prediction's note: (periodic, forced, forced
+/// on the SSD only).
+fn commits_of(r: &tierwise_sim::metrics::SimReport) -> (u64, u64, u64) {
+    let note = r.notes.iter().find(|n| n.starts_with("served device's metadata commits")).unwrap();
+    let n = |after: &str| -> u64 {
+        let at = note.find(after).unwrap();
+        note[..at].rsplit(|c: char| !c.is_ascii_digit()).find(|w| !w.is_empty()).unwrap().parse().unwrap()
+    };
+    (n(" periodic"), n(" forced by slot pressure"), n(" of them SSD-only"))
+}
+
+/// The served device keeps a few slots over the engine's capacity, and a slot unmapped since
+/// the last commit waits for one; a copy that finds none free forces a commit, which touches
+/// the HDD only when a block it drops was written there since the HDD's last sync
+/// (`crates/block/src/mover.rs`). A tiering architecture on a small SSD (every promotion
+/// follows a demotion that wrote the HDD) pays HDD flushes for them; a read cache (evictions
+/// that wrote nothing) pays SSD flushes only. Every flush is accounted for by a commit.
+#[test]
+fn slot_pressure_forces_commits_as_on_the_served_device() {
+    let mut s = 5u64;
+    let mixed: Arc<Vec<TraceRecord>> = Arc::new(
+        (0..4000u64)
+            .map(|i| {
+                s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                // A hot 8 MiB (four times the SSD) and a cold 1 GiB; a third of them writes.
+                let span = if (s >> 60) < 13 { 2048u64 } else { 262_144 };
+                let op = if (s >> 33) % 3 == 0 { IoOp::Write } else { IoOp::Read };
+                TraceRecord { time_ns: i, op, volume: 0, offset: ((s >> 11) % span) * 4096, len: 4096, key: i }
+            })
+            .collect(),
+    );
+    let reads: Arc<Vec<TraceRecord>> = Arc::new(mixed.iter().map(|r| TraceRecord { op: IoOp::Read, ..*r }).collect());
+    let run = |spec: &str, recs: &Arc<Vec<TraceRecord>>, slots: u64| {
+        let mut cfg = SimConfig::new(spec, 2 << 20);
+        cfg.objects = ObjectMode::parse("blocks:64KiB@0").unwrap();
+        cfg.timing = Timing::Closed { depth: 4 };
+        cfg.movers = 2;
+        cfg.stop_at_last_request = true;
+        cfg.metadata_commits = Some(tierwise_sim::MetadataCommits {
+            interval: Nanos::from_secs(1),
+            hdd_addr: 490_000_000_000,
+            ssd_addr: 4096,
+            slots,
+        });
+        simulate(&mut memory_trace(recs.clone(), "mem", true), &cfg, &mut NoProgress).unwrap()
+    };
+    // 32 slots of 64 KiB hold the engine's 2 MiB; one more is the device's spare.
+    let tiering = "greendm-tiering:es=64KiB";
+    let (unmodelled, modelled) = (run(tiering, &mixed, 0), run(tiering, &mixed, 33));
+    assert!(unmodelled.notes.iter().any(|n| n.contains("slot quarantine not modelled")), "{:?}", unmodelled.notes);
+    let (periodic, forced, ssd_only) = commits_of(&modelled);
+    assert!(
+        forced > 20,
+        "{forced} forced commits for {} promotions",
+        modelled.engine.done(tierwise_core::WorkKind::Promote)
+    );
+    assert!(ssd_only < forced, "every demotion writes the HDD: {ssd_only} of {forced} forced commits on the SSD only");
+    assert_eq!(modelled.ssd.flushes, 2 * (periodic + forced));
+    assert_eq!(modelled.hdd.flushes, 2 * (periodic + forced - ssd_only));
+    assert!(modelled.hdd.flushes > unmodelled.hdd.flushes + 20);
+    assert!(modelled.iops < unmodelled.iops, "{} IOPS with the commits, {} without", modelled.iops, unmodelled.iops);
+    // A read cache drops blocks it never wrote to the HDD: its forced commits skip the HDD.
+    let cache = run("cache:mode=write-through", &reads, 33);
+    let (periodic, forced, ssd_only) = commits_of(&cache);
+    assert!(forced > 20 && ssd_only == forced, "{forced} forced, {ssd_only} on the SSD only");
+    assert_eq!(cache.ssd.flushes, 2 * (periodic + forced));
+    assert_eq!(cache.hdd.flushes, 2 * periodic);
 }

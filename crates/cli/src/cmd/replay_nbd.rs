@@ -394,11 +394,13 @@ fn predict(
     // The served device's counters are read as the replay ends, its movers still busy.
     cfg.stop_at_last_request = true;
     // It commits its slot table once a second while the table changes: two syncs of each
-    // image around a checkpoint written to both.
+    // image around a checkpoint written to both; and at once when a copy finds every free slot
+    // waiting for a commit (its slots: the capacity and a spare).
     cfg.metadata_commits = Some(tierwise_sim::MetadataCommits {
         interval: Nanos::from_secs(1),
         hdd_addr: size,
         ssd_addr: tierwise_block::format::SUPER_LEN,
+        slots: stats.and_then(|v| v["device"]["slots"].as_u64()).unwrap_or(0),
     });
     let mut t =
         open_bytes("replay.msr.csv", as_msr(reqs), &OpenOptions { format: Some("msr".into()), skip_bad_lines: false })?;
