@@ -7,6 +7,9 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use tierwise_core::arch::RamLevel;
 
 use crate::backend::Dev;
 use crate::device::Shared;
@@ -37,7 +40,10 @@ impl RamCopies {
         if self.lock().contains_key(&block) {
             return Ok(());
         }
-        let bytes = current_bytes(sh, block)?;
+        let bytes = match fed_bytes(sh, block) {
+            Some(bytes) => bytes,
+            None => current_bytes(sh, block)?,
+        };
         self.lock().entry(block).or_insert(RamCopy { bytes, written: false });
         Ok(())
     }
@@ -132,6 +138,36 @@ impl RamCopies {
     /// Drops every copy (shutdown, after the moves stopped).
     pub(crate) fn clear(&self) {
         self.lock().clear();
+    }
+}
+
+/// How long a RAM copy waits for the read that feeds its block's move before reading the
+/// block itself (that read failed, or an emulated disk holds it behind a deep queue).
+const FEED_WAIT: Duration = Duration::from_secs(2);
+
+/// The bytes the read that missed, and issued this block's move, reads whole for the move
+/// (`crate::fills`), waiting for them while that read is under way (it holds the block's
+/// stripe shared, as a reader here does; a writer here cannot run beside it). They are
+/// current: every write since is served from the RAM copy. One HDD read, not two, as a page
+/// cache waits for a page under read and as the simulator serves the block from the move's
+/// read. `None` when no such read is under way. Only for move copies: there, only such a read
+/// asks for a block's bytes (a RAM cache level's fills may be issued by writes, which hand over
+/// nothing).
+fn fed_bytes(sh: &Shared, block: u64) -> Option<Vec<u8>> {
+    if sh.ram_level != RamLevel::MoveCopies {
+        return None;
+    }
+    let deadline = Instant::now() + FEED_WAIT;
+    let mut c = sh.lock();
+    loop {
+        if let Some(bytes) = c.ram_fill.get(&block).filter(|b| b.len() as u64 == sh.block_size()) {
+            return Some(bytes.clone());
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if !c.want_ram.contains(&block) || left.is_zero() {
+            return None;
+        }
+        c = sh.work_done.wait_timeout(c, left).unwrap_or_else(std::sync::PoisonError::into_inner).0;
     }
 }
 

@@ -135,3 +135,49 @@ fn a_write_through_write_reaches_the_hdd_and_the_ssd_at_once() {
     assert!(back.iter().all(|&b| b == 2));
     dev.shutdown().unwrap_or_else(|e| panic!("shutdown: {e}"));
 }
+
+/// GreenDM serves an extent under promotion from RAM. A read that arrives while the miss that
+/// started the promotion is still reading the extent for it waits for those bytes instead of
+/// reading the extent a second time (the simulator charges one read): one HDD read for both.
+#[test]
+fn a_read_beside_a_feeding_read_waits_for_its_bytes() {
+    use std::sync::atomic::AtomicBool;
+    let block = 64 << 10;
+    let reads = Arc::new(AtomicU64::new(0));
+    let reading = Arc::new(AtomicBool::new(false));
+    let (r, started) = (Arc::clone(&reads), Arc::clone(&reading));
+    let be = hooked::Hooked::new(MemBackend::new(16 << 20, HDD), move |a| {
+        if !a.write && a.dev == Dev::Hdd && a.off < HDD && r.fetch_add(1, Ordering::SeqCst) == 0 {
+            // The first HDD read, the miss's: slow enough for the second read to arrive.
+            started.store(true, Ordering::SeqCst);
+            std::thread::sleep(Duration::from_millis(300));
+        }
+    });
+    let spec = "greendm-tiering:pt=1";
+    create(&*be, &CreateOptions { spec: spec.into(), block_size: Some(block), ssd_size: 8 << 20, hdd_size: Some(HDD) })
+        .unwrap_or_else(|e| panic!("create: {e}"));
+    let image: Vec<u8> = (0..block).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+    be.inner.write(Dev::Hdd, &image, 0).unwrap_or_else(|e| panic!("seed: {e}"));
+    // Movers not started yet: the promotion waits, so the second read finds it under way.
+    let dev = open(be.clone() as Arc<dyn Backend>, ServeOptions { spec: spec.into(), ..ServeOptions::default() })
+        .unwrap_or_else(|e| panic!("open: {e}"));
+    let before = reads.load(Ordering::SeqCst);
+    let (mut first, mut second) = (vec![0u8; 4096], vec![0u8; 4096]);
+    std::thread::scope(|s| {
+        let miss = s.spawn(|| dev.read(&mut first, 0));
+        while !reading.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        dev.read(&mut second, 8192).unwrap_or_else(|e| panic!("second read: {e}"));
+        miss.join().unwrap_or_else(|_| panic!("the miss panicked")).unwrap_or_else(|e| panic!("miss: {e}"));
+    });
+    assert!(first == image[..4096] && second == image[8192..8192 + 4096]);
+    assert_eq!(reads.load(Ordering::SeqCst) - before, 1, "HDD reads for the miss and the read beside it");
+    dev.start();
+    assert!(dev.wait_idle(Duration::from_secs(30)).unwrap_or_else(|e| panic!("wait: {e}")));
+    assert_eq!(reads.load(Ordering::SeqCst) - before, 1, "the promotion took the RAM copy");
+    let mut all = vec![0u8; block as usize];
+    dev.read(&mut all, 0).unwrap_or_else(|e| panic!("read back: {e}"));
+    assert!(all == image);
+    dev.shutdown().unwrap_or_else(|e| panic!("shutdown: {e}"));
+}

@@ -19,7 +19,7 @@
 
 use std::collections::HashSet;
 
-use tierwise_core::{Engine, Level, ManualClock, Nanos, Work, WorkKind};
+use tierwise_core::{Engine, Level, ManualClock, Nanos, Work};
 
 use super::{EventKind, Purpose, Timed};
 use crate::device::{Class, DevOp};
