@@ -67,9 +67,6 @@ pub(crate) fn read_widened(
     if run.len() > 1 && whole.contains(&last.block) && c.want_ram.remove(&last.block) {
         c.ram_fill.insert(last.block, bytes[bytes.len() - bs as usize..].to_vec());
     }
-    drop(c);
-    // A RAM copy of a fed block may be waiting for these bytes (`crate::ram`).
-    sh.work_done.notify_all();
     Ok(())
 }
 
@@ -84,9 +81,5 @@ pub(crate) fn keep_for_fills(sh: &Shared, buf: &[u8], routes: &[(Piece, ReadRout
         if core.want_ram.remove(&p.block) {
             core.ram_fill.insert(p.block, buf[p.at..p.at + p.len as usize].to_vec());
         }
-    }
-    if c.is_some() {
-        drop(c);
-        sh.work_done.notify_all();
     }
 }

@@ -187,9 +187,6 @@ fn complete(
     let ok = outcome.is_ok();
     let block = w.obj.0;
     let mut c = sh.lock();
-    // The move is over: no copy waits for a read's bytes (a move from a RAM copy never took
-    // them).
-    c.want_ram.remove(&block);
     c.ram_fill.remove(&block);
     let result = match outcome {
         Ok(new_slot) => {
