@@ -250,6 +250,14 @@ if split(a) is not None:
     (r0, w0), (r1, w1) = split(b), split(a)
     print(f"{name} {arch}: HDD reads / writes measured {r1 - r0} / {w1 - w0}, predicted "
           f"{ph.get('reads', 0)} / {ph.get('writes', 0)}", file=sys.stderr)
+# Metadata commits (and those forced by slot pressure on the SSD only): the device's `stats`
+# against the prediction's note.
+dev_b, dev_a = b.get("device", {}), a.get("device", {})
+if "commits" in dev_a:
+    note = next((n for n in p.get("notes", []) if n.startswith("served device's metadata commits")), "")
+    print(f"{name} {arch}: commits measured {dev_a['commits'] - dev_b.get('commits', 0)} "
+          f"({dev_a.get('ssd_only_commits', 0) - dev_b.get('ssd_only_commits', 0)} SSD-only), "
+          f"predicted {note.split(': ', 1)[-1] or '-'}", file=sys.stderr)
 print("\t".join(str(x) for x in [
     name, arch, round(m["iops"], 1), round(p.get("iops", 0), 1),
     round(m["ssd_read_share"] * 100, 1), round(p.get("read_hit", {}).get("ssd", 0) * 100, 1),
