@@ -312,7 +312,7 @@ fn slot_pressure_forces_commits_as_on_the_served_device() {
                 s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
                 // A hot 8 MiB (four times the SSD) and a cold 1 GiB; a third of them writes.
                 let span = if (s >> 60) < 13 { 2048u64 } else { 262_144 };
-                let op = if (s >> 33) % 3 == 0 { IoOp::Write } else { IoOp::Read };
+                let op = if (s >> 33).is_multiple_of(3) { IoOp::Write } else { IoOp::Read };
                 TraceRecord { time_ns: i, op, volume: 0, offset: ((s >> 11) % span) * 4096, len: 4096, key: i }
             })
             .collect(),
