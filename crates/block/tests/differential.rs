@@ -220,7 +220,7 @@ fn greendm_with_64_kib_extents_matches_a_plain_image() {
     let dev = open(mem, opts).unwrap_or_else(|e| panic!("{spec}: {e}"));
     dev.start();
     let mut reference = vec![0u8; dev.size() as usize];
-    let mut rng = Rng(0x5eed_64);
+    let mut rng = Rng(0x0005_eed6_4000);
     run_ops(&dev, &mut reference, &mut rng, 12_000, spec);
     assert!(dev.writeback_all(Duration::from_secs(20)).unwrap_or(false), "{spec}: work never drained");
     full_compare(&dev, &reference, spec);
