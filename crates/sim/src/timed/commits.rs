@@ -69,9 +69,7 @@ impl Commits {
             periodic: 0,
         }
     }
-}
 
-impl Commits {
     /// The commits the prediction made, as the device's `stats` counts them.
     pub(super) fn note(&self) -> String {
         match &self.quarantine {

@@ -215,7 +215,8 @@ impl Timed {
         }
     }
 
-    /// A foreground write of `obj` at `now` reached `touched` levels.
+    /// A foreground write of `obj` issued at `now` to the SSD and/or the HDD: an HDD write is
+    /// logged as it is issued (the device logs it once done, a write's time later).
     pub(super) fn slots_for_write(&mut self, now: Nanos, obj: u64, to_fast: bool, to_slow: bool) {
         let Some(q) = self.quarantine_mut() else { return };
         if to_slow {
@@ -239,7 +240,9 @@ impl Timed {
         q.forced_ssd_only += u64::from(!with_hdd);
         let mut synced = self.dev.ssd.flush(now);
         if with_hdd {
-            self.quarantine_mut().map(Quarantine::hdd_synced);
+            if let Some(q) = self.quarantine_mut() {
+                q.hdd_synced();
+            }
             synced = synced.max(self.dev.hdd.device.flush(now));
         }
         self.push_event(synced, EventKind::SlotCommitWrite, u32::from(with_hdd));
