@@ -51,7 +51,11 @@ fn new_device(spec: &str, ssd: u64, movers: usize) -> (Arc<MemBackend>, HybridDe
 }
 
 fn device_on(backend: Arc<dyn Backend>, spec: &str, ssd: u64, movers: usize) -> HybridDevice {
-    create(&*backend, &CreateOptions { spec: spec.into(), block_size: Some(4096), ssd_size: ssd, hdd_size: None })
+    device_with_blocks(backend, spec, ssd, movers, 4096)
+}
+
+fn device_with_blocks(backend: Arc<dyn Backend>, spec: &str, ssd: u64, movers: usize, block: u64) -> HybridDevice {
+    create(&*backend, &CreateOptions { spec: spec.into(), block_size: Some(block), ssd_size: ssd, hdd_size: None })
         .unwrap_or_else(|e| panic!("{spec}: {e}"));
     let dev = open(
         backend,
@@ -205,20 +209,7 @@ fn every_served_architecture_matches_a_plain_image_with_moves_all_the_time() {
 #[test]
 fn greendm_with_64_kib_extents_matches_a_plain_image() {
     let spec = "greendm-tiering:es=64KiB,lt=1,ht=3,reserved=16,md-flush=1s,pt=1";
-    let mem = Arc::new(MemBackend::new(0, HDD));
-    create(
-        &*mem,
-        &CreateOptions { spec: spec.into(), block_size: Some(64 << 10), ssd_size: 384 << 10, hdd_size: None },
-    )
-    .unwrap_or_else(|e| panic!("{spec}: {e}"));
-    let opts = ServeOptions {
-        spec: spec.into(),
-        movers: 2,
-        commit_interval: Duration::from_millis(20),
-        ..ServeOptions::default()
-    };
-    let dev = open(mem, opts).unwrap_or_else(|e| panic!("{spec}: {e}"));
-    dev.start();
+    let dev = device_with_blocks(Arc::new(MemBackend::new(0, HDD)), spec, 384 << 10, 2, 64 << 10);
     let mut reference = vec![0u8; dev.size() as usize];
     let mut rng = Rng(0x0005_eed6_4000);
     run_ops(&dev, &mut reference, &mut rng, 12_000, spec);

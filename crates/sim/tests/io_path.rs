@@ -39,6 +39,22 @@ fn random_reads(n: u64) -> Arc<Vec<TraceRecord>> {
     )
 }
 
+/// `n` 4 KiB requests, 13 in 16 on the first `hot` blocks and the rest over 1 GiB; with
+/// `writes`, a third of them are writes.
+fn hot_and_cold(seed: u64, n: u64, hot: u64, writes: bool) -> Arc<Vec<TraceRecord>> {
+    let mut s = seed;
+    Arc::new(
+        (0..n)
+            .map(|i| {
+                s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                let span = if (s >> 60) < 13 { hot } else { 262_144 };
+                let op = if writes && (s >> 33).is_multiple_of(3) { IoOp::Write } else { IoOp::Read };
+                TraceRecord { time_ns: i, op, volume: 0, offset: ((s >> 11) % span) * 4096, len: 4096, key: i }
+            })
+            .collect(),
+    )
+}
+
 fn hdd_only(recs: &Arc<Vec<TraceRecord>>, timing: Timing, scheduler: Scheduler) -> tierwise_sim::metrics::SimReport {
     let mut cfg = SimConfig::new("hdd-only", 4096);
     cfg.timing = timing;
@@ -113,24 +129,8 @@ fn a_shifted_trace_gives_the_same_results() {
 /// the HDD is not swamped by concurrent moves (lower tail latency for the clients).
 #[test]
 fn a_mover_limit_runs_every_move_but_fewer_at_once() {
-    let mut s = 11u64;
-    let recs: Arc<Vec<TraceRecord>> = Arc::new(
-        (0..6000u64)
-            .map(|i| {
-                s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                // 80 % of requests on a hot 4 MiB, the rest over 1 GiB.
-                let span = if (s >> 60) < 13 { 1024u64 } else { 262_144 };
-                TraceRecord {
-                    time_ns: i,
-                    op: IoOp::Read,
-                    volume: 0,
-                    offset: ((s >> 11) % span) * 4096,
-                    len: 4096,
-                    key: i,
-                }
-            })
-            .collect(),
-    );
+    // 80 % of requests on a hot 4 MiB, the rest over 1 GiB.
+    let recs = hot_and_cold(11, 6000, 1024, false);
     let run = |movers: u32| {
         let mut cfg = SimConfig::new("greendm-tiering:es=64KiB", 16 << 20);
         cfg.objects = ObjectMode::parse("blocks:64KiB@0").unwrap();
@@ -305,18 +305,8 @@ fn commits_of(r: &tierwise_sim::metrics::SimReport) -> (u64, u64, u64) {
 /// that wrote nothing) pays SSD flushes only. Every flush is accounted for by a commit.
 #[test]
 fn slot_pressure_forces_commits_as_on_the_served_device() {
-    let mut s = 5u64;
-    let mixed: Arc<Vec<TraceRecord>> = Arc::new(
-        (0..4000u64)
-            .map(|i| {
-                s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                // A hot 8 MiB (four times the SSD) and a cold 1 GiB; a third of them writes.
-                let span = if (s >> 60) < 13 { 2048u64 } else { 262_144 };
-                let op = if (s >> 33).is_multiple_of(3) { IoOp::Write } else { IoOp::Read };
-                TraceRecord { time_ns: i, op, volume: 0, offset: ((s >> 11) % span) * 4096, len: 4096, key: i }
-            })
-            .collect(),
-    );
+    // A hot 8 MiB (four times the SSD) and a cold 1 GiB; a third of them writes.
+    let mixed = hot_and_cold(5, 4000, 2048, true);
     let reads: Arc<Vec<TraceRecord>> = Arc::new(mixed.iter().map(|r| TraceRecord { op: IoOp::Read, ..*r }).collect());
     let run = |spec: &str, recs: &Arc<Vec<TraceRecord>>, slots: u64| {
         let mut cfg = SimConfig::new(spec, 2 << 20);
