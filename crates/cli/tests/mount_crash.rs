@@ -105,8 +105,16 @@ fn kill_9_during_migrations_and_writes_loses_no_acknowledged_data() {
         detach(mnt.path());
         // How often the kill landed inside a journalled move (recovery then finishes or rolls it back).
         let state = root.path().join("ssd").join(tierwise_fs::DEFAULT_STATE_DIR);
+        // What the kill left, for the message of a failure below.
+        let mut left = String::new();
         if let Ok((store, _)) = tierwise_fs::state::StateStore::open(&state) {
-            interrupted_moves += store.unfinished_moves().map_or(0, |m| m.len());
+            let moves = store.unfinished_moves().unwrap_or_default();
+            interrupted_moves += moves.len();
+            left = format!("journal {moves:?}, dirty {:?}", store.dirty().unwrap_or_default());
+        }
+        for name in acked.keys() {
+            let size = |t: &str| fs::metadata(root.path().join(t).join(name)).map_or(-1, |m| m.len() as i64);
+            left += &format!(", {}: {}/{}", name.display(), size("ssd"), size("hdd"));
         }
         let mut child = start(root.path(), mnt.path(), policy, extra, rate);
         for (name, want) in &acked {
@@ -119,13 +127,13 @@ fn kill_9_during_migrations_and_writes_loses_no_acknowledged_data() {
             };
             assert!(
                 &got == want || racing,
-                "trial {trial} ({policy} {extra:?}): {} holds {} bytes, not the {} acknowledged (ssd: {}, hdd: {}; in progress: {:?})",
+                "trial {trial} ({policy} {extra:?}): {} holds {} bytes, not the {} acknowledged (ssd: {}, hdd: {}; in progress: {:?}; the kill left {left})",
                 name.display(),
                 got.len(),
                 want.len(),
                 on_tier("ssd"),
                 on_tier("hdd"),
-                in_progress.as_ref().map(|(p, d)| (p.file_name().map(|n| n.to_owned()), d.len()))
+                in_progress.as_ref().map(|(p, d)| (p.file_name().map(|n| n.to_owned()), d.len())),
             );
         }
         // No file shows twice and none vanishes: the listing is exactly the files written.

@@ -152,6 +152,9 @@ pub(crate) fn write(s: &Shared, ino: u64, offset: u64, data: &[u8], kill_setid: 
         if targets.is_empty() {
             return Err(Errno::ENOENT);
         }
+        if before.is_some() && !targets.contains(&Tier::Fast) {
+            s.drop_stale_ssd_copy(ino, &p)?;
+        }
         // The SSD first (the engine's order, fastest first): the SSD copy is never older than
         // the HDD copy, which recovery after an unclean shutdown relies on.
         for t in &targets {
@@ -187,7 +190,7 @@ pub(crate) fn truncate(s: &Shared, ino: u64, size: u64, kill_setid: bool) -> Res
     }
     let node = s.node(ino)?;
     let req = s.data_request(ino, &node, Op::Truncate, size, 0);
-    s.data_op(ino, req, |s, _, _, _| {
+    s.data_op(ino, req, |s, _, _, before| {
         // Both copies of a cached file passed through (its SSD copy is read meanwhile, even
         // if the policy has since dropped it).
         let copies = if s.mirrored(ino) {
@@ -195,6 +198,9 @@ pub(crate) fn truncate(s: &Shared, ino: u64, size: u64, kill_setid: bool) -> Res
         } else {
             s.copies(ino)
         };
+        if before.is_some() && !copies.contains(&Tier::Fast) {
+            s.drop_stale_ssd_copy(ino, &lock(&s.engine).placement(ObjectId(ino)))?;
+        }
         for &t in &copies {
             let f = s.at(ino, t)?.open(tiers::Access::ReadWrite).map_err(|e| errno(&e))?;
             calls::on_fd(Call::SetLen, &f, || f.set_len(size)).map_err(|e| {
@@ -206,6 +212,25 @@ pub(crate) fn truncate(s: &Shared, ino: u64, size: u64, kill_setid: bool) -> Res
     })?;
     s.sync_dirty_mark(ino);
     Ok(())
+}
+
+impl Shared {
+    /// Removes file `ino`'s SSD file before a write or truncation reaches its HDD copy alone,
+    /// when the engine (`p`) no longer counts that file a valid copy: an eviction whose removal
+    /// the mover has not run yet. Left in place, the HDD copy would hold newer bytes than a
+    /// second copy that recovery after a crash takes for the newest whenever the two copies'
+    /// times tie — and they do tie under the kernel's writeback cache, whose time updates
+    /// reach every copy (found by `mount_crash`: a `kill -9` after such a write served the
+    /// evicted content). Removed with its directory synced, so it stays gone.
+    fn drop_stale_ssd_copy(&self, ino: u64, p: &Placement) -> Result<(), Errno> {
+        if !p.tracked || p.on_fast || self.mirrored(ino) || !self.at(ino, Tier::Fast).is_ok_and(|a| a.exists()) {
+            return Ok(());
+        }
+        self.drop_fds(ino);
+        self.with_rel(ino, |rel| {
+            self.tiers.remove(Tier::Fast, rel).inspect_err(|e| self.tier_errors.record(Tier::Fast, IoOp::Write, e))
+        })
+    }
 }
 
 /// Makes file `ino`'s data (every copy) and its dirty mark durable.
