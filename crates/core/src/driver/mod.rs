@@ -148,6 +148,22 @@ mod tests {
     }
 
     #[test]
+    fn a_cancellation_by_choice_keeps_the_rest_queued_in_order() {
+        let mut e = engine("dynamic-hot-dst");
+        let mut q = WorkQueue::new();
+        for f in [1, 2, 3] {
+            create(&mut e, f);
+            e.access(&Request::read(ObjectId(f), 0, 4096));
+        }
+        assert_eq!(q.take_issued(&mut e, |_| Route::Queue), 3);
+        let cancelled = q.cancel_queued_where(&mut e, |w| w.obj == ObjectId(2));
+        assert_eq!(cancelled.iter().map(|w| w.obj).collect::<Vec<_>>(), [ObjectId(2)]);
+        assert!(!q.busy(ObjectId(2)) && !e.placement(ObjectId(2)).moving, "rolled back");
+        let order: Vec<ObjectId> = std::iter::from_fn(|| q.start_next()).map(|w| w.obj).collect();
+        assert_eq!(order, [ObjectId(1), ObjectId(3)]);
+    }
+
+    #[test]
     fn work_applied_on_the_spot_is_never_waited_for_but_work_the_engine_waits_for_is_queued() {
         let mut e = engine("on-demand-caching");
         let mut q = WorkQueue::new();

@@ -77,7 +77,18 @@ impl WorkQueue {
     /// Reports every queued piece (not the running ones) cancelled, and returns them: a front
     /// end shutting down or told to stop moving cleans up after each.
     pub fn cancel_queued<C: Clock>(&mut self, engine: &mut Engine<C>) -> Vec<Work> {
-        let cancelled: Vec<Work> = self.queued.drain(..).collect();
+        self.cancel_queued_where(engine, |_| true)
+    }
+
+    /// [`WorkQueue::cancel_queued`] of the queued pieces `cancel` picks; the others stay queued
+    /// in their order.
+    pub fn cancel_queued_where<C: Clock>(
+        &mut self,
+        engine: &mut Engine<C>,
+        mut cancel: impl FnMut(&Work) -> bool,
+    ) -> Vec<Work> {
+        let (cancelled, kept): (Vec<Work>, Vec<Work>) = self.queued.drain(..).partition(|w| cancel(w));
+        self.queued.extend(kept);
         for w in &cancelled {
             self.settle(w);
             if w.kind.needs_completion() {
