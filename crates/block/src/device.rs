@@ -21,7 +21,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use tierwise_core::driver::{Route, WorkQueue};
-use tierwise_core::{Clock, Engine, Nanos, ObjectId};
+use tierwise_core::{Clock, Engine, Level, Nanos, ObjectId, WorkKind};
 
 use crate::backend::Backend;
 use crate::error::DeviceError;
@@ -424,11 +424,16 @@ impl HybridDevice {
     }
 
     /// Cancels the work queued and not yet running (the engine rolls it back; a policy may
-    /// issue it again); returns how many.
+    /// issue it again); returns how many. A promotion that serves its block from RAM
+    /// (`RamLevel::MoveCopies`) runs to its end: its RAM copy may hold acknowledged writes,
+    /// and only the move settles it (it is in a slot or on the HDD after).
     pub fn cancel_queued(&self) -> usize {
+        let move_copies = self.shared.ram_level == tierwise_core::arch::RamLevel::MoveCopies;
         let mut c = self.shared.lock();
         let core = &mut *c;
-        let cancelled = core.work.cancel_queued(&mut core.engine);
+        let cancelled = core.work.cancel_queued_where(&mut core.engine, |w| {
+            !(move_copies && w.from == Level::Slow && matches!(w.kind, WorkKind::Promote | WorkKind::Copy))
+        });
         for w in &cancelled {
             c.reconcile(w.obj.0);
             c.want_ram.remove(&w.obj.0);

@@ -162,7 +162,7 @@ fn execute(sh: &Shared, w: &Work) -> bool {
         (WorkKind::Copy | WorkKind::Promote, Level::Slow, Level::Fast) => {
             // A block served from RAM while it moves: the move writes the RAM copy.
             ram_copy =
-                if sh.ram_level == tierwise_core::arch::RamLevel::MoveCopies { sh.ram.take(block) } else { None };
+                if sh.ram_level == tierwise_core::arch::RamLevel::MoveCopies { sh.ram.for_move(block) } else { None };
             fill(sh, w, ram_copy.as_ref().map(|c| c.bytes.clone()))
         }
         (WorkKind::Writeback | WorkKind::Demote, Level::Fast, Level::Slow) => clean(sh, w),
@@ -182,12 +182,14 @@ fn complete(
     sh: &Shared,
     w: &Work,
     outcome: Result<Option<u32>, Option<u32>>,
-    mut ram_copy: Option<crate::ram::RamCopy>,
+    ram_copy: Option<crate::ram::RamCopy>,
 ) -> bool {
     let ok = outcome.is_ok();
     let block = w.obj.0;
     let mut c = sh.lock();
     c.ram_fill.remove(&block);
+    // Whether the block's bytes are in a slot mapped now.
+    let mut mapped = false;
     let result = match outcome {
         Ok(new_slot) => {
             let c = &mut *c;
@@ -214,6 +216,7 @@ fn complete(
                     c.slots.set_addr(s, w.fast_addr);
                     let _ = c.slots.set_valid(s, 0, sh.block_size() / SECTOR);
                     c.table_changed = true;
+                    mapped = true;
                 } else {
                     c.slots.give_back(s);
                 }
@@ -225,18 +228,20 @@ fn complete(
             if let Some(s) = new_slot {
                 c.slots.give_back(s);
             }
-            // A failed move's RAM copy goes back to its source (the HDD address).
-            if let Some(copy) = ram_copy.take().filter(|c| c.written)
-                && sh.backend.write(Dev::Hdd, &copy.bytes, block * sh.block_size()).is_err()
-            {
-                c.stats.anomalies += 1;
-            }
             let c = &mut *c;
             c.work.finish(&mut c.engine, w, Outcome::Failed)
         }
     };
     if result.is_err() {
         c.stats.anomalies += 1;
+    }
+    if let Some(copy) = ram_copy {
+        // The move settled: its RAM copy goes. Unless the copy is in the slot just mapped,
+        // writes it absorbed go back to the block's source, the HDD address (a failed move).
+        if !mapped && copy.written && sh.backend.write(Dev::Hdd, &copy.bytes, block * sh.block_size()).is_err() {
+            c.stats.anomalies += 1;
+        }
+        sh.ram.drop_copy(block);
     }
     c.reconcile(block);
     if c.drain() {

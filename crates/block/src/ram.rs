@@ -3,7 +3,8 @@
 //! I/O there). The copy is loaded on first use from the block's current bytes; writes answered
 //! [`tierwise_core::Level::Ram`] land in it; the move writes it to its destination, or back to
 //! its source if the move fails. A flush writes copies that absorbed writes to the block's HDD
-//! address first, so an acknowledged flush covers them too.
+//! address first, so an acknowledged flush covers them too; a copy whose move is under way is
+//! covered once the move has settled (see [`RamCopies::for_move`]).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -109,9 +110,12 @@ impl RamCopies {
         self.lock().remove(&block);
     }
 
-    /// Takes `block`'s copy (the move that runs now writes it). The caller holds the stripe.
-    pub(crate) fn take(&self, block: u64) -> Option<RamCopy> {
-        self.lock().remove(&block)
+    /// A copy of `block`'s copy for the move that runs now, which writes it. The copy stays
+    /// here until the move has settled (the mover drops it then): a flush meanwhile finds it
+    /// and waits for the block's stripe, so its bytes are in a committed slot or on the HDD
+    /// before the flush is answered. The caller holds the stripe.
+    pub(crate) fn for_move(&self, block: u64) -> Option<RamCopy> {
+        self.lock().get(&block).map(|c| RamCopy { bytes: c.bytes.clone(), written: c.written })
     }
 
     /// Writes every copy that absorbed writes to its block's HDD address (a flush), each under
