@@ -199,7 +199,9 @@ pub(crate) fn truncate(s: &Shared, ino: u64, size: u64, kill_setid: bool) -> Res
             s.copies(ino)
         };
         if before.is_some() && !copies.contains(&Tier::Fast) {
-            s.drop_stale_ssd_copy(ino, &lock(&s.engine).placement(ObjectId(ino)))?;
+            // Its own statement: the engine's lock is released before the call takes it.
+            let p = lock(&s.engine).placement(ObjectId(ino));
+            s.drop_stale_ssd_copy(ino, &p)?;
         }
         for &t in &copies {
             let f = s.at(ino, t)?.open(tiers::Access::ReadWrite).map_err(|e| errno(&e))?;
