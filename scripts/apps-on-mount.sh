@@ -32,10 +32,16 @@ if [ ${#need[@]} -gt 0 ]; then
   pgbin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
 fi
 # The Debian package starts a cluster of its own; ours runs on the mount, on another port.
-cargo build --release -q -p tierwise
-bin=$repo/target/release/tierwise
+# TIERWISE_BIN: a binary already built (the test suite's); else this builds one.
+profile=${TIERWISE_PROFILE:-release}
+if [ -z "${TIERWISE_BIN:-}" ]; then cargo build --profile "$profile" --locked -q -p tierwise -p tierwise-testkit; fi
+bin=${TIERWISE_BIN:-$repo/target/$profile/tierwise}
+# The shared test teardown (crates/testkit/src/teardown.rs).
+teardown=$(dirname "$bin")/tierwise-teardown
+[ -x "$teardown" ] || cargo build --profile "$profile" --locked -q -p tierwise-testkit
 
-work=$(mktemp -d /tmp/tierwise-apps.XXXXXX)
+mkdir -p "${TIERWISE_TEST_ROOT:-/tmp}"
+work=$(mktemp -d "${TIERWISE_TEST_ROOT:-/tmp}/tierwise-apps.XXXXXX")
 chmod 755 "$work"
 mnt=$work/mnt
 sock=$work/sock
@@ -45,7 +51,10 @@ daemon=""
 export PGHOST=$sock PGPORT=5499 PGUSER=postgres PGDATABASE=postgres
 
 say() { printf '\n== %s\n' "$*"; }
-pg() { su postgres -c "$*"; }
+# Every call that can reach the mount has a deadline: a stuck mount fails the run, never hangs it.
+pg() { timeout -k 5 120 su postgres -c "$*"; }
+psql() { timeout -k 5 60 "$(type -P psql)" "$@"; }
+pg_isready() { timeout -k 5 10 "$(type -P pg_isready)" "$@"; }
 
 mount_fs() {
   local out
@@ -56,25 +65,19 @@ mount_fs() {
   [ -n "$daemon" ] || { echo "no daemon pid in: $out" >&2; exit 1; }
 }
 
-# Kills the daemon, then everything that had files open on the dead mount, then detaches it.
+# The crash: kill -9 of the daemon (what the trial is about), then the shared teardown of the
+# dead mount: its connection aborted, everything that had files open on it killed, detached.
 crash() {
   kill -9 "$daemon" 2>/dev/null || true
-  sleep 0.5
-  # Until they are gone: a process killed inside a FUSE request dies when the request fails.
-  for _ in $(seq 50); do
-    pkill -9 -f "$pgbin/postgres -D $mnt" 2>/dev/null || true
-    pkill -9 -f "$mnt" 2>/dev/null || true
-    pgrep -f "$mnt" >/dev/null || break
-    sleep 0.2
-  done
-  umount -l "$mnt" 2>/dev/null || true
+  "$teardown" --mount "$mnt" >/dev/null || true
 }
 
 cleanup() {
   pg "$pgbin/pg_ctl -D $mnt/pg/data -m immediate stop" >/dev/null 2>&1 || true
   crash
+  "$teardown" "$work" || true
   wait 2>/dev/null || true
-  rm -rf "$work"
+  rm -rf --one-file-system "$work"
 }
 trap cleanup EXIT
 
@@ -145,19 +148,19 @@ mkdir -p "$mnt/pg" "$mnt/sqlite"
 chown postgres "$mnt/pg"
 pg "$pgbin/initdb -D $mnt/pg/data -A trust -U postgres" >/dev/null
 pg_start
-pgbench -i -s 2 -q >/dev/null 2>&1
+timeout -k 5 300 pgbench -i -s 2 -q >/dev/null 2>&1
 pg_check || { echo "pgbench invariant fails before any crash" >&2; exit 1; }
 pg_stop
 
 say "git clone + fsck on the mount"
-git clone -q --no-hardlinks "$repo" "$mnt/repo"
-git -C "$mnt/repo" fsck --full --no-progress --no-dangling && echo "git fsck: ok"
+timeout -k 5 300 git clone -q --no-hardlinks "$repo" "$mnt/repo"
+timeout -k 5 300 git -C "$mnt/repo" fsck --full --no-progress --no-dangling && echo "git fsck: ok"
 rm -rf "$mnt/repo"
 
 failures=0
 for t in $(seq 1 "$trials"); do
   pg_start
-  pgbench -c 4 -j 2 -T 120 -n >/dev/null 2>&1 &
+  timeout -k 5 150 pgbench -c 4 -j 2 -T 120 -n >/dev/null 2>&1 &
   bench=$!
   sqlite_work >/dev/null 2>&1 &
   lite=$!
@@ -179,7 +182,7 @@ for t in $(seq 1 "$trials"); do
     result="pgbench invariant BROKEN"
   fi
   txns=$(psql -qtA -c "select count(*) from pgbench_history" 2>/dev/null || echo "?")
-  if ! lite_out=$(sqlite_check); then
+  if ! lite_out=$(timeout -k 5 120 bash -c "$(declare -f sqlite_check); mnt='$mnt' sqlite_check"); then
     result="$result; SQLite BROKEN ($lite_out)"
   fi
   pg_stop

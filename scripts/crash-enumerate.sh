@@ -11,10 +11,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-all}
 if [ "$what" = all ] || [ "$what" = mount ]; then
-  TIERWISE_CRASH_SCOPE=full cargo test --release --locked -p tierwise-fs --test crash_states -- --nocapture 2>&1 \
+  TIERWISE_CRASH_SCOPE=full cargo test --profile "${TIERWISE_PROFILE:-ci}" --locked -p tierwise-fs --test crash_states -- --nocapture 2>&1 \
     | grep -E '^\[|VIOLATION|^mount:|test result'
 fi
 if [ "$what" = all ] || [ "$what" = block ]; then
-  TIERWISE_CRASH_SCOPE=full cargo test --release --locked -p tierwise-block --test crash_states -- --nocapture 2>&1 \
+  TIERWISE_CRASH_SCOPE=full cargo test --profile "${TIERWISE_PROFILE:-ci}" --locked -p tierwise-block --test crash_states -- --nocapture 2>&1 \
     | grep -E 'crash states|VIOLATION|^block device:|test result'
 fi

@@ -8,10 +8,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 trials=${1:-${TIERWISE_GIT_TRIALS:-50}}
-cargo build --release --locked --quiet -p tierwise
+cargo build --profile "${TIERWISE_PROFILE:-ci}" --locked --quiet -p tierwise
 # TIERWISE_BIN: another build (a baseline in the same run); the dead mount is detached here
 # too, since builds before issue 34 did not detach it themselves.
-tw=${TIERWISE_BIN:-$PWD/target/release/tierwise}
+tw=${TIERWISE_BIN:-$PWD/target/${TIERWISE_PROFILE:-ci}/tierwise}
 policies=(on-demand-caching dynamic-hot-dst:sieve=0 file-write-back:sieve=0 hycache)
 broken=0
 for t in $(seq 1 "$trials"); do

@@ -8,7 +8,7 @@
 # the same trials against another build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release --locked --quiet -p tierwise
-TIERWISE_RENAME_TRIALS=${1:-200} cargo test --release --locked -p tierwise --test mount_rename_crash -- --nocapture 2>&1 \
+cargo build --profile "${TIERWISE_PROFILE:-ci}" --locked --quiet -p tierwise
+TIERWISE_RENAME_TRIALS=${1:-200} cargo test --profile "${TIERWISE_PROFILE:-ci}" --locked -p tierwise --test mount_rename_crash -- --nocapture 2>&1 \
   | grep -E 'passthrough|test result|panicked|lost|wrong'
 TIERWISE_GIT_TRIALS=${2:-50} ./scripts/git-crash.sh

@@ -6,6 +6,6 @@
 # Usage: ./scripts/serve-crash.sh [TRIALS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release --locked --quiet -p tierwise -p tierwise-nbd
-TIERWISE_SERVE_CRASH_TRIALS=${1:-100} cargo test --release --locked -p tierwise --test serve -- --exact \
+cargo build --profile "${TIERWISE_PROFILE:-ci}" --locked --quiet -p tierwise -p tierwise-nbd
+TIERWISE_SERVE_CRASH_TRIALS=${1:-100} cargo test --profile "${TIERWISE_PROFILE:-ci}" --locked -p tierwise --test serve -- --exact \
   kill_9_while_blocks_move_loses_no_flushed_byte --nocapture

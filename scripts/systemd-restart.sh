@@ -9,8 +9,8 @@
 # Usage: ./scripts/systemd-restart.sh   (root)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release --locked --quiet -p tierwise
-tw=$PWD/target/release/tierwise
+cargo build --profile "${TIERWISE_PROFILE:-ci}" --locked --quiet -p tierwise
+tw=$PWD/target/${TIERWISE_PROFILE:-ci}/tierwise
 systemd=/usr/lib/systemd/systemd
 [ -x "$systemd" ] || { echo "error: $systemd is missing (apt-get install systemd)" >&2; exit 1; }
 mkdir -p target

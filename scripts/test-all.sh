@@ -55,58 +55,155 @@ fi
 
 rustup component add clippy rustfmt >/dev/null 2>&1 || true
 
+# --- a private mount namespace -------------------------------------------------------------
+# Nothing the tests mount can outlive the run or be seen outside it: every mount they make is in
+# this namespace, which goes away with its last process (the teardown kills those of the tests).
+if [ -z "${TIERWISE_TEST_NAMESPACE:-}" ] && [ "$(id -u)" = 0 ] && command -v unshare >/dev/null 2>&1; then
+  export TIERWISE_TEST_NAMESPACE=1
+  exec unshare --mount --propagation private "$0" "$@"
+fi
+
+# --- every step timed ----------------------------------------------------------------------
+profile=ci
+bin_dir=target/$profile
+tw=$bin_dir/tierwise
+teardown=$bin_dir/tierwise-teardown
+# Everything the tests and scripts make lives under these two roots (the runner gives each test
+# a directory of its own in them); the teardown sweeps them before and after the run.
+export TIERWISE_TEST_ROOT=/tmp/tierwise-tests TIERWISE_TEST_SHM_ROOT=/dev/shm/tierwise-tests
+export TIERWISE_PROFILE=$profile TIERWISE_BIN=$PWD/$tw
+steps=()
+run_start=$(date +%s)
+step() { # step NAME DEADLINE_S COMMAND...: runs COMMAND under a deadline, records its time
+  local name=$1 deadline=$2 t0 rc
+  shift 2
+  say "$name"
+  t0=$(date +%s)
+  set +e
+  timeout -k 10 "$deadline" "$@"
+  rc=$?
+  set -e
+  steps+=("$(printf '%6d s  %s' $(($(date +%s) - t0)) "$name")")
+  if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+    echo "error: step \"$name\" passed its deadline of $deadline s" >&2
+  fi
+  if [ "$rc" != 0 ]; then
+    report
+    echo "FAILED: $name (exit $rc)" >&2
+    exit "$rc"
+  fi
+}
+report() {
+  printf '\n== time per step\n'
+  printf '%s\n' "${steps[@]}"
+  printf '%6d s  total\n' $(($(date +%s) - run_start))
+}
+clean_before() { # what earlier runs left under the test roots (by directory, never by process name)
+  local said
+  said=$("$teardown" "$TIERWISE_TEST_ROOT" "$TIERWISE_TEST_SHM_ROOT") || true
+  if [ -n "$said" ]; then echo "removed:"; echo "$said"; else echo "nothing left by an earlier run"; fi
+  rm -rf --one-file-system "$TIERWISE_TEST_ROOT" "$TIERWISE_TEST_SHM_ROOT"
+}
+export -f clean_before; export teardown
+
 # --- checks --------------------------------------------------------------------------------
-say "format"
-cargo fmt --all -- --check
+step "format" 120 cargo fmt --all -- --check
+step "clippy (warnings are errors)" 1800 cargo clippy --workspace --all-targets --profile $profile --locked -- -D warnings
+# One build of everything in one profile: the CLI, the plugin, the Python module, the tests.
+step "build (profile $profile: the CLI, the nbdkit plugin, the Python module, every test binary)" 2400 \
+  sh -c "cargo build --workspace --profile $profile --locked && cargo test --workspace --profile $profile --locked --no-run -q"
 
-say "clippy (warnings are errors)"
-cargo clippy --workspace --all-targets --release --locked -- -D warnings
+check_plugin() {
+  local plugin=$bin_dir/libtierwise_nbd.so missing dump
+  missing=$(comm -23 <(nm -D --undefined-only "$plugin" | awk '{print $2}' | grep '^nbdkit_' | sort -u) \
+                     <(nm -D --defined-only "$(command -v nbdkit)" | awk '{print $3}' | grep '^nbdkit_' | sort -u))
+  if [ -n "$missing" ]; then echo "error: the plugin needs symbols nbdkit lacks: $missing" >&2; return 1; fi
+  dump=$(nbdkit --dump-plugin "$plugin")
+  grep -q '^thread_model=parallel$' <<<"$dump" || { echo "error: nbdkit does not load the plugin as parallel:" >&2; echo "$dump" >&2; return 1; }
+  echo "loads in nbdkit, thread_model=parallel"
+}
+export -f check_plugin; export bin_dir
+step "the nbdkit plugin (loads in nbdkit; binds only symbols nbdkit exports)" 60 bash -c check_plugin
 
-say "the nbdkit plugin (loads in nbdkit; binds only symbols nbdkit exports)"
-cargo build --release --locked -p tierwise-nbd
-plugin=target/release/libtierwise_nbd.so
-missing=$(comm -23 <(nm -D --undefined-only "$plugin" | awk '{print $2}' | grep '^nbdkit_' | sort -u) \
-                   <(nm -D --defined-only "$(command -v nbdkit)" | awk '{print $3}' | grep '^nbdkit_' | sort -u))
-if [ -n "$missing" ]; then echo "error: the plugin needs symbols nbdkit lacks: $missing" >&2; exit 1; fi
-dump=$(nbdkit --dump-plugin "$plugin")
-grep -q '^thread_model=parallel$' <<<"$dump" || { echo "error: nbdkit does not load the plugin as parallel:" >&2; echo "$dump" >&2; exit 1; }
+step "clean before: mounts, loop devices and processes left under the test roots by an earlier run" 120 \
+  bash -c clean_before
 
-say "tests (release build: the differential and property tests replay real traces)"
-cargo test --workspace --release --locked
+# Each test in its own process and directories, several at once, 120 s each at most; see
+# scripts/run-tests.py. The long trials run in scripts/test-extended.sh (docs/TESTING.md).
+step "tests (each under a 120 s deadline, torn down after it)" 2400 \
+  ./scripts/run-tests.py --profile $profile --root "$TIERWISE_TEST_ROOT/rust" --shm-root "$TIERWISE_TEST_SHM_ROOT/rust"
 
-say "collectors against libCacheSim (PyPI libcachesim, every bundled trace, object and byte mode)"
+hang_check() {
+  local out rc
+  set +e
+  out=$(./scripts/run-tests.py --profile "$TIERWISE_PROFILE" --ignored --deadline 5 --root "$TIERWISE_TEST_ROOT/hang" \
+        --shm-root "$TIERWISE_TEST_SHM_ROOT/hang" tierwise-testkit/lib::tests::hangs_on_purpose 2>&1)
+  rc=$?
+  set -e
+  grep -E '^TIMEOUT|killed -9' <<<"$out" || true
+  if [ "$rc" = 0 ] || ! grep -q '^TIMEOUT tierwise-testkit/lib::tests::hangs_on_purpose' <<<"$out" \
+     || ! grep -q 'killed -9 pid [0-9]*: sleep 100000' <<<"$out"; then
+    echo "error: the hung test was not failed at its deadline and torn down:" >&2; echo "$out" >&2; return 1
+  fi
+  echo "a hung test fails at its deadline, naming itself, and its helper process is killed"
+}
+export -f hang_check
+step "the runner's deadline: a test that hangs on purpose fails, named, within it" 60 bash -c hang_check
+step "doc tests" 600 cargo test --workspace --doc --profile $profile --locked -q
+
+say_tail() { "$@" | tail -1; }
+export -f say_tail
 # In a virtual environment of its own: Debian's system Python refuses pip installs (PEP 668).
 venv=target/py-venv
-if [ ! -x "$venv/bin/python" ]; then
-  if ! python3 -m venv "$venv" >/dev/null 2>&1; then
-    if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3-venv
-    rm -rf "$venv"
-    python3 -m venv "$venv"
+make_venv() {
+  if [ ! -x "$venv/bin/python" ]; then
+    if ! python3 -m venv "$venv" >/dev/null 2>&1; then
+      if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+      $SUDO apt-get update -qq
+      DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3-venv
+      rm -rf "$venv"
+      python3 -m venv "$venv"
+    fi
   fi
-fi
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check 'libcachesim==0.3.5'
-"$venv/bin/python" scripts/libcachesim_diff.py target/release/tierwise | tail -1
+}
+make_venv
+step "collectors against libCacheSim (PyPI libcachesim, every bundled trace, object and byte mode)" 900 bash -c "
+  '$venv/bin/python' -m pip install --quiet --disable-pip-version-check 'libcachesim==0.3.5' &&
+  '$venv/bin/python' scripts/libcachesim_diff.py '$tw' | tail -1"
 
-say "the Python package: API against the CLI, sweeps on Dask and local processes, the report in Chromium"
-# pip builds the PyO3 module with maturin (release, abi3) from this checkout.
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check './python[dask,polars,test]'
-TIERWISE_BIN=target/release/tierwise "$venv/bin/python" -m pytest -q -p no:cacheprovider python/tests
+# maturin builds the wheel in the same target directory and profile as the build above, so it
+# links the module compiled there instead of compiling the crates a third time.
+step "the Python package: built by maturin, installed by pip" 900 bash -c "
+  '$venv/bin/python' -m pip install --quiet --disable-pip-version-check 'maturin>=1.16,<2' &&
+  rm -rf target/wheels &&
+  '$venv/bin/maturin' build --quiet --profile $profile --locked -m python/Cargo.toml --out target/wheels &&
+  '$venv/bin/python' -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps target/wheels/tierwise-*.whl &&
+  '$venv/bin/python' -m pip install --quiet --disable-pip-version-check \"\$(ls target/wheels/tierwise-*.whl)[dask,polars,test]\""
+mkdir -p "$TIERWISE_TEST_ROOT/python"
+step "the Python package: API against the CLI, sweeps on Dask and local processes, the report in Chromium" 900 \
+  env TMPDIR="$TIERWISE_TEST_ROOT/python" "$venv/bin/python" -m pytest -q -p no:cacheprovider python/tests
 
-say "real applications on a migrating mount, daemon killed -9 (PostgreSQL, SQLite, git; 2 trials)"
-# The full run is ten trials or more per policy: ./scripts/apps-on-mount.sh 10 POLICY.
 # A missing prerequisite fails the run (as every test does; see crates/testkit).
 if [ ! -e /dev/fuse ] && [ "${TIERWISE_ALLOW_SKIP:-}" != 1 ]; then
   echo "error: /dev/fuse is missing; the mount tests need FUSE (TIERWISE_ALLOW_SKIP=1 skips them)" >&2
   exit 1
 elif [ -e /dev/fuse ]; then
-  ./scripts/apps-on-mount.sh 2 hycache | tail -4
+  # The full run is ten trials or more per policy: ./scripts/apps-on-mount.sh 10 POLICY.
+  step "real applications on a migrating mount, daemon killed -9 (PostgreSQL, SQLite, git; 1 trial)" 600 \
+    bash -c './scripts/apps-on-mount.sh 1 hycache | tail -4'
 else
   echo "SKIPPED (TIERWISE_ALLOW_SKIP=1): /dev/fuse is missing"
 fi
 
-say "a served write-back device whose HDD fills up: back-off, DEGRADED with the reason, reads served, write-back resumes"
-./scripts/serve-faults.sh
+step "a served write-back device whose HDD fills up: back-off, DEGRADED with the reason, reads served, write-back resumes" 300 \
+  ./scripts/serve-faults.sh
 
+step "clean after: nothing left under the test roots" 120 bash -c "
+  if ! '$teardown' --check '$TIERWISE_TEST_ROOT' '$TIERWISE_TEST_SHM_ROOT'; then
+    echo 'error: the run left the above; tearing it down' >&2; '$teardown' '$TIERWISE_TEST_ROOT' '$TIERWISE_TEST_SHM_ROOT'; exit 1
+  fi
+  rm -rf --one-file-system '$TIERWISE_TEST_ROOT' '$TIERWISE_TEST_SHM_ROOT'
+  echo 'no mount, loop device or process left'"
+
+report
 say "all tests passed"

@@ -509,6 +509,14 @@ impl HybridDevice {
         format!("block {block}: {p:?}, slot {slot:?} {runs:?}, work {:?}", c.work.on(ObjectId(block)))
     }
 
+    /// A test-only fault: takes the core lock (engine, slots, work) and never gives it back, so
+    /// every request and mover waits forever, as under a deadlock. Only for the tests that
+    /// prove the shared teardown clears a wedged device (the nbdkit plugin honours it only with
+    /// `TIERWISE_TEST_FAULTS=1` in its environment).
+    pub fn wedge_for_tests(&self) {
+        std::mem::forget(self.shared.lock());
+    }
+
     /// Checks the engine's and the slot table's bookkeeping (tests).
     pub fn check(&self) -> Result<(), String> {
         let c = self.shared.lock();

@@ -87,7 +87,7 @@ fn an_existing_file_is_only_read_unless_overwrite() {
 fn memory_is_measured_as_memory() {
     // Linux 6.6 and later take O_DIRECT on tmpfs (older kernels refuse it: NoDirectIo, which
     // is as good). Either way a result must not pass for a device's.
-    let shm = tempfile::tempdir_in("/dev/shm").unwrap();
+    let shm = tierwise_testkit::shm_dir("tierwise-calibrate").unwrap();
     match calibrate(shm.path(), &quick(), &mut |_| {}) {
         Ok(cal) => {
             assert!(cal.memory && cal.kind == Kind::Ssd, "{cal:?}");

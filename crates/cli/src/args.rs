@@ -57,11 +57,17 @@ pub(crate) enum Command {
     Umount {
         /// The mountpoint.
         mountpoint: PathBuf,
+        /// Seconds to wait for the daemon to exit after the unmount (it saves its state first).
+        #[arg(long, default_value_t = 60.0)]
+        wait: f64,
     },
     /// A tierwise mount's configuration, space, queue and move in progress.
     Status {
         /// The mountpoint.
         mountpoint: PathBuf,
+        /// Seconds to wait for the mount or device to answer.
+        #[arg(long, default_value_t = 5.0)]
+        timeout: f64,
     },
     /// A tierwise mount's counters: hits and misses per tier, moves, bytes moved, dirty bytes.
     Stats {
@@ -70,6 +76,9 @@ pub(crate) enum Command {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+        /// Seconds to wait for the mount or device to answer.
+        #[arg(long, default_value_t = 5.0)]
+        timeout: f64,
     },
     /// Pin files on a tierwise mount to a tier (out of the policy until unpinned).
     Pin {

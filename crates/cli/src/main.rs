@@ -46,6 +46,12 @@ fn quiet_broken_pipe() {
     let _ = unsafe { signal(Signal::SIGPIPE, SigHandler::SigDfl) };
 }
 
+/// A `--timeout`/`--wait` value in seconds.
+fn seconds(s: f64) -> Result<std::time::Duration> {
+    std::time::Duration::try_from_secs_f64(s)
+        .map_err(|_| anyhow::anyhow!("{s}: a number of seconds, 0 or more, was expected"))
+}
+
 fn run(cli: Cli) -> Result<()> {
     let bars = Bars::new(cli.quiet);
     match cli.command {
@@ -59,15 +65,15 @@ fn run(cli: Cli) -> Result<()> {
         Command::Report(a) => cmd::workbench::cmd_report(a),
         Command::Sweep(a) => cmd::workbench::cmd_sweep(a),
         Command::Mount(a) => mount::cmd_mount(a),
-        Command::Umount { mountpoint } => mount::cmd_umount(&mountpoint),
+        Command::Umount { mountpoint, wait } => mount::cmd_umount(&mountpoint, seconds(wait)?),
         Command::WhichTier { paths } => mount::cmd_which_tier(&paths),
         Command::Serve(a) => cmd::serve::cmd_serve(a),
         // A served device's control socket, or a mountpoint.
-        Command::Status { mountpoint } if cmd::serve::is_control_socket(&mountpoint) => {
-            cmd::serve::cmd_status(&mountpoint)
+        Command::Status { mountpoint, timeout } if cmd::serve::is_control_socket(&mountpoint) => {
+            cmd::serve::cmd_status(&mountpoint, seconds(timeout)?)
         }
-        Command::Stats { mountpoint, json } if cmd::serve::is_control_socket(&mountpoint) => {
-            cmd::serve::cmd_stats(&mountpoint, json)
+        Command::Stats { mountpoint, json, timeout } if cmd::serve::is_control_socket(&mountpoint) => {
+            cmd::serve::cmd_stats(&mountpoint, json, seconds(timeout)?)
         }
         Command::Flush { mountpoint } if cmd::serve::is_control_socket(&mountpoint) => {
             cmd::serve::cmd_flush(&mountpoint)
@@ -75,8 +81,8 @@ fn run(cli: Cli) -> Result<()> {
         Command::Cancel { mountpoint } if cmd::serve::is_control_socket(&mountpoint) => {
             cmd::serve::cmd_cancel(&mountpoint)
         }
-        Command::Status { mountpoint } => mount::cmd_status(&mountpoint),
-        Command::Stats { mountpoint, json } => mount::cmd_stats(&mountpoint, json),
+        Command::Status { mountpoint, timeout } => mount::cmd_status(&mountpoint, seconds(timeout)?),
+        Command::Stats { mountpoint, json, timeout } => mount::cmd_stats(&mountpoint, json, seconds(timeout)?),
         Command::Pin { tier, paths } => mount::cmd_pin(&paths, &tier),
         Command::Unpin { paths } => mount::cmd_pin(&paths, "none"),
         Command::Flush { mountpoint } => mount::cmd_flush(&mountpoint, &bars),

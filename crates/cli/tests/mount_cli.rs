@@ -42,13 +42,8 @@ impl Drop for Tmpfs {
     }
 }
 
-/// Detaches a mountpoint when a test ends, also when it fails half way (no daemon outlives it).
-struct Unmount(std::path::PathBuf);
-impl Drop for Unmount {
-    fn drop(&mut self) {
-        let _ = nix::mount::umount2(&self.0, nix::mount::MntFlags::MNT_DETACH);
-    }
-}
+/// Tears a mountpoint down when a test ends, also when it fails half way (no daemon outlives it).
+use tierwise_testkit::teardown::Unmount;
 
 #[must_use]
 fn mount(ssd: &Path, hdd: &Path, mnt: &Path, extra: &[&str]) -> Unmount {

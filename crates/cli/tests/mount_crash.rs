@@ -59,9 +59,11 @@ fn kill_9_during_migrations_and_writes_loses_no_acknowledged_data() {
     for trial in 0..trials {
         let (policy, extra) = configs[(trial % configs.len() as u64) as usize];
         let [root, mnt] = root_and_mountpoint();
+        // On a failure half way: no daemon, no mount outlives the test.
+        let _down = tierwise_testkit::teardown::Unmount(mnt.path().to_path_buf());
         // Every other trial moves at 2 MB/s, so a kill often lands inside a journalled move.
         let rate = if trial % 2 == 1 { "2" } else { "0" };
-        let mut child = start(root.path(), mnt.path(), policy, extra, rate);
+        let mut child = tierwise_testkit::teardown::KillOnDrop(start(root.path(), mnt.path(), policy, extra, rate));
         // Acknowledged content per file, and the write in progress (file, new content).
         let mut acked: BTreeMap<PathBuf, Vec<u8>> = BTreeMap::new();
         let killed = Arc::new(AtomicBool::new(false));
@@ -116,7 +118,7 @@ fn kill_9_during_migrations_and_writes_loses_no_acknowledged_data() {
             let size = |t: &str| fs::metadata(root.path().join(t).join(name)).map_or(-1, |m| m.len() as i64);
             left += &format!(", {}: {}/{}", name.display(), size("ssd"), size("hdd"));
         }
-        let mut child = start(root.path(), mnt.path(), policy, extra, rate);
+        let mut child = tierwise_testkit::teardown::KillOnDrop(start(root.path(), mnt.path(), policy, extra, rate));
         for (name, want) in &acked {
             let got = fs::read(mnt.path().join(name)).unwrap_or_default();
             // The rewrite in progress truncated the file first: it may be empty or hold a

@@ -51,14 +51,8 @@ fn daemons_on(mnt: &Path) -> usize {
         .count()
 }
 
-/// Unmounts when the test ends.
-struct Unmount(PathBuf);
-impl Drop for Unmount {
-    fn drop(&mut self) {
-        let _ = tierwise(&["umount", self.0.to_str().unwrap()]);
-        let _ = nix::mount::umount2(&self.0, nix::mount::MntFlags::MNT_DETACH);
-    }
-}
+/// Tears a mountpoint down when the test ends (the shared teardown).
+use tierwise_testkit::teardown::Unmount;
 
 /// `/sbin/mount.tierwise`, the one install step for `mount -t tierwise` and fstab; removed
 /// again if the test made it.

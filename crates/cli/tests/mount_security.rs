@@ -23,14 +23,8 @@ fn can_mount_as_root() -> bool {
     tierwise_testkit::require(&[Need::Fuse, Need::Root, Need::Tool("setpriv", "util-linux")])
 }
 
-/// Unmounts when the test ends, also when it fails half way (no daemon outlives it).
-struct Unmount(PathBuf);
-impl Drop for Unmount {
-    fn drop(&mut self) {
-        let _ = tierwise(&["umount", self.0.to_str().unwrap()]);
-        let _ = nix::mount::umount2(&self.0, nix::mount::MntFlags::MNT_DETACH);
-    }
-}
+/// Tears a mountpoint down when the test ends, also when it fails half way (no daemon outlives it).
+use tierwise_testkit::teardown::Unmount;
 
 #[must_use]
 fn mount(ssd: &Path, hdd: &Path, mnt: &Path, extra: &[&str]) -> Unmount {

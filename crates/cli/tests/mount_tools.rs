@@ -30,8 +30,7 @@ impl Mount {
 }
 impl Drop for Mount {
     fn drop(&mut self) {
-        let _ = Command::new(env!("CARGO_BIN_EXE_tierwise")).arg("umount").arg(&self.0).output();
-        let _ = nix::mount::umount2(&self.0, nix::mount::MntFlags::MNT_DETACH);
+        tierwise_testkit::teardown::release(&tierwise_testkit::teardown::Targets::mount(&self.0, None));
     }
 }
 

@@ -272,6 +272,13 @@ fn ext4_on_nbdfuse_and_a_loop_device_passes_fsck_after_a_workload() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    // Whatever happens, everything is taken down before asserting: the ext4 mount, the loop
+    // device on nbdfuse's file, nbdfuse itself (the shared teardown, also on a panic).
+    let down = tierwise_testkit::teardown::Guard(tierwise_testkit::teardown::Targets {
+        dirs: vec![fuse_dir.clone()],
+        mounts: vec![s.dir.path().join("mnt")],
+        pids: vec![nbdfuse.id() as i32],
+    });
     let file = fuse_dir.join("nbd");
     let deadline = Instant::now() + Duration::from_secs(20);
     while !file.exists() && Instant::now() < deadline {
@@ -313,13 +320,7 @@ fn ext4_on_nbdfuse_and_a_loop_device_passes_fsck_after_a_workload() {
         mnt = mnt.display()
     );
     let (ok, text) = sh(&script);
-    // Whatever happened, take everything down before asserting.
-    let _ = Command::new("umount").arg("-l").arg(&mnt).status();
-    if let Ok(l) = std::fs::read_to_string(s.dir.path().join("loop")) {
-        let _ = Command::new("losetup").arg("-d").arg(l.trim()).status();
-    }
-    let _ = Command::new("fusermount3").arg("-u").arg(&fuse_dir).status();
-    let _ = nbdfuse.kill();
+    drop(down);
     let _ = nbdfuse.wait();
     assert!(ok, "ext4 on the served device:\n{text}");
     assert!(text.contains("clean") || text.contains("files"), "fsck said:\n{text}");

@@ -87,8 +87,14 @@ impl Throttle {
 }
 
 impl Drop for Throttle {
+    /// A test that did not stop it (it failed half way): the shared teardown, which asserts
+    /// nothing (a panic inside a panic's unwinding would abort the test binary).
     fn drop(&mut self) {
-        self.stop();
+        if !self.stopped {
+            let _ = self.nbdfuse.kill();
+            tierwise_testkit::teardown::release(&tierwise_testkit::teardown::Targets::under(&[&self.dir]));
+            let _ = self.nbdfuse.wait();
+        }
     }
 }
 
@@ -109,7 +115,7 @@ struct Measured {
 /// One architecture: made on a plain image in memory, served again with the HDD image behind
 /// the throttle, the trace replayed beside its prediction from the calibrated presets.
 fn replay_throttled(policy: &str, trace: &Path, presets: &Path) -> Measured {
-    let dir = tempfile::Builder::new().prefix("tierwise-throttled").tempdir_in("/dev/shm").unwrap();
+    let dir = tierwise_testkit::shm_dir("tierwise-throttled").unwrap();
     let s = Served::create_in(dir, policy, "4MiB", "256MiB", &[]);
     s.signal("-TERM");
     let throttle = Throttle::up(&s.hdd(), &s.dir.path().join("throttle"));
@@ -158,7 +164,7 @@ fn a_device_model_the_simulator_shares_no_code_with_ranks_as_predicted() {
         return;
     }
     // The SSD image in memory, as the validation script has it.
-    let root = tempfile::Builder::new().prefix("tierwise-throttled").tempdir_in("/dev/shm").unwrap();
+    let root = tierwise_testkit::shm_dir("tierwise-throttled").unwrap();
     let root = root.path();
     // Calibrate the throttled file and the memory the SSD image lives in.
     let cal = root.join("calibration");

@@ -23,6 +23,10 @@ pub const XATTR_MOVE_RATE: &str = "user.tierwise.move_rate";
 pub const XATTR_PIN: &str = "user.tierwise.pin";
 /// On a file: where it is (read only).
 pub const XATTR_TIER: &str = "user.tierwise.tier";
+/// Written on the root, test-only: `deadlock-engine` takes the engine's lock and never gives it
+/// back (the tests that prove the shared teardown clears a deadlocked daemon). Refused unless
+/// the daemon was started with `TIERWISE_TEST_FAULTS=1`.
+pub const XATTR_TEST_FAULT: &str = "user.tierwise.test_fault";
 
 /// Counters of one period (this mount, or the volume's whole life).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -267,6 +271,11 @@ pub struct Snapshot {
     /// The daemon's process id (`tierwise umount` waits for it to exit).
     #[serde(default)]
     pub pid: u32,
+    /// When the engine's lock was held too long to read (a long call, or a deadlock): how old,
+    /// in seconds, the engine's part of these figures is (counters, usage, queue; from the last
+    /// snapshot that read it, or zeros). `None`: read now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine_stale_s: Option<f64>,
     /// Request latencies by kind.
     #[serde(default)]
     pub latency: Vec<LatencyHistogram>,

@@ -329,6 +329,7 @@ impl HybridFs {
             emulate,
             saved,
             latency: metrics::Latencies::default(),
+            engine_view: Mutex::new(None),
             layout: Layout::of(&cfg.policy)?,
             passthrough_volumes: plan.passthrough_volumes,
             caching_volumes: volume_archs(&cfg.policy)?.iter().map(|a| keeps_copies(a)).collect(),

@@ -178,6 +178,15 @@ impl Shared {
                 _ => return Some(Err(Errno::EINVAL)),
             };
             Some(self.set_pin(ino, want, if owner { 0 } else { uid }))
+        } else if name == control::XATTR_TEST_FAULT {
+            if std::env::var_os("TIERWISE_TEST_FAULTS").is_none_or(|v| v != "1") {
+                return Some(Err(Errno::EPERM));
+            }
+            root_only(if text == "deadlock-engine" { Ok(()) } else { Err(Errno::EINVAL) }).inspect(|r| {
+                if r.is_ok() {
+                    std::mem::forget(lock(&self.engine));
+                }
+            })
         } else if name == control::XATTR_FLUSH {
             root_only(Ok(())).inspect(|r| {
                 if r.is_ok() {

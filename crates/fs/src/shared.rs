@@ -108,6 +108,9 @@ pub(crate) struct Shared {
     pub(crate) saved: Counters,
     /// Request latencies, for the metrics endpoint.
     pub(crate) latency: crate::metrics::Latencies,
+    /// The engine's part of the last snapshot, and when it was read: what a snapshot reports
+    /// when the engine's lock is held too long (`tierwise stats` answers even then).
+    pub(crate) engine_view: Mutex<Option<(Instant, crate::stats::EngineView)>>,
     /// How the policy lays files out (what `df` shows).
     pub(crate) layout: crate::Layout,
     /// Per volume (0: paths outside every prefix): whether its policy may use passthrough.

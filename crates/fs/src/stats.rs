@@ -5,12 +5,24 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 use tierwise_core::{ObjectId, Tier, WorkKind};
 
 use crate::control::{Counters, MoveInProgress, Snapshot, TierSpace};
 use crate::mover::MoverStats;
 use crate::shared::{Shared, lock, read_lock};
+
+/// How long a snapshot waits for the engine's lock before it reports the last figures read.
+const ENGINE_WAIT: Duration = Duration::from_millis(500);
+
+/// What a snapshot reads under the engine's lock.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct EngineView {
+    session: Counters,
+    usage: tierwise_core::Usage,
+    queue: usize,
+}
 
 /// The mount's counters from the engine's and the mover's.
 pub(crate) fn counters_of(e: &tierwise_core::EngineStats, m: &MoverStats) -> Counters {
@@ -129,12 +141,48 @@ impl Shared {
         let _ = self.store.save_counters(&self.saved.plus(&session).pairs(), durable);
     }
 
+    /// The engine's part of a snapshot: read under its lock when that comes within
+    /// [`ENGINE_WAIT`], else the last one read (and its age), so that statistics never wait on
+    /// a stuck engine.
+    fn engine_view(&self) -> (EngineView, Option<f64>) {
+        let deadline = Instant::now() + ENGINE_WAIT;
+        loop {
+            match self.engine.try_lock() {
+                Ok(e) => {
+                    let v = EngineView {
+                        session: counters_of(e.stats(), &self.stats),
+                        usage: e.usage(),
+                        queue: e.work.len() + e.pending_work().len(),
+                    };
+                    drop(e);
+                    *lock(&self.engine_view) = Some((Instant::now(), v.clone()));
+                    return (v, None);
+                }
+                Err(std::sync::TryLockError::Poisoned(p)) => {
+                    let e = p.into_inner();
+                    let v = EngineView {
+                        session: counters_of(e.stats(), &self.stats),
+                        usage: e.usage(),
+                        queue: e.work.len() + e.pending_work().len(),
+                    };
+                    return (v, None);
+                }
+                Err(std::sync::TryLockError::WouldBlock) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+                Err(std::sync::TryLockError::WouldBlock) => {
+                    return match lock(&self.engine_view).clone() {
+                        Some((at, v)) => (v, Some(at.elapsed().as_secs_f64())),
+                        None => (EngineView::default(), Some(self.started.elapsed().as_secs_f64())),
+                    };
+                }
+            }
+        }
+    }
+
     /// Everything the mount reports.
     pub(crate) fn snapshot(&self) -> Snapshot {
-        let (session, usage, queue) = {
-            let e = lock(&self.engine);
-            (counters_of(e.stats(), &self.stats), e.usage(), e.work.len() + e.pending_work().len())
-        };
+        let (EngineView { session, usage, queue }, engine_stale_s) = self.engine_view();
         let (pinned_ssd_bytes, pinned_ssd_files) = self.pinned_ssd_bytes();
         let pinned_hdd_files = read_lock(&self.pins).values().filter(|t| **t == Tier::Slow).count() as u64;
         let p = &self.progress;
@@ -182,6 +230,7 @@ impl Shared {
             io_errors: self.tier_errors.counts(),
             uptime_s: self.started.elapsed().as_secs_f64(),
             pid: std::process::id(),
+            engine_stale_s,
             latency: self.latency.snapshot(),
             total: self.saved.plus(&session),
             session,

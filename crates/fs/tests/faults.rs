@@ -107,12 +107,16 @@ fn a_crash_between_the_steps_of_a_move_is_recovered_by_the_next_mount() {
         fs::create_dir(hdd.path().join("d")).unwrap();
         fs::write(hdd.path().join("d/f"), &data).unwrap();
         let spec = format!("{index}|{}|{}|{}", ssd.path().display(), hdd.path().display(), mnt.path().display());
-        let mut child = Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "crash_child", "--nocapture", "--test-threads=1"])
-            .env(CHILD_ENV, spec)
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap();
+        // Killed on a failure half way, and its mount torn down: nothing outlives the test.
+        let _down = tierwise_testkit::teardown::Unmount(mnt.path().to_path_buf());
+        let mut child = tierwise_testkit::teardown::KillOnDrop(
+            Command::new(std::env::current_exe().unwrap())
+                .args(["--exact", "crash_child", "--nocapture", "--test-threads=1"])
+                .env(CHILD_ENV, spec)
+                .stdout(Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
         // Reads make the file hot: the policy promotes it, and the child dies mid-move.
         let until = Instant::now() + Duration::from_secs(30);
         let status = loop {

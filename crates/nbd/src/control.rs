@@ -48,12 +48,23 @@ pub fn answer(dev: &HybridDevice, line: &str) -> String {
                 serde_json::json!({"ok": false, "error": format!("move-rate {v}: bytes per second, a whole number")})
             }
         },
+        // Test-only (see `HybridDevice::wedge_for_tests`): refused unless the server was started
+        // with TIERWISE_TEST_FAULTS=1.
+        (Some("test-fault"), Some("wedge")) if test_faults_allowed() => {
+            dev.wedge_for_tests();
+            serde_json::json!({"ok": true, "fault": "wedge"})
+        }
         _ => serde_json::json!({
             "ok": false,
             "error": format!("unknown command {line:?}; allowed: stats, flush, cancel, move-rate BYTES"),
         }),
     };
     reply.to_string()
+}
+
+/// Whether the test-only faults are on (`TIERWISE_TEST_FAULTS=1`).
+fn test_faults_allowed() -> bool {
+    std::env::var_os("TIERWISE_TEST_FAULTS").is_some_and(|v| v == "1")
 }
 
 /// Serves the control socket at `path` (replacing a stale socket file) on a thread.

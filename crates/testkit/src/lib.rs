@@ -4,6 +4,8 @@
 //! cannot run them (no `/dev/fuse` in a container, not root) may set `TIERWISE_ALLOW_SKIP=1`;
 //! the tests then print `SKIPPED: ...` and return. The README's test command never sets it.
 
+pub mod teardown;
+
 use std::fs::OpenOptions;
 use std::process::{Command, Stdio};
 
@@ -71,6 +73,28 @@ pub fn unmet(why: &str) -> bool {
     panic!("{why} (set TIERWISE_ALLOW_SKIP=1 to skip such tests on a machine that cannot run them)");
 }
 
+/// How many trials (operations, iterations) a long test runs: `var` from the environment when
+/// set; otherwise `readme` in the README's suite and `extended` under `TIERWISE_EXTENDED=1`
+/// (`scripts/test-extended.sh`). docs/TESTING.md lists which tests scale this way.
+pub fn trials(var: &str, readme: u64, extended: u64) -> u64 {
+    if let Some(n) = std::env::var(var).ok().and_then(|v| v.parse().ok()) {
+        return n;
+    }
+    if extended_run() { extended } else { readme }
+}
+
+/// Whether this is the extended run (`TIERWISE_EXTENDED=1`).
+pub fn extended_run() -> bool {
+    std::env::var_os("TIERWISE_EXTENDED").is_some_and(|v| v == "1")
+}
+
+/// A temporary directory in memory for a test's images: in the runner's per-test directory
+/// (`TIERWISE_TEST_SHM`, which its teardown sweeps) when set, else in `/dev/shm`.
+pub fn shm_dir(prefix: &str) -> std::io::Result<tempfile::TempDir> {
+    let base = std::env::var_os("TIERWISE_TEST_SHM").map_or_else(|| "/dev/shm".into(), std::path::PathBuf::from);
+    tempfile::Builder::new().prefix(prefix).tempdir_in(base)
+}
+
 /// `require(&[Need::Fuse])`.
 pub fn fuse() -> bool {
     require(&[Need::Fuse])
@@ -99,6 +123,19 @@ pub fn exited(pid: i32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Hangs, with a helper process running in its directory: `scripts/test-all.sh` runs it
+    /// (`run-tests.py --ignored --deadline 10`) to check that a hung test fails at its deadline,
+    /// naming itself, and that what it started is torn down.
+    #[test]
+    #[ignore = "hangs on purpose: the check of the test runner's deadline"]
+    fn hangs_on_purpose() {
+        let dir = std::env::temp_dir();
+        let _helper = std::process::Command::new("sleep").arg("100000").current_dir(&dir).spawn();
+        loop {
+            std::thread::sleep(std::time::Duration::from_secs(3600));
+        }
+    }
 
     #[test]
     fn a_missing_tool_fails_unless_skipping_is_allowed() {

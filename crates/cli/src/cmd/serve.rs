@@ -404,8 +404,9 @@ pub(crate) fn is_control_socket(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.file_type().is_socket())
 }
 
-/// Sends one command to a control socket and returns its JSON answer.
-fn ask(control: &Path, command: &str) -> Result<serde_json::Value> {
+/// Sends one command to a control socket and returns its JSON answer, waiting at most
+/// `timeout` for it (none: as long as the command takes, e.g. a flush).
+fn ask(control: &Path, command: &str, timeout: Option<Duration>) -> Result<serde_json::Value> {
     let beside = with_suffix(control, ".control");
     let nbd_socket = || {
         anyhow::anyhow!(
@@ -419,12 +420,21 @@ fn ask(control: &Path, command: &str) -> Result<serde_json::Value> {
     }
     let mut s = UnixStream::connect(control)
         .with_context(|| format!("connecting to {} (is the device served?)", control.display()))?;
+    s.set_read_timeout(timeout)?;
     writeln!(s, "{command}")?;
     let mut line = String::new();
     // An NBD server greets first ("NBDMAGIC") and drops a peer that sends no handshake.
     match BufReader::new(&s).read_line(&mut line) {
         Ok(_) if line.starts_with("NBDMAGIC") => return Err(nbd_socket()),
         Ok(_) => {}
+        Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+            bail!(
+                "{} did not answer {command} within {:.1} s (--timeout): the server is busy or stuck; `kill -9` of its pid ({}.pid) is safe, it recovers from its checkpoint",
+                control.display(),
+                timeout.unwrap_or_default().as_secs_f64(),
+                control.display()
+            );
+        }
         Err(e) => {
             return Err(anyhow::anyhow!(
                 "{} answered nothing readable ({e}): is it a tierwise control socket?",
@@ -440,8 +450,8 @@ fn ask(control: &Path, command: &str) -> Result<serde_json::Value> {
 }
 
 /// `tierwise stats SOCKET`.
-pub(crate) fn cmd_stats(control: &Path, json: bool) -> Result<()> {
-    let v = ask(control, "stats")?;
+pub(crate) fn cmd_stats(control: &Path, json: bool, timeout: Duration) -> Result<()> {
+    let v = ask(control, "stats", Some(timeout))?;
     if json {
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(());
@@ -478,8 +488,8 @@ pub(crate) fn cmd_stats(control: &Path, json: bool) -> Result<()> {
 }
 
 /// `tierwise status SOCKET`.
-pub(crate) fn cmd_status(control: &Path) -> Result<()> {
-    let v = ask(control, "stats")?;
+pub(crate) fn cmd_status(control: &Path, timeout: Duration) -> Result<()> {
+    let v = ask(control, "stats", Some(timeout))?;
     let d = &v["device"];
     let n = |x: &serde_json::Value| x.as_u64().unwrap_or(0);
     println!("policy     {}", v["spec"].as_str().unwrap_or("?"));
@@ -512,14 +522,14 @@ pub(crate) fn cmd_status(control: &Path) -> Result<()> {
 
 /// `tierwise flush SOCKET`: writes back every dirty block and waits.
 pub(crate) fn cmd_flush(control: &Path) -> Result<()> {
-    ask(control, "flush")?;
+    ask(control, "flush", None)?;
     println!("flushed: no dirty data left on the SSD; a checkpoint is committed");
     Ok(())
 }
 
 /// `tierwise cancel SOCKET`.
 pub(crate) fn cmd_cancel(control: &Path) -> Result<()> {
-    let v = ask(control, "cancel")?;
+    let v = ask(control, "cancel", Some(Duration::from_secs(30)))?;
     println!("cancelled {} queued moves", v["cancelled"].as_u64().unwrap_or(0));
     Ok(())
 }

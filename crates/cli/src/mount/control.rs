@@ -2,6 +2,7 @@
 //! `stats`, `pin`, `unpin`, `flush`, `cancel`, `which-tier`, `umount`).
 
 use std::fs;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -73,7 +74,9 @@ pub fn cmd_which_tier(paths: &[PathBuf]) -> Result<()> {
     })
 }
 
-pub fn cmd_umount(mountpoint: &Path) -> Result<()> {
+/// `tierwise umount MNT`: unmounts, then waits up to `wait` for the daemon to save its state
+/// and exit. The daemon is found without asking the mount (it may be stuck).
+pub fn cmd_umount(mountpoint: &Path, wait: Duration) -> Result<()> {
     if !is_tierwise_mount(mountpoint) {
         bail!("{} is not a tierwise mount", mountpoint.display());
     }
@@ -84,26 +87,41 @@ pub fn cmd_umount(mountpoint: &Path) -> Result<()> {
         }
         e => anyhow::anyhow!("unmounting {}: {e}", mountpoint.display()),
     })?;
-    if let Some(pid) = daemon {
-        wait_for_exit(pid);
+    if let Some(pid) = daemon
+        && !wait_for_exit(pid, wait)
+    {
+        bail!(
+            "unmounted {}, but its daemon (pid {pid}) has not exited {:.0} s later: it is still saving its state, or stuck (`kill -9 {pid}` is safe: the next mount recovers)",
+            mountpoint.display(),
+            wait.as_secs_f64()
+        );
     }
     println!("unmounted {}", mountpoint.display());
     Ok(())
 }
 
 /// The process serving a mount, when it is a detached `tierwise mount` daemon (not, say, a
-/// test that mounted in its own process).
+/// test that mounted in its own process): read from `/proc`, never from the mount, whose daemon
+/// may not answer. A daemon's command line names its mountpoint.
 fn daemon_of(mountpoint: &Path) -> Option<u32> {
-    let pid = snapshot(mountpoint).ok()?.pid;
-    let cmdline = fs::read(format!("/proc/{pid}/cmdline")).ok()?;
-    let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
-    let ours = args.iter().any(|a| *a == b"mount") && args.iter().any(|a| *a == b"--foreground");
-    (pid != 0 && pid != std::process::id() && ours).then_some(pid)
+    let want = super::mountinfo::mounted_on(mountpoint)?.mountpoint;
+    fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+        let cmdline = fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+        let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).filter(|a| !a.is_empty()).collect();
+        let ours = args.iter().any(|a| *a == b"mount") && args.iter().any(|a| *a == b"--foreground");
+        let cwd = fs::read_link(format!("/proc/{pid}/cwd")).unwrap_or_default();
+        let names_it = args.iter().any(|a| {
+            let a = Path::new(std::ffi::OsStr::from_bytes(a));
+            (if a.is_absolute() { a.to_path_buf() } else { cwd.join(a) }) == want
+        });
+        (ours && pid != std::process::id() && names_it).then_some(pid)
+    })
 }
 
-/// Waits until process `pid` has exited: the daemon finishes (or rolls back) the move in hand,
-/// saves its state and stops touching the tiers.
-pub fn wait_for_exit(pid: u32) {
+/// Waits up to `deadline` until process `pid` has exited: the daemon finishes (or rolls back)
+/// the move in hand, saves its state and stops touching the tiers. Whether it did.
+pub fn wait_for_exit(pid: u32, deadline: Duration) -> bool {
     let start = Instant::now();
     let mut said = false;
     // A zombie has exited too (its parent has not reaped it yet).
@@ -112,12 +130,19 @@ pub fn wait_for_exit(pid: u32) {
             .is_ok_and(|st| st.rsplit_once(") ").is_some_and(|(_, rest)| !rest.starts_with('Z')))
     };
     while running() {
+        if start.elapsed() > deadline {
+            return false;
+        }
         if !said && start.elapsed() > Duration::from_secs(2) {
-            eprintln!("waiting for the tierwise daemon (pid {pid}) to save its state and exit");
+            eprintln!(
+                "waiting for the tierwise daemon (pid {pid}) to save its state and exit (up to {:.0} s)",
+                deadline.as_secs_f64()
+            );
             said = true;
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+    true
 }
 
 fn check_mount(mountpoint: &Path) -> Result<()> {
@@ -127,20 +152,44 @@ fn check_mount(mountpoint: &Path) -> Result<()> {
     Ok(())
 }
 
-pub fn snapshot(mountpoint: &Path) -> Result<Snapshot> {
-    let raw = xattr::get(mountpoint, XATTR_STATS)
-        .with_context(|| format!("reading the statistics of {}", mountpoint.display()))?
-        .with_context(|| format!("{} reports no statistics", mountpoint.display()))?;
+/// How long a command waits for a mount to answer when none is given (`--timeout`).
+pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The mount's statistics, or an error when it does not answer within `timeout` (the read is
+/// left on a thread of its own: a request to a stuck daemon cannot be taken back, and it dies
+/// with this process).
+pub fn snapshot_within(mountpoint: &Path, timeout: Duration) -> Result<Snapshot> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let m = mountpoint.to_path_buf();
+    std::thread::spawn(move || {
+        let _ = tx.send(xattr::get(&m, XATTR_STATS));
+    });
+    let raw = match rx.recv_timeout(timeout) {
+        Ok(r) => r
+            .with_context(|| format!("reading the statistics of {}", mountpoint.display()))?
+            .with_context(|| format!("{} reports no statistics", mountpoint.display()))?,
+        Err(_) => bail!(
+            "{} did not answer within {:.1} s (--timeout): its daemon is busy or stuck; `tierwise umount {}` stops it, or `echo 1 > /sys/fs/fuse/connections/N/abort` (N: the mount's minor device number in /proc/self/mountinfo)",
+            mountpoint.display(),
+            timeout.as_secs_f64(),
+            mountpoint.display()
+        ),
+    };
     Ok(serde_json::from_slice(&raw)?)
+}
+
+/// [`snapshot_within`] the default [`ANSWER_TIMEOUT`].
+pub fn snapshot(mountpoint: &Path) -> Result<Snapshot> {
+    snapshot_within(mountpoint, ANSWER_TIMEOUT)
 }
 
 fn set_control(mountpoint: &Path, name: &str, value: &str) -> Result<()> {
     xattr::set(mountpoint, name, value.as_bytes()).with_context(|| format!("{name} on {}", mountpoint.display()))
 }
 
-pub fn cmd_status(mountpoint: &Path) -> Result<()> {
+pub fn cmd_status(mountpoint: &Path, timeout: Duration) -> Result<()> {
     check_mount(mountpoint)?;
-    let s = snapshot(mountpoint)?;
+    let s = snapshot_within(mountpoint, timeout)?;
     println!("tierwise mount {}{}", mountpoint.display(), if s.read_only { " (read-only: nothing moves)" } else { "" });
     println!("  policy        {}", s.policy);
     println!("  data path     {}", s.data_path);
@@ -205,12 +254,22 @@ pub fn cmd_status(mountpoint: &Path) -> Result<()> {
         println!("  latency       {:<9} {} requests, p50 {}, p99 {}", h.op, h.count, q(0.5), q(0.99));
     }
     println!("  up            {:.0} s (pid {})", s.uptime_s, s.pid);
+    say_if_stale(&s);
     Ok(())
 }
 
-pub fn cmd_stats(mountpoint: &Path, json: bool) -> Result<()> {
+/// A snapshot whose engine figures are old says so (the engine's lock was held too long).
+fn say_if_stale(s: &Snapshot) {
+    if let Some(age) = s.engine_stale_s {
+        println!(
+            "  engine        BUSY: its lock is held (a long call or a deadlock); counters, usage and queue are {age:.1} s old"
+        );
+    }
+}
+
+pub fn cmd_stats(mountpoint: &Path, json: bool, timeout: Duration) -> Result<()> {
     check_mount(mountpoint)?;
-    let s = snapshot(mountpoint)?;
+    let s = snapshot_within(mountpoint, timeout)?;
     if json {
         println!("{}", serde_json::to_string_pretty(&s)?);
         return Ok(());
@@ -239,6 +298,7 @@ pub fn cmd_stats(mountpoint: &Path, json: bool) -> Result<()> {
     println!("{:<28} {:>18}", "dirty bytes", Bytes(s.dirty_bytes).to_string());
     println!("{:<28} {:>18}", "queue depth", s.queue_depth);
     println!("{:<28} {:>18}", "data path", s.data_path);
+    say_if_stale(&s);
     Ok(())
 }
 

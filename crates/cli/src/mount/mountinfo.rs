@@ -64,8 +64,15 @@ pub fn mounts() -> Vec<MountEntry> {
 }
 
 /// The mount mounted exactly on `mountpoint` (the last one, as it hides those below).
+/// Only the parent is resolved: the mountpoint itself may be served by a stuck daemon.
 pub fn mounted_on(mountpoint: &Path) -> Option<MountEntry> {
-    let canon = fs::canonicalize(mountpoint).ok()?;
+    let parent = mountpoint.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = mountpoint.file_name();
+    let canon = match name {
+        Some(name) => fs::canonicalize(parent).ok()?.join(name),
+        // `/`, `..`: nothing to fear from resolving it whole.
+        None => fs::canonicalize(mountpoint).ok()?,
+    };
     mounts().into_iter().rev().find(|m| m.mountpoint == canon)
 }
 

@@ -5,7 +5,7 @@
 #![expect(clippy::unwrap_used, reason = "a failing setup should stop the test loudly")]
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -71,14 +71,8 @@ pub fn mounted(mnt: &Path) -> Option<(String, String)> {
     })
 }
 
-/// Detaches a mountpoint when dropped.
-pub struct Unmount(pub PathBuf);
-impl Drop for Unmount {
-    fn drop(&mut self) {
-        let _ = tierwise(&["umount", self.0.to_str().unwrap()]);
-        let _ = nix::mount::umount2(&self.0, nix::mount::MntFlags::MNT_DETACH);
-    }
-}
+/// Tears a mountpoint down when dropped (the shared teardown: abort, kill -9, lazy unmount).
+pub use tierwise_testkit::teardown::Unmount;
 
 /// Mounts with `args` (after `mount`), asserting success.
 #[must_use]

@@ -130,10 +130,15 @@ pub fn stop_server(pid: i32, sig: &str, what: &str) {
 }
 
 impl Drop for Served {
+    /// The shared teardown of everything the device's directory holds: the server (nbdkit and
+    /// the plugin), a client left on its socket, mounts and loop devices in it.
     fn drop(&mut self) {
-        if let Some(pid) = self.pid() {
-            let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
-        }
+        let pids = self.pid().into_iter().collect();
+        tierwise_testkit::teardown::release(&tierwise_testkit::teardown::Targets {
+            dirs: vec![self.dir.path().to_path_buf()],
+            pids,
+            ..Default::default()
+        });
     }
 }
 

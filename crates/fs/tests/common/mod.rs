@@ -27,11 +27,25 @@ impl Mounted {
         Mounted { session: Some(session), mnt: mnt.to_path_buf() }
     }
 
-    /// Unmounts (waits for the file system to finish).
+    /// Unmounts (waits for the file system to finish). One that does not finish within 30 s
+    /// (a deadlocked file system) is torn down instead: its FUSE connection aborted, the
+    /// mount detached; its stuck threads are left behind and the test fails.
     pub fn unmount(&mut self) {
         if let Some(s) = self.session.take() {
-            let _ = tierwise_fs::session::unmount(&self.mnt);
-            let _ = s.join();
+            let mnt = self.mnt.clone();
+            let clean = tierwise_testkit::teardown::within(std::time::Duration::from_secs(30), move || {
+                let _ = tierwise_fs::session::unmount(&mnt);
+                let _ = s.join();
+            });
+            if clean.is_none() {
+                tierwise_testkit::teardown::release(&tierwise_testkit::teardown::Targets::mount(&self.mnt, None));
+                if !std::thread::panicking() {
+                    panic!(
+                        "{}: the file system did not finish within 30 s of its unmount; torn down",
+                        self.mnt.display()
+                    );
+                }
+            }
         }
     }
 }
