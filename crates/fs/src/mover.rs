@@ -43,6 +43,9 @@ pub(crate) struct Progress {
     pub(crate) cancel: AtomicBool,
     /// Accesses waiting for the moving file's lock.
     pub(crate) waiters: AtomicU64,
+    /// Accesses waiting for work on their file to finish (`Shared::wait_for`): the mover does
+    /// not back off while one waits, or a read would wait out the pause after a failed move.
+    pub(crate) waiting_for_work: AtomicU64,
     /// The file whose move is about to start or running (set before its lock is taken, so an
     /// access that finds the lock held knows to ask for a cancellation).
     pub(crate) claimed: AtomicU64,
@@ -140,7 +143,10 @@ impl Shared {
                 self.done_cv.notify_all();
                 if let Some(pause) = backoff.after(outcome) {
                     let until = Instant::now() + Duration::from_nanos(pause.0);
-                    while Instant::now() < until && !self.stop.load(Ordering::SeqCst) {
+                    while Instant::now() < until
+                        && !self.stop.load(Ordering::SeqCst)
+                        && self.progress.waiting_for_work.load(Ordering::Acquire) == 0
+                    {
                         std::thread::sleep(Duration::from_millis(10));
                     }
                 }

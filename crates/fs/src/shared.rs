@@ -292,6 +292,15 @@ impl Shared {
     /// Waits until none of the works `issued`, and none of the work on `ino` queued or in
     /// flight now, is queued or in flight.
     pub(crate) fn wait_for(&self, ino: u64, issued: &[(ObjectId, WorkId)]) {
+        /// Counted while waiting (the mover skips its back-off then), also on unwinding.
+        struct Waiting<'a>(&'a AtomicU64);
+        impl Drop for Waiting<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
+        self.progress.waiting_for_work.fetch_add(1, Ordering::AcqRel);
+        let _waiting = Waiting(&self.progress.waiting_for_work);
         self.yield_move(ino);
         let mut e = lock(&self.engine);
         e.take_issued();
