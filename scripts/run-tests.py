@@ -18,6 +18,7 @@ fresh 2-core machine.
 """
 
 import argparse
+import ctypes
 import json
 import os
 import re
@@ -39,6 +40,15 @@ WEIGHTS = [
     (re.compile(r"^tierwise/serve_throttled::"), 2),
     (re.compile(r"^tierwise-calibrate/targets::"), 99),
 ]
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def die_with_runner():
+    """In the child before exec: SIGKILL when the runner dies (PR_SET_PDEATHSIG), so a killed
+    run leaves no test process behind (daemons that detach are the teardown's)."""
+    _libc.prctl(1, signal.SIGKILL, 0, 0, 0)
 
 
 def weight(name, jobs):
@@ -161,7 +171,8 @@ def main():
                 p = subprocess.Popen([t["exe"], "--exact", t["test"], "--nocapture", "--test-threads", "1"]
                                      + (["--ignored"] if args.ignored else []),
                                      cwd=t["cwd"], env=env, stdout=out, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, start_new_session=True)
+                                     stdin=subprocess.DEVNULL, start_new_session=True,
+                                     preexec_fn=die_with_runner)
             running[p.pid] = (p, t, dirs, log, time.monotonic(), w)
             free -= w
         time.sleep(0.05)

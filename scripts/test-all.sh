@@ -137,11 +137,11 @@ hang_check() {
   local out rc
   set +e
   out=$(./scripts/run-tests.py --profile "$TIERWISE_PROFILE" --ignored --deadline 5 --root "$TIERWISE_TEST_ROOT/hang" \
-        --shm-root "$TIERWISE_TEST_SHM_ROOT/hang" tierwise-testkit/lib::tests::hangs_on_purpose 2>&1)
+        --shm-root "$TIERWISE_TEST_SHM_ROOT/hang" tierwise-testkit/lib:tierwise_testkit::tests::hangs_on_purpose 2>&1)
   rc=$?
   set -e
   grep -E '^TIMEOUT|killed -9' <<<"$out" || true
-  if [ "$rc" = 0 ] || ! grep -q '^TIMEOUT tierwise-testkit/lib::tests::hangs_on_purpose' <<<"$out" \
+  if [ "$rc" = 0 ] || ! grep -q '^TIMEOUT tierwise-testkit/lib:tierwise_testkit::tests::hangs_on_purpose' <<<"$out" \
      || ! grep -q 'killed -9 pid [0-9]*: sleep 100000' <<<"$out"; then
     echo "error: the hung test was not failed at its deadline and torn down:" >&2; echo "$out" >&2; return 1
   fi

@@ -21,9 +21,9 @@ TPCC = TRACES / "tpcc_unverified.mqsim_ascii.trace"
 @pytest.fixture(scope="session")
 def cli() -> Path:
     """The `tierwise` binary of this checkout (TIERWISE_BIN overrides)."""
-    p = Path(os.environ.get("TIERWISE_BIN", REPO / "target" / "release" / "tierwise"))
+    p = Path(os.environ.get("TIERWISE_BIN", REPO / "target" / "ci" / "tierwise"))
     if not p.exists():
-        pytest.fail(f"{p} not built: run `cargo build --release -p tierwise` (or set TIERWISE_BIN)")
+        pytest.fail(f"{p} not built: run `cargo build --profile ci -p tierwise` (or set TIERWISE_BIN)")
     return p
 
 

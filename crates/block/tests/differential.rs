@@ -411,7 +411,7 @@ fn after_a_power_cut_every_flushed_byte_reads_back() {
         "hca:l1=32KiB,tb=16KiB",
     ];
     // TIERWISE_POWER_CUTS=N runs N trials per architecture (the default keeps CI short).
-    let trials = std::env::var("TIERWISE_POWER_CUTS").ok().and_then(|v| v.parse().ok()).unwrap_or(12u64);
+    let trials = tierwise_testkit::trials("TIERWISE_POWER_CUTS", 12, 100);
     let only = std::env::var("TIERWISE_POWER_SPEC").ok();
     for spec in specs.into_iter().filter(|s| only.as_deref().is_none_or(|o| s.starts_with(o))) {
         for trial in 0..trials {

@@ -107,7 +107,7 @@ fn writes_during_sub_lun_moves_are_merged_into_the_new_home() {
 
 #[test]
 fn a_power_cut_during_sub_lun_moves_loses_no_flushed_byte() {
-    let trials = std::env::var("TIERWISE_POWER_CUTS").ok().and_then(|v| v.parse().ok()).unwrap_or(4u64);
+    let trials = tierwise_testkit::trials("TIERWISE_POWER_CUTS", 4, 40);
     for trial in 0..trials {
         let mem = Arc::new(MemBackend::new(0, HDD));
         let dev = device(&mem, true);

@@ -45,7 +45,7 @@ fn kill_9_during_migrations_and_writes_loses_no_acknowledged_data() {
     if !tierwise_testkit::fuse() {
         return;
     }
-    let trials: u64 = std::env::var("TIERWISE_CRASH_TRIALS").ok().and_then(|v| v.parse().ok()).unwrap_or(20);
+    let trials: u64 = tierwise_testkit::trials("TIERWISE_CRASH_TRIALS", 20, 200);
     // Policies and data paths: regular FUSE I/O, the kernel's writeback cache, passthrough.
     let configs: [(&str, &[&str]); 6] = [
         ("dynamic-hot-dst:sieve=24KiB", &[]),

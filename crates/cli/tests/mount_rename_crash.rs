@@ -115,7 +115,7 @@ fn kill_9_during_save_by_rename_loses_no_target() {
     if !tierwise_testkit::fuse_and_root() {
         return;
     }
-    let trials: u64 = std::env::var("TIERWISE_RENAME_TRIALS").ok().and_then(|v| v.parse().ok()).unwrap_or(3);
+    let trials: u64 = tierwise_testkit::trials("TIERWISE_RENAME_TRIALS", 3, 200);
     let families = [
         ("caching", "on-demand-caching"),
         ("DST", "dynamic-hot-dst:sieve=0"),

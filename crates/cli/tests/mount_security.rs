@@ -90,7 +90,7 @@ fn a_racing_user_cannot_make_the_daemon_touch_anything_outside_the_tiers() {
     if !can_mount_as_root() {
         return;
     }
-    let iterations: u32 = std::env::var("TIERWISE_RACE_ITERATIONS").ok().and_then(|v| v.parse().ok()).unwrap_or(1000);
+    let iterations: u32 = tierwise_testkit::trials("TIERWISE_RACE_ITERATIONS", 1000, 20_000) as u32;
     let [ssd, hdd, mnt, canary, bin] = std::array::from_fn(|_| tempfile::tempdir().unwrap());
     let attacker = bin.path().join("race_attacker");
     let cc = Command::new("cc")
@@ -148,6 +148,7 @@ fn a_racing_user_cannot_make_the_daemon_touch_anything_outside_the_tiers() {
     ))
     .unwrap();
     let moves = s["session"]["promotions"].as_u64().unwrap() + s["session"]["demotions"].as_u64().unwrap();
+    eprintln!("{iterations} iterations: {swaps} swaps, {moves} moves");
     assert!(moves >= u64::from(iterations) / 2, "files must really move during the attack: {moves} moves");
     assert_eq!(fingerprint(canary.path()), before, "something outside the tiers changed");
     for tier in [ssd.path(), hdd.path()] {

@@ -101,7 +101,7 @@ fn kill_9_while_blocks_move_loses_no_flushed_byte() {
         return;
     }
     // TIERWISE_SERVE_CRASH_TRIALS=100 for the long run (scripts/serve-crash.sh).
-    let trials: u64 = std::env::var("TIERWISE_SERVE_CRASH_TRIALS").ok().and_then(|v| v.parse().ok()).unwrap_or(10);
+    let trials: u64 = tierwise_testkit::trials("TIERWISE_SERVE_CRASH_TRIALS", 10, 100);
     for (trial, policy) in
         (0..trials).zip(["cache:mode=write-back", "dm-cache-smq-like", "open-cas-like:cache-mode=wb"].iter().cycle())
     {

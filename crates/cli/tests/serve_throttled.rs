@@ -74,7 +74,7 @@ impl Throttle {
         if std::mem::replace(&mut self.stopped, true) {
             return;
         }
-        let _ = Command::new("fusermount3").arg("-u").arg(self.dir.join("mnt")).status();
+        let _ = Command::new("fusermount3").args(["-u", "-z"]).arg(self.dir.join("mnt")).status();
         let _ = self.nbdfuse.kill();
         let _ = self.nbdfuse.wait();
         if let Some(pid) =
