@@ -113,6 +113,8 @@ def main():
     ap.add_argument("--deadline", type=float, default=float(os.environ.get("TIERWISE_TEST_DEADLINE", 120)))
     ap.add_argument("--root", default=os.environ.get("TIERWISE_TEST_ROOT", "/tmp/tierwise-tests"))
     ap.add_argument("--shm-root", default=os.environ.get("TIERWISE_TEST_SHM_ROOT", "/dev/shm/tierwise-tests"))
+    ap.add_argument("--results", default=str(ROOT / "target" / "test-results.json"),
+                    help="where each test's status and time go (JSON)")
     ap.add_argument("--ignored", action="store_true", help="run the ignored tests (only)")
     ap.add_argument("--save-times", action="store_true", help=f"record each test's time in {TIMES.relative_to(ROOT)}")
     args = ap.parse_args()
@@ -239,8 +241,8 @@ def main():
     for r in sorted(results, key=lambda r: -r["secs"])[:15]:
         print(f"  {r['secs']:8.1f}  {r['name']}")
     bad = [r for r in results if r["status"] != "ok"]
-    (ROOT / "target").mkdir(exist_ok=True)
-    (ROOT / "target" / "test-results.json").write_text(json.dumps(results, indent=1))
+    Path(args.results).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.results).write_text(json.dumps(results, indent=1))
     if args.save_times:
         known.update({r["name"]: r["secs"] for r in results if r["status"] == "ok"})
         TIMES.write_text(json.dumps(dict(sorted(known.items())), indent=0) + "\n")

@@ -136,7 +136,7 @@ step "tests (each under a 120 s deadline, torn down after it)" 2400 \
 hang_check() {
   local out rc
   set +e
-  out=$(./scripts/run-tests.py --profile "$TIERWISE_PROFILE" --ignored --deadline 5 --root "$TIERWISE_TEST_ROOT/hang" \
+  out=$(./scripts/run-tests.py --profile "$TIERWISE_PROFILE" --ignored --deadline 5 --root "$TIERWISE_TEST_ROOT/hang" --results "$TIERWISE_TEST_ROOT/hang.json" \
         --shm-root "$TIERWISE_TEST_SHM_ROOT/hang" tierwise-testkit/lib:tierwise_testkit::tests::hangs_on_purpose 2>&1)
   rc=$?
   set -e

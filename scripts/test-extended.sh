@@ -39,7 +39,7 @@ for part in "${parts[@]}"; do
     # each under a 2-hour deadline.
     rust) ./scripts/run-tests.py --profile "$profile" --jobs 2 --deadline 7200 \
             --root "$TIERWISE_TEST_ROOT/rust" --shm-root "$TIERWISE_TEST_SHM_ROOT/rust" \
-            mount_crash:: serve::kill_9 mount_rename_crash:: mount_security::a_racing_user \
+            mount_crash:: serve::kill_9 serve::a_hundred_thousand mount_rename_crash:: mount_security::a_racing_user \
             tierwise-block/differential::a_power_cut tierwise-block/subluns::a_power_cut ;;
     apps) for policy in hycache dynamic-hot-dst:sieve=0 file-write-back:sieve=0; do
             timeout -k 10 7200 ./scripts/apps-on-mount.sh 10 "$policy"
