@@ -346,6 +346,7 @@ fn a_hundred_thousand_nbd_operations_match_a_plain_image_second_half() {
     nbd_operations_match_a_plain_image(0x5eed_0002);
 }
 
+#[expect(clippy::unwrap_used, reason = "a failing setup or I/O should stop the test loudly")]
 fn nbd_operations_match_a_plain_image(seed: u64) {
     if !can_serve() {
         return;
