@@ -146,27 +146,10 @@ impl Shared {
     /// a stuck engine.
     fn engine_view(&self) -> (EngineView, Option<f64>) {
         let deadline = Instant::now() + ENGINE_WAIT;
-        loop {
+        let e = loop {
             match self.engine.try_lock() {
-                Ok(e) => {
-                    let v = EngineView {
-                        session: counters_of(e.stats(), &self.stats),
-                        usage: e.usage(),
-                        queue: e.work.len() + e.pending_work().len(),
-                    };
-                    drop(e);
-                    *lock(&self.engine_view) = Some((Instant::now(), v.clone()));
-                    return (v, None);
-                }
-                Err(std::sync::TryLockError::Poisoned(p)) => {
-                    let e = p.into_inner();
-                    let v = EngineView {
-                        session: counters_of(e.stats(), &self.stats),
-                        usage: e.usage(),
-                        queue: e.work.len() + e.pending_work().len(),
-                    };
-                    return (v, None);
-                }
+                Ok(e) => break e,
+                Err(std::sync::TryLockError::Poisoned(p)) => break p.into_inner(),
                 Err(std::sync::TryLockError::WouldBlock) if Instant::now() < deadline => {
                     std::thread::sleep(Duration::from_millis(2));
                 }
@@ -177,7 +160,15 @@ impl Shared {
                     };
                 }
             }
-        }
+        };
+        let v = EngineView {
+            session: counters_of(e.stats(), &self.stats),
+            usage: e.usage(),
+            queue: e.work.len() + e.pending_work().len(),
+        };
+        drop(e);
+        *lock(&self.engine_view) = Some((Instant::now(), v.clone()));
+        (v, None)
     }
 
     /// Everything the mount reports.
