@@ -217,7 +217,10 @@ fn greendm_with_64_kib_extents_matches_a_plain_image() {
     full_compare(&dev, &reference, spec);
     let (es, _) = dev.engine_stats();
     use tierwise_core::WorkKind;
-    assert!(es.done(WorkKind::Promote) > 1000 && es.reads_by_level[0] > 100, "{spec}: {es:?}");
+    // How many promotions run depends on how the two movers interleave with the accesses (978
+    // were seen in a fresh-clone CI run where > 1000 was asserted): the point is that they run
+    // by the hundreds, so the bound has a margin.
+    assert!(es.done(WorkKind::Promote) > 500 && es.reads_by_level[0] > 100, "{spec}: {es:?}");
     assert!(dev.stats().fills_from_ram > 100, "{spec}: {:?}", dev.stats());
     assert_eq!(dev.stats().anomalies, 0);
     dev.shutdown().unwrap_or_else(|e| panic!("{spec}: {e}"));
