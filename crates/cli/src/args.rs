@@ -112,6 +112,12 @@ pub(crate) enum Command {
     List {
         /// architectures, collectors, formats or devices (all when omitted).
         what: Option<String>,
+        /// Print JSON (the registries as data: names, aliases, knobs, libCacheSim references).
+        #[arg(long, conflicts_with = "markdown")]
+        json: bool,
+        /// Print the collectors as the Markdown table of docs/COLLECTORS.md.
+        #[arg(long)]
+        markdown: bool,
     },
 }
 

@@ -88,7 +88,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Flush { mountpoint } => mount::cmd_flush(&mountpoint, &bars),
         Command::Cancel { mountpoint } => mount::cmd_cancel(&mountpoint),
         Command::Replay(a) => cmd::replay::cmd_replay(a, &bars),
-        Command::List { what } => cmd::list::cmd_list(what.as_deref()),
+        Command::List { what, json, markdown } => cmd::list::cmd_list(what.as_deref(), json, markdown),
     }
 }
 

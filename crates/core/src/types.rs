@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 /// Identity of an object the engine places: a file (front end assigns the id, like an inode
 /// number) or a fixed-size extent/block (id = extent number, optionally tagged with a volume).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct ObjectId(pub u64);
 
 impl ObjectId {

@@ -393,6 +393,7 @@ impl Cache {
     // --- the data path ---------------------------------------------------------------------
 
     fn read(&mut self, cx: &mut Ctx<'_>, req: &Request, admit: bool) -> Served {
+        self.evict_overflow(cx);
         let t = Self::touch_of(cx, req);
         let slot = self.table.get(req.obj);
         if let Some(s) = slot {
@@ -433,6 +434,7 @@ impl Cache {
     /// A write, handled as `mode` says (the cache's own, or write-through where its owner
     /// asks: bcache above its write-back cutoff).
     fn write(&mut self, cx: &mut Ctx<'_>, req: &Request, admit: bool, mode: Mode) -> Served {
+        self.evict_overflow(cx);
         let t = Self::touch_of(cx, req);
         let slot = self.table.get(req.obj);
         if let Some(s) = slot {
@@ -477,7 +479,7 @@ impl Cache {
         if !allocate || !absorb || !admit {
             return Served::by(Level::Slow);
         }
-        if !self.admitted(slot, req.obj, size) || !self.make_room(cx, u64::from(size)) {
+        if !self.admitted(slot, req.obj, size) || !self.make_room(cx, req.obj, u64::from(size)) {
             return Served::by(Level::Slow);
         }
         let s = match slot {

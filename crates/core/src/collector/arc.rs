@@ -75,6 +75,8 @@ pub struct Arc {
 
 impl CollectorBuild for Arc {
     const NAME: &'static str = "arc";
+    const LIBCACHESIM: Option<&'static str> = Some("ARC");
+    const REFERENCE: super::Reference = super::Reference::ExactInObjectMode;
     const VERSION: u32 = 1;
     const HELP: &'static str = "ARC: adaptive between recency (T1) and frequency (T2) with ghost lists";
     const PARAMS: &'static [ParamSpec] = &[];

@@ -54,6 +54,7 @@ impl Default for Clock {
 
 impl CollectorBuild for Clock {
     const NAME: &'static str = "clock";
+    const LIBCACHESIM: Option<&'static str> = Some("Clock");
     const VERSION: u32 = 1;
     const HELP: &'static str = "CLOCK / second chance (reference bit, sweeping hand)";
     const PARAMS: &'static [ParamSpec] = &[];

@@ -13,6 +13,7 @@ pub struct Fifo(Lru);
 
 impl CollectorBuild for Fifo {
     const NAME: &'static str = "fifo";
+    const LIBCACHESIM: Option<&'static str> = Some("FIFO");
     const VERSION: u32 = 1;
     const HELP: &'static str = "first in, first out (hits do not reorder)";
     const PARAMS: &'static [ParamSpec] = &[];

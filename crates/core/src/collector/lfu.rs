@@ -61,6 +61,7 @@ pub struct Lfu {
 
 impl CollectorBuild for Lfu {
     const NAME: &'static str = "lfu";
+    const LIBCACHESIM: Option<&'static str> = Some("LFU");
     const VERSION: u32 = 1;
     const HELP: &'static str = "least frequently used, ties broken by least recently used";
     const PARAMS: &'static [ParamSpec] = &[];

@@ -82,6 +82,7 @@ impl Lru {
 
 impl CollectorBuild for Lru {
     const NAME: &'static str = "lru";
+    const LIBCACHESIM: Option<&'static str> = Some("LRU");
     const VERSION: u32 = 1;
     const HELP: &'static str = "least recently used";
     const PARAMS: &'static [ParamSpec] = &[];

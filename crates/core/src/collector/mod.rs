@@ -22,12 +22,18 @@
 pub mod arc;
 pub mod clock;
 pub mod fifo;
+pub mod gdsf;
 mod ghost;
 pub mod interval;
 pub mod inverse_bitmap;
 pub mod lfu;
+pub mod lfuda;
 pub mod lru;
 pub mod s3fifo;
+mod segments;
+pub mod sieve;
+pub mod slru;
+pub mod twoq;
 pub mod windowed_miss;
 pub mod wsclock;
 
@@ -105,6 +111,15 @@ pub trait Collector {
     /// Called on a miss of the untracked object `id`, before its admission is asked and victims
     /// are chosen to make room for it (ARC adapts its target from its ghost lists here).
     fn on_miss(&mut self, _id: ObjectId, _size: u64) {}
+    /// A victim the policy evicts although the fast tier as a whole has room, because one of its
+    /// lists is over its own share. Asked after a fast-tier hit, with `incoming` `None` (SLRU's
+    /// lowest segment after a hit cooled the segments above it), and after room was made for a
+    /// missed object, with its id and size (2Q's main queue, which an object found in the
+    /// ghost queue enters, is full). The architecture evicts each slot named, as it evicts
+    /// [`Collector::coldest_fast`]'s, until none is. Default: none.
+    fn overflow_victim(&mut self, _incoming: Option<(ObjectId, u64)>) -> Option<Slot> {
+        None
+    }
     /// The coldest object on the fast tier: the next victim.
     fn coldest_fast(&mut self, now: Nanos) -> Option<Slot>;
     /// The hottest object on the slow tier: the next promotion candidate.
@@ -171,8 +186,39 @@ pub trait CollectorBuild: Collector + Sized {
     /// default knobs (S3-FIFO's small queue must exceed one object). Sampled miss-ratio curves
     /// leave out sizes whose scaled cache is smaller.
     const MIN_OBJECTS: u64 = 1;
+    /// Other names a spec may use (`s3fifo` for `s3-fifo`).
+    const ALIASES: &'static [&'static str] = &[];
+    /// The class in libCacheSim's Python package (PyPI `libcachesim`) whose miss counts this
+    /// collector reproduces with default knobs; the differential test runs every collector
+    /// that names one. `None` when there is no such reference.
+    const LIBCACHESIM: Option<&'static str> = None;
+    /// How the differential test compares with [`CollectorBuild::LIBCACHESIM`].
+    const REFERENCE: Reference = Reference::Exact;
     /// Builds from validated parameters.
     fn build(params: &mut Params, cx: &CollectorContext) -> Result<Self, ConfigError>;
+}
+
+/// How a collector's miss counts compare with libCacheSim's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reference {
+    /// Equal, miss for miss, in object and byte mode.
+    Exact,
+    /// Equal in object mode; in byte mode a documented rule differs (ARC's adaptation step), so
+    /// the test reports the difference without failing.
+    ExactInObjectMode,
+    /// Randomised: the miss ratio over several seeds within 1 % of libCacheSim's.
+    Seeded,
+}
+
+impl Reference {
+    /// The name `tierwise list collectors --json` gives it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reference::Exact => "exact",
+            Reference::ExactInObjectMode => "exact-in-object-mode",
+            Reference::Seeded => "seeded",
+        }
+    }
 }
 
 /// One registry row.
@@ -188,6 +234,12 @@ pub struct CollectorInfo {
     pub params: &'static [ParamSpec],
     /// See [`CollectorBuild::MIN_OBJECTS`].
     pub min_objects: u64,
+    /// See [`CollectorBuild::ALIASES`].
+    pub aliases: &'static [&'static str],
+    /// See [`CollectorBuild::LIBCACHESIM`].
+    pub libcachesim: Option<&'static str>,
+    /// See [`CollectorBuild::REFERENCE`].
+    pub reference: Reference,
     /// Constructor.
     pub create: fn(&mut Params, &CollectorContext) -> Result<AnyCollector, ConfigError>,
 }
@@ -211,6 +263,9 @@ macro_rules! collectors {
                 help: <$module::$ty as CollectorBuild>::HELP,
                 params: <$module::$ty as CollectorBuild>::PARAMS,
                 min_objects: <$module::$ty as CollectorBuild>::MIN_OBJECTS,
+                aliases: <$module::$ty as CollectorBuild>::ALIASES,
+                libcachesim: <$module::$ty as CollectorBuild>::LIBCACHESIM,
+                reference: <$module::$ty as CollectorBuild>::REFERENCE,
                 create: |p, cx| {
                     p.declare(<$module::$ty as CollectorBuild>::PARAMS);
                     Ok(AnyCollector::$variant(<$module::$ty as CollectorBuild>::build(p, cx)?))
@@ -235,6 +290,11 @@ collectors! {
     S3Fifo => s3fifo::S3Fifo,
     WsClock => wsclock::WsClock,
     InverseBitmap => inverse_bitmap::InverseBitmap,
+    Sieve => sieve::Sieve,
+    Slru => slru::Slru,
+    TwoQ => twoq::TwoQ,
+    Lfuda => lfuda::Lfuda,
+    Gdsf => gdsf::Gdsf,
 }
 
 impl AnyCollector {
@@ -276,6 +336,10 @@ impl Collector for AnyCollector {
     #[inline]
     fn on_miss(&mut self, id: ObjectId, size: u64) {
         dispatch!(self, c => c.on_miss(id, size))
+    }
+    #[inline]
+    fn overflow_victim(&mut self, incoming: Option<(ObjectId, u64)>) -> Option<Slot> {
+        dispatch!(self, c => c.overflow_victim(incoming))
     }
     #[inline]
     fn coldest_fast(&mut self, now: Nanos) -> Option<Slot> {
@@ -327,7 +391,10 @@ impl Collector for AnyCollector {
 
 /// Looks a collector up by name.
 pub fn collector_info(name: &str) -> Result<&'static CollectorInfo, ConfigError> {
-    COLLECTORS.iter().find(|c| c.name.eq_ignore_ascii_case(name)).ok_or_else(|| ConfigError::UnknownName {
+    COLLECTORS
+        .iter()
+        .find(|c| c.name.eq_ignore_ascii_case(name) || c.aliases.iter().any(|a| a.eq_ignore_ascii_case(name)))
+        .ok_or_else(|| ConfigError::UnknownName {
         kind: "collector",
         name: name.to_string(),
         allowed: COLLECTORS.iter().map(|c| c.name.to_string()).collect(),

@@ -77,7 +77,9 @@ pub struct S3Fifo {
 }
 
 impl CollectorBuild for S3Fifo {
-    const NAME: &'static str = "s3fifo";
+    const NAME: &'static str = "s3-fifo";
+    const ALIASES: &'static [&'static str] = &["s3fifo"];
+    const LIBCACHESIM: Option<&'static str> = Some("S3FIFO");
     const VERSION: u32 = 1;
     const HELP: &'static str = "S3-FIFO: small FIFO, main FIFO with 2-bit CLOCK, ghost FIFO (SOSP'23, as libCacheSim)";
     const PARAMS: &'static [ParamSpec] = &[

@@ -29,7 +29,7 @@ impl Cache {
     /// written back and dropped when clean, and the search goes on for a clean one (as
     /// Flashcache prefers clean blocks), passing at most `MAX_DIRTY_SKIP` dirty victims. False
     /// when the bytes do not fit now (the caller then goes around the cache).
-    pub(super) fn make_room(&mut self, cx: &mut Ctx<'_>, size: u64) -> bool {
+    pub(super) fn make_room(&mut self, cx: &mut Ctx<'_>, id: ObjectId, size: u64) -> bool {
         const MAX_DIRTY_SKIP: usize = 64;
         let mut dirty_seen = 0;
         while self.used + size > self.capacity {
@@ -46,7 +46,21 @@ impl Cache {
             }
             self.evict(cx, v);
         }
+        // A policy list the object enters may be full although the SSD is not (2Q's main queue).
+        while let Some(v) = self.collector.overflow_victim(Some((id, size))) {
+            self.evict(cx, v);
+        }
         self.used + size <= self.capacity
+    }
+
+    /// Evicts what the collector's lists hold over their shares after a hit (SLRU's lowest
+    /// segment, which a hit's promotion cooled into). Done as the next access starts, so the
+    /// object a hit is serving never leaves under it.
+    #[inline]
+    pub(super) fn evict_overflow(&mut self, cx: &mut Ctx<'_>) {
+        while let Some(v) = self.collector.overflow_victim(None) {
+            self.evict(cx, v);
+        }
     }
 
     /// The collector's admission of a missed object (a tracked slot's counter, then the miss
@@ -61,7 +75,7 @@ impl Cache {
 
     /// Places a missed object: returns its slot when the fill was issued.
     pub(super) fn fill(&mut self, cx: &mut Ctx<'_>, slot: Option<Slot>, id: ObjectId, size: u32, source_in_ram: bool) {
-        if !self.admitted(slot, id, size) || !self.make_room(cx, u64::from(size)) {
+        if !self.admitted(slot, id, size) || !self.make_room(cx, id, u64::from(size)) {
             return;
         }
         let s = match slot {
