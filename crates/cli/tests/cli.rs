@@ -226,6 +226,26 @@ fn gen_writes_a_readable_trace() {
     assert!(s.contains("requests       1000"), "{s}");
 }
 
+/// docs/COLLECTORS.md holds the table `tierwise list collectors --markdown` prints, and the
+/// JSON listing names every collector with its reference.
+#[test]
+fn the_collectors_doc_is_the_registry() {
+    let table = ok(&["list", "collectors", "--markdown"]);
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/COLLECTORS.md")).unwrap();
+    let inside = doc
+        .split("<!-- collectors:begin -->\n")
+        .nth(1)
+        .and_then(|rest| rest.split("<!-- collectors:end -->").next())
+        .expect("markers in docs/COLLECTORS.md");
+    assert_eq!(inside, table, "regenerate the table: tierwise list collectors --markdown");
+    let json: serde_json::Value = serde_json::from_str(&ok(&["list", "collectors", "--json"])).unwrap();
+    let names: Vec<&str> = json["collectors"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    for c in tierwise_core::collector::COLLECTORS {
+        assert!(names.contains(&c.name), "{}", c.name);
+        assert!(table.contains(&format!("| `{}` |", c.name)), "{}", c.name);
+    }
+}
+
 #[test]
 fn list_shows_every_registry() {
     let s = ok(&["list"]);

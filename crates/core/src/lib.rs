@@ -6,7 +6,7 @@
 //! no I/O and never reads the OS clock: time comes from a [`Clock`].
 //!
 //! - [`Engine`] — the entry point: `access`, `drain_work`, `complete`, `tick`.
-//! - [`collector`] — hot/cold ranking (LRU, LFU, ARC, FIFO, CLOCK, WSClock, inverse bitmap).
+//! - [`collector`] — hot/cold ranking, one file per policy, listed by [`collector::COLLECTORS`].
 //! - [`arch`] — architectures (baselines, caching; the seeds' designs build on these).
 //! - [`params`] — `name:key=value` specs, validated once.
 

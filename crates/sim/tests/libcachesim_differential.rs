@@ -1,5 +1,5 @@
 //! Differential check against libCacheSim: the bundled CloudPhysics sample (113,872 requests,
-//! the `.vscsi` form) through our LRU, FIFO, ARC and S3-FIFO caches in libCacheSim-compatible mode must
+//! the `.vscsi` form) through our LRU, FIFO, ARC, S3-FIFO, SIEVE, SLRU, 2Q, LFUDA and GDSF caches in libCacheSim-compatible mode must
 //! give exactly libCacheSim's miss counts (numbers from its `cachesim` and its PyPI package 0.3.5
 //! on this trace), in object mode (every object size 1) and in byte mode.
 
@@ -67,4 +67,27 @@ fn s3fifo_object_and_byte_mode() {
     assert_eq!(misses("s3fifo", 10_000, true), 75_564);
     assert_eq!(misses("s3fifo", 64 * MIB, false), 92_199);
     assert_eq!(misses("s3fifo", 512 * MIB, false), 71_891);
+}
+
+/// The collectors added after the first six, pinned the same way (libCacheSim 0.3.5's counts
+/// at 1,000 and 10,000 objects and at 64 and 512 MiB; `scripts/libcachesim_diff.py` checks
+/// every bundled trace live).
+#[test]
+fn sieve_slru_2q_lfuda_gdsf_object_and_byte_mode() {
+    let want: [(&str, [u64; 4]); 5] = [
+        ("sieve", [93_975, 81_059, 92_738, 76_644]),
+        ("slru", [94_084, 82_234, 91_787, 79_632]),
+        ("2q", [94_117, 78_831, 93_295, 76_632]),
+        ("lfuda", [94_145, 81_502, 93_387, 80_119]),
+        ("gdsf", [94_179, 84_752, 91_473, 69_175]),
+    ];
+    for (collector, [o1, o2, b1, b2]) in want {
+        let got = [
+            misses(collector, 1_000, true),
+            misses(collector, 10_000, true),
+            misses(collector, 64 * MIB, false),
+            misses(collector, 512 * MIB, false),
+        ];
+        assert_eq!(got, [o1, o2, b1, b2], "{collector}");
+    }
 }

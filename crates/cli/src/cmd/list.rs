@@ -45,7 +45,8 @@ pub(crate) fn cmd_list(what: Option<&str>, json: bool, markdown: bool) -> Result
     if all || "collectors".starts_with(w) {
         println!("Collectors (collector=NAME inside an architecture spec):");
         for c in COLLECTORS {
-            let aliases = if c.aliases.is_empty() { String::new() } else { format!(" (also {})", c.aliases.join(", ")) };
+            let aliases =
+                if c.aliases.is_empty() { String::new() } else { format!(" (also {})", c.aliases.join(", ")) };
             println!("  {:<16} v{}  {}{aliases}", c.name, c.version, c.help);
             for p in c.params {
                 println!("      {:<21} default {:<14} {}", p.name, p.default, p.help);
@@ -128,7 +129,9 @@ fn registries_json(wanted: impl Fn(&str) -> bool) -> serde_json::Value {
 /// The collectors table of docs/COLLECTORS.md (a test checks that file holds exactly this).
 pub(crate) fn collectors_markdown() -> String {
     use std::fmt::Write as _;
-    let mut out = String::from("| collector | also | knobs (default) | libCacheSim reference | what it does |\n|---|---|---|---|---|\n");
+    let mut out = String::from(
+        "| collector | also | knobs (default) | libCacheSim reference | what it does |\n|---|---|---|---|---|\n",
+    );
     for c in COLLECTORS {
         let knobs: Vec<String> = c.params.iter().map(|p| format!("`{}={}`", p.name, p.default)).collect();
         let reference = match c.libcachesim {

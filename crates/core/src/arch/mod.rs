@@ -437,7 +437,7 @@ pub fn build_arch(spec: &str, setup: &Setup) -> Result<AnyArch, ConfigError> {
 pub const COLLECTOR_KNOB: &[ParamSpec] = &[ParamSpec {
     name: "collector",
     default: "(per architecture)",
-    help: "hot/cold ranking: lru, lfu, arc, fifo, clock, wsclock, inverse-bitmap (plus their knobs)",
+    help: "hot/cold ranking: any collector of `tierwise list collectors` (plus its knobs)",
 }];
 
 /// Validates a collector name early, with the list of valid ones.

@@ -395,10 +395,10 @@ pub fn collector_info(name: &str) -> Result<&'static CollectorInfo, ConfigError>
         .iter()
         .find(|c| c.name.eq_ignore_ascii_case(name) || c.aliases.iter().any(|a| a.eq_ignore_ascii_case(name)))
         .ok_or_else(|| ConfigError::UnknownName {
-        kind: "collector",
-        name: name.to_string(),
-        allowed: COLLECTORS.iter().map(|c| c.name.to_string()).collect(),
-    })
+            kind: "collector",
+            name: name.to_string(),
+            allowed: COLLECTORS.iter().map(|c| c.name.to_string()).collect(),
+        })
 }
 
 /// Builds the collector `name`, taking its knobs from `params` (which may hold other keys for

@@ -189,6 +189,56 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// Every collector keeps both tiers straight under random inserts, touches, tier moves and
+    /// removals, as tiering architectures drive them: the victim is a tracked fast-tier object,
+    /// the promotion candidate a tracked slow-tier one, and the counts are right.
+    #[test]
+    fn every_collector_keeps_both_tiers(ops in rank_ops()) {
+        for info in COLLECTORS {
+            let mut c = build(info.name);
+            let mut objs: BTreeMap<u64, (bool, u64)> = BTreeMap::new();
+            for (n, op) in ops.iter().enumerate() {
+                let ev = n as u64 + 1;
+                match *op {
+                    RankOp::Insert(i, f) if !objs.contains_key(&i) => {
+                        c.insert(Slot(i as u32), ObjectId(i), tier(f), 1, &Touch::at(ev));
+                        objs.insert(i, (f, ev));
+                    }
+                    RankOp::Touch(i, pages) if objs.contains_key(&i) => {
+                        c.touch(Slot(i as u32), &Touch { pages, ..Touch::at(ev) });
+                        objs.get_mut(&i).unwrap().1 = ev;
+                    }
+                    RankOp::SetTier(i, f) if objs.contains_key(&i) => {
+                        c.set_tier(Slot(i as u32), tier(f));
+                        let o = objs.get_mut(&i).unwrap();
+                        if o.0 != f {
+                            *o = (f, ev);
+                        }
+                    }
+                    RankOp::Remove(i) if objs.remove(&i).is_some() => c.remove(Slot(i as u32), Removal::Deleted),
+                    _ => continue,
+                }
+                let name = info.name;
+                if let Some(v) = c.coldest_fast(Nanos(ev)) {
+                    prop_assert!(objs.get(&(v.0 as u64)).is_some_and(|o| o.0), "{name}: victim {v:?} after {op:?}");
+                } else {
+                    prop_assert!(!objs.values().any(|o| o.0), "{name}: no victim with fast objects after {op:?}");
+                }
+                let hot = c.hottest_slow();
+                prop_assert_eq!(hot.is_some(), objs.values().any(|o| !o.0), "{}: hottest after {:?}", name, op);
+                if let Some(h) = hot {
+                    prop_assert!(objs.get(&(h.0 as u64)).is_some_and(|o| !o.0), "{name}: hottest {h:?} after {op:?}");
+                }
+                prop_assert_eq!(c.len(Tier::Fast), objs.values().filter(|o| o.0).count(), "{}", name);
+                prop_assert_eq!(c.len(Tier::Slow), objs.values().filter(|o| !o.0).count(), "{}", name);
+            }
+        }
+    }
+}
+
 /// Drives a collector as a unit-size cache with `cap` objects, as the cache architecture
 /// does: overflow victims before each access, admission on a miss, victims until the object
 /// fits (none: the newcomer itself is the victim and is not inserted), overflow victims for the
@@ -196,7 +246,7 @@ proptest! {
 fn drive_as_cache(mut c: AnyCollector, cap: usize, trace: &[u64]) -> Result<Vec<bool>, String> {
     let mut cached = std::collections::BTreeSet::new();
     let mut hits = Vec::with_capacity(trace.len());
-    let mut evict = |c: &mut AnyCollector, cached: &mut std::collections::BTreeSet<u64>, v: Slot| {
+    let evict = |c: &mut AnyCollector, cached: &mut std::collections::BTreeSet<u64>, v: Slot| {
         if !cached.remove(&(v.0 as u64)) {
             return Err(format!("victim {v:?} is not cached"));
         }
