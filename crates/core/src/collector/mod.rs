@@ -29,6 +29,7 @@ pub mod inverse_bitmap;
 pub mod lfu;
 pub mod lfuda;
 pub mod lru;
+pub mod lru_k;
 pub mod s3fifo;
 mod segments;
 pub mod sieve;
@@ -295,6 +296,7 @@ collectors! {
     TwoQ => twoq::TwoQ,
     Lfuda => lfuda::Lfuda,
     Gdsf => gdsf::Gdsf,
+    LruK => lru_k::LruK,
 }
 
 impl AnyCollector {
