@@ -105,7 +105,10 @@ impl LruK {
         let k = usize::from(self.k);
         let end = (slot.idx() + 1) * k;
         if self.history.len() < end {
-            self.history.resize(end.max(self.history.len() + self.history.len() / 4), 0);
+            // 25 % geometric growth, as the per-slot vectors grow (memory per object matters).
+            let len = end.max(self.history.len() + self.history.len() / 4);
+            self.history.reserve_exact(len - self.history.len());
+            self.history.resize(len, 0);
         }
         self.history[slot.idx() * k] = seq;
         let n = &mut self.nodes[slot.idx()];
