@@ -8,7 +8,8 @@ reference (`tierwise list collectors --json`: its `libcachesim` class and how it
 on that same request stream in both simulators, in object mode (every object of size 1) and
 in byte mode, at several cache sizes; their miss counts must be equal. A collector added to
 the registry with a reference is checked here without an edit. Belady's MIN
-(`tierwise mrc --belady`, offline) is checked the same way against libCacheSim's `Belady`.
+(the `belady` collector in `sim`, and the offline curve of `tierwise mrc --belady`) is checked
+the same way against libCacheSim's `Belady`.
 
 ARC in byte mode is reported but excepted: libCacheSim adapts ARC's target p by
 max(|B2|/|B1|, 1) *bytes* per ghost hit, so in byte mode p barely moves; tierwise scales the
@@ -44,7 +45,8 @@ def references(binary, only):
     """{collector: (libCacheSim class, how it compares)} from the registry, plus Belady."""
     listing = json.loads(tierwise(binary, "list", "collectors", "--json"))["collectors"]
     refs = {c["name"]: (c["libcachesim"], c["reference"]) for c in listing if c["libcachesim"]}
-    refs["belady"] = ("Belady", "exact")
+    # The offline curve of `tierwise mrc --belady`, beside the `belady` collector.
+    refs["belady-mrc"] = ("Belady", "exact")
     if only:
         unknown = sorted(set(only) - set(refs))
         if unknown:
@@ -107,8 +109,8 @@ def main():
                         if collector == "s3-fifo" and int(size * 0.1) == 0:
                             # libCacheSim aborts the process on an empty small queue.
                             continue
-                        if collector == "belady":
-                            # Offline: the reference line of `tierwise mrc`, not a collector.
+                        if collector == "belady-mrc":
+                            # The reference line of `tierwise mrc`.
                             out = Path(tmp) / "mrc"
                             tierwise(binary, "-q", "mrc", str(og), "--objects", mode, "--sizes", str(size), "--belady",
                                      "--out", str(out))

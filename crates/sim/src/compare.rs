@@ -161,9 +161,10 @@ fn validate_archs(cfg: &CompareConfig, object_size: u64, ssd: u64) -> Result<(),
         // Validated as `sim` runs it: an architecture with its own extent size (`es`,
         // `sub-lun`) has requests split at its extents.
         let setup = Setup { fast_capacity: ssd.max(object_size).max(1), slow_capacity: 0, object_size };
-        tierwise_core::ArchSpec::parse(a)
-            .and_then(|spec| spec.build(&setup).map(drop))
-            .map_err(|e| CompareError::Input(format!("architecture `{a}`: {e}")))?;
+        tierwise_core::collector::belady::validating(a, || {
+            tierwise_core::ArchSpec::parse(a).and_then(|spec| spec.build(&setup).map(drop))
+        })
+        .map_err(|e| CompareError::Input(format!("architecture `{a}`: {e}")))?;
     }
     Ok(())
 }

@@ -11,9 +11,11 @@
 //! each in the devices' FIFO queues, so moves delay foreground I/O as they would for real. A
 //! move's completion is reported to the engine when its write finishes.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use tierwise_core::arch::CostClass;
+use tierwise_core::collector::belady;
 use tierwise_core::{
     Clock, ConfigError, Engine, Level, ManualClock, Nanos, Outcome, Setup, Work, build_arch, extent_size_of,
 };
@@ -273,6 +275,38 @@ pub(crate) fn build_engine(
     Ok(Engine::new(build_arch(&cfg.arch, &setup)?, clock.clone()))
 }
 
+/// Reads `trace` (up to `limit` requests) into memory and computes every access's future as
+/// the simulation will number them (one engine access per piece the mapper splits out).
+fn read_future(
+    trace: &mut Trace,
+    mapper: &Mapper,
+    limit: Option<u64>,
+) -> Result<(Arc<Vec<TraceRecord>>, Arc<belady::Future>), SimError> {
+    let mut records = Vec::new();
+    let mut objects = Vec::new();
+    trace.for_each(limit.unwrap_or(u64::MAX), |rec| -> Result<(), TraceError> {
+        records.push(*rec);
+        mapper.split(rec, |p| objects.push(p.req.obj));
+        Ok(())
+    })?;
+    Ok((Arc::new(records), Arc::new(belady::Future::new(&objects))))
+}
+
+/// What an offline optimum is for this architecture: a bound only for a cache that caches
+/// every missed read.
+fn offline_note(spec: &str) -> String {
+    let plain_cache = spec.split(':').next() == Some("cache") && spec.contains("mode=read-only");
+    if plain_cache {
+        "collector=belady is offline (it knows the trace's future): for objects of one size in this read-only \
+         cache it is the fewest misses any policy can have; with variable sizes it is a reference, not a bound"
+            .into()
+    } else {
+        "collector=belady is offline (it knows the trace's future) and ranks by next access only: with writes, \
+         write-back, admission or tiering it is a reference, not a bound"
+            .into()
+    }
+}
+
 /// Runs the simulation of `trace` under `cfg`.
 pub fn simulate(trace: &mut Trace, cfg: &SimConfig, progress: &mut dyn Progress) -> Result<SimReport, SimError> {
     let wall = Instant::now();
@@ -289,7 +323,18 @@ pub fn simulate(trace: &mut Trace, cfg: &SimConfig, progress: &mut dyn Progress)
     let cfg = &adjusted;
     let mapper = Mapper::new(cfg.objects, trace.info().object_trace);
     let clock = ManualClock::new();
-    let mut engine = build_engine(cfg, &mapper, &clock)?;
+    let mut in_memory;
+    let (trace, mut engine) = if belady::spec_is_offline(&cfg.arch) {
+        // An offline collector: read the trace once for every access's future, then replay it
+        // from memory.
+        let (records, future) = read_future(trace, &mapper, cfg.max_requests)?;
+        in_memory = crate::trace::memory::memory_trace_like(records, trace);
+        notes.push(offline_note(&cfg.arch));
+        let engine = belady::provide_future(future, || build_engine(cfg, &mapper, &clock))?;
+        (&mut in_memory, engine)
+    } else {
+        (trace, build_engine(cfg, &mapper, &clock)?)
+    };
     // The simulator models no SSD layout: dropping a copy costs no device time. A served
     // device's slot quarantine counts the slots they unmap (`MetadataCommits::slots`).
     engine.set_report_invalidations(cfg.metadata_commits.is_some_and(|c| c.slots > 0));

@@ -66,7 +66,8 @@ pub struct LruK {
 impl CollectorBuild for LruK {
     const NAME: &'static str = "lru-k";
     const VERSION: u32 = 1;
-    const HELP: &'static str = "LRU-K: evict the oldest K-th most recent access; fewer than K accesses go first (SIGMOD'93)";
+    const HELP: &'static str =
+        "LRU-K: evict the oldest K-th most recent access; fewer than K accesses go first (SIGMOD'93)";
     const PARAMS: &'static [ParamSpec] =
         &[ParamSpec { name: "k", default: "2", help: "accesses that rank an object (1..=8)" }];
     const ALIASES: &'static [&'static str] = &["lruk"];
@@ -246,8 +247,6 @@ impl Collector for LruK {
 
     fn memory_bytes(&self) -> usize {
         // A B-tree entry is 24 bytes of key plus about a third of a node's slack.
-        self.nodes.capacity() * std::mem::size_of::<LruKState>()
-            + self.history.capacity() * 8
-            + self.ranked.len() * 36
+        self.nodes.capacity() * std::mem::size_of::<LruKState>() + self.history.capacity() * 8 + self.ranked.len() * 36
     }
 }

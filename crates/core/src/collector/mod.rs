@@ -20,6 +20,7 @@
 //! `--list` output are generated from it.
 
 pub mod arc;
+pub mod belady;
 pub mod clock;
 pub mod fifo;
 pub mod gdsf;
@@ -297,6 +298,7 @@ collectors! {
     Lfuda => lfuda::Lfuda,
     Gdsf => gdsf::Gdsf,
     LruK => lru_k::LruK,
+    Belady => belady::Belady,
 }
 
 impl AnyCollector {

@@ -149,7 +149,10 @@ fn check_rankings(mut c: AnyCollector, order: Order, ops: &[RankOp]) -> Result<(
 }
 
 fn build(name: &str) -> AnyCollector {
-    build_collector(name, &mut Params::new(name), &CollectorContext { fast_capacity: 1 << 20 }).unwrap()
+    // The offline collector gets an empty future: every object is never accessed again.
+    belady::provide_future(std::sync::Arc::new(belady::Future::default()), || {
+        build_collector(name, &mut Params::new(name), &CollectorContext { fast_capacity: 1 << 20 }).unwrap()
+    })
 }
 
 proptest! {
@@ -181,7 +184,12 @@ proptest! {
     #[test]
     fn every_collector_is_a_consistent_cache(trace in proptest::collection::vec(0u64..40, 1..400), cap in 1usize..16) {
         for info in COLLECTORS {
-            let c = build_collector(info.name, &mut Params::new(info.name), &CollectorContext { fast_capacity: cap as u64 }).unwrap();
+            // The offline collector knows this trace's future (access n has sequence n + 1).
+            let ids: Vec<ObjectId> = trace.iter().map(|&x| ObjectId(x)).collect();
+            let c = belady::provide_future(std::sync::Arc::new(belady::Future::new(&ids)), || {
+                build_collector(info.name, &mut Params::new(info.name), &CollectorContext { fast_capacity: cap as u64 })
+            })
+            .unwrap();
             if let Err(e) = drive_as_cache(c, cap, &trace) {
                 return Err(TestCaseError::fail(format!("{}: {e}", info.name)));
             }
@@ -433,11 +441,11 @@ fn million_objects_stay_cheap() {
         }
         assert_eq!(c.len(Tier::Fast), 499_000, "{}", info.name);
         let per_object = c.memory_bytes() as f64 / 1_000_000.0;
-        // ARC keeps the id and size per object for its ghosts; GDSF and LRU-K keep a search
-        // tree of priorities beside the nodes, LRU-K also K access times per object
+        // ARC keeps the id and size per object for its ghosts; GDSF, LRU-K and Belady keep a
+        // search tree of priorities beside the nodes, LRU-K also K access times per object
         // (docs/PERFORMANCE.md has the figures).
         let limit = match info.name {
-            "arc" | "gdsf" | "lru-k" => 80.0,
+            "arc" | "gdsf" | "lru-k" | "belady" => 80.0,
             _ => 40.0,
         };
         assert!(per_object < limit, "{} uses {per_object:.1} bytes per object", info.name);
@@ -483,4 +491,32 @@ fn cold_walks_follow_eviction_order() {
     assert_eq!(walk(&c, 0), Vec::<u32>::new());
     assert_eq!(build("lfu").cold_lists(), 0);
     assert_eq!(build("lfu").walk_cold(0, None), None);
+}
+
+/// Outside a simulator the offline collector is refused with the reason, and inside one it
+/// evicts the object next accessed furthest ahead (never again first).
+#[test]
+fn belady_needs_the_future_and_evicts_the_furthest() {
+    let setup = crate::Setup { fast_capacity: 1 << 20, slow_capacity: 0, object_size: 4096 };
+    let e = crate::build_arch("cache:mode=read-only,collector=belady", &setup).err().unwrap().to_string();
+    assert!(e.contains("offline") && e.contains("mount"), "{e}");
+    // Accesses 1..=6 name objects 1 2 3 1 2 1: after the third, 3 is never used again, 2 is
+    // next used at 5, 1 at 4.
+    let ids: Vec<ObjectId> = [1u64, 2, 3, 1, 2, 1].into_iter().map(ObjectId).collect();
+    let future = std::sync::Arc::new(belady::Future::new(&ids));
+    assert_eq!(future.next_after(ObjectId(1), 1), 4);
+    assert_eq!(future.next_after(ObjectId(1), 6), belady::NEVER);
+    let mut c = belady::provide_future(future, || {
+        build_collector("belady", &mut Params::new("belady"), &CollectorContext { fast_capacity: 3 })
+    })
+    .unwrap();
+    for (i, id) in [1u64, 2, 3].into_iter().enumerate() {
+        c.insert(Slot(id as u32), ObjectId(id), Tier::Fast, 1, &Touch::at(i as u64 + 1));
+    }
+    assert_eq!(c.coldest_fast(Nanos(3)), Some(Slot(3)));
+    c.remove(Slot(3), Removal::Evicted);
+    assert_eq!(c.coldest_fast(Nanos(3)), Some(Slot(2)));
+    c.touch(Slot(1), &Touch::at(4));
+    // Object 1's next access is now 6, after object 2's at 5.
+    assert_eq!(c.coldest_fast(Nanos(4)), Some(Slot(1)));
 }

@@ -766,8 +766,9 @@ pub fn check_sim_job(job: &SimJob) -> Result<(), JobError> {
     block_measure_from(&job.measure_from, || Ok(0))?;
     let setup = tierwise_core::Setup { fast_capacity: ssd, slow_capacity: 0, object_size };
     // As `sim` runs it: an architecture with its own extent size has requests split at it.
-    tierwise_core::ArchSpec::parse(&job.arch)
-        .and_then(|a| a.build(&setup).map(drop))
-        .map_err(|e| JobError::Input(format!("architecture `{}`: {e}", job.arch)))?;
+    tierwise_core::collector::belady::validating(&job.arch, || {
+        tierwise_core::ArchSpec::parse(&job.arch).and_then(|a| a.build(&setup).map(drop))
+    })
+    .map_err(|e| JobError::Input(format!("architecture `{}`: {e}", job.arch)))?;
     Ok(())
 }

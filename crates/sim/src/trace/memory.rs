@@ -31,6 +31,11 @@ impl TraceReader for MemoryReader {
     }
 }
 
+/// A trace over `records` read from `like`, with its format's facts and name.
+pub fn memory_trace_like(records: Arc<Vec<TraceRecord>>, like: &Trace) -> Trace {
+    Trace::new(Box::new(MemoryReader { records, at: 0 }), *like.info(), like.path(), false)
+}
+
 /// A trace over `records` (block records with timestamps when `has_time`).
 pub fn memory_trace(records: Arc<Vec<TraceRecord>>, name: &str, has_time: bool) -> Trace {
     let info = FormatInfo { name: "memory", help: "records held in memory", object_trace: false, has_time };
